@@ -1,0 +1,1 @@
+"""Adapters: implementations of the domain ports on top of third-party libraries."""

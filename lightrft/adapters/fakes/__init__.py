@@ -1,0 +1,1 @@
+"""Small, deterministic, honest implementations of every port, for tests (ours and users')."""

@@ -1,0 +1,1 @@
+"""Services (the colocated RL cycle and friends), written against domain ports only."""

@@ -1,0 +1,1 @@
+"""Pure algorithms, value objects and ports. Imports stdlib, torch and numpy only."""

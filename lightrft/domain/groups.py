@@ -1,0 +1,55 @@
+"""Statistics over groups of samples that share a prompt.
+
+Shapes: B samples. ``group_index`` (B,) holds any integer id per prompt; samples with the
+same id form a group (they need not be contiguous).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from lightrft.domain.checks import check_shape
+
+
+class GroupStats(NamedTuple):
+    """Per-sample view of its group's statistics, each of shape (B,)."""
+
+    mean: Tensor
+    std: Tensor  # Bessel-corrected; 0 for a group of one
+    size: Tensor  # number of samples in the group (float)
+
+
+def dense_group_ids(group_index: Tensor) -> tuple[Tensor, int]:
+    """Maps arbitrary group ids to 0..K-1. Returns (ids (B,), K)."""
+    check_shape("group_index", group_index, (None,))
+    _, ids = torch.unique(group_index, return_inverse=True)
+    return ids, int(ids.max()) + 1 if ids.numel() else 0
+
+
+def group_stats(values: Tensor, group_index: Tensor, weights: Tensor | None = None) -> GroupStats:
+    """Mean and Bessel-corrected std of ``values`` within each group, broadcast back to (B,).
+
+    Shape: values (B,), group_index (B,), weights (B,) optional. With ``weights`` the mean
+    is the weighted mean sum w v / sum w (the std stays unweighted).
+    """
+    check_shape("values", values, (None,))
+    check_shape("group_index", group_index, (values.shape[0],))
+    ids, k = dense_group_ids(group_index)
+    dtype = values.dtype if values.is_floating_point() else torch.float32
+    v = values.to(dtype)
+    size = torch.zeros(k, dtype=dtype, device=v.device).index_add_(0, ids, torch.ones_like(v))
+    if weights is None:
+        w = torch.ones_like(v)
+    else:
+        check_shape("weights", weights, (values.shape[0],))
+        w = weights.to(dtype)
+    wsum = torch.zeros(k, dtype=dtype, device=v.device).index_add_(0, ids, w)
+    mean = torch.zeros(k, dtype=dtype, device=v.device).index_add_(0, ids, w * v)
+    mean = mean / wsum.clamp(min=torch.finfo(dtype).tiny)
+    plain_mean = torch.zeros(k, dtype=dtype, device=v.device).index_add_(0, ids, v) / size
+    dev = (v - plain_mean[ids]) ** 2
+    var = torch.zeros(k, dtype=dtype, device=v.device).index_add_(0, ids, dev) / (size - 1).clamp(min=1)
+    return GroupStats(mean=mean[ids], std=var.sqrt()[ids], size=size[ids])

@@ -1,0 +1,269 @@
+"""Ports: the interfaces the services need from the outside world.
+
+Every port is a ``typing.Protocol``; adapters (``lightrft.adapters``) implement them on
+Hugging Face, DeepSpeed, FSDP2, vLLM ..., and ``lightrft.adapters.fakes`` holds small honest
+CPU implementations for tests. Shape letters as in :mod:`lightrft.domain.types`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from torch import Tensor, nn
+
+from lightrft.domain.types import (
+    Completion,
+    MemoryStats,
+    PromptRecord,
+    RewardResult,
+    RewardSample,
+    SamplingParams,
+    SequenceBatch,
+    StepResult,
+)
+
+NamedTensors = Iterable[tuple[str, Tensor]]
+
+
+class PolicyOutput(NamedTuple):
+    """Per-token results of a forward pass. Shapes (B, R); ``entropy`` only when asked."""
+
+    logprobs: Tensor
+    entropy: Tensor | None = None
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """A causal (vision/audio-)language model whose response-token log-probs we train."""
+
+    @property
+    def module(self) -> nn.Module:
+        """The ``nn.Module`` the training strategy wraps (sharding happens in place)."""
+        ...
+
+    def forward(
+        self, batch: SequenceBatch, *, temperature: float = 1.0, with_entropy: bool = False
+    ) -> PolicyOutput:
+        """Log-probs (B, R) of the response tokens of ``batch`` (and their entropy).
+
+        Runs with autograd when the caller is under grad mode; padding positions hold 0.
+        """
+        ...
+
+    def weights_for_sync(self, full_state: NamedTensors) -> Iterator[tuple[str, Tensor]]:
+        """Turns the gathered module state into the tensors an engine loads (LoRA merged)."""
+        ...
+
+
+@runtime_checkable
+class Critic(Protocol):
+    """A value model for PPO with GAE: one value per response token."""
+
+    @property
+    def module(self) -> nn.Module:
+        """The ``nn.Module`` the training strategy wraps."""
+        ...
+
+    def values(self, batch: SequenceBatch) -> Tensor:
+        """Values V_t, shape (B, R), 0 on padding."""
+        ...
+
+
+@runtime_checkable
+class ReferenceModel(Protocol):
+    """A frozen model for the KL term; may live in host memory between uses."""
+
+    def forward(
+        self, batch: SequenceBatch, *, temperature: float = 1.0, with_entropy: bool = False
+    ) -> PolicyOutput:
+        """Log-probs (B, R) of the response tokens, never with autograd."""
+        ...
+
+    def offload(self) -> None:
+        """Moves the weights off the accelerator."""
+        ...
+
+    def onload(self) -> None:
+        """Brings the weights back to the accelerator."""
+        ...
+
+
+@runtime_checkable
+class RolloutEngine(Protocol):
+    """Generates completions. Asleep, it holds no accelerator memory and must not generate."""
+
+    def generate(
+        self, prompts: Sequence[PromptRecord], sampling: SamplingParams
+    ) -> list[Completion]:
+        """``sampling.n`` completions per prompt, grouped: prompt i owns [i*n, (i+1)*n)."""
+        ...
+
+    def load_weights(self, weights: NamedTensors) -> None:
+        """Replaces the engine's weights with the policy's (names as ``weights_for_sync``)."""
+        ...
+
+    def sleep(self) -> None:
+        """Frees accelerator memory (weights and KV cache) until ``wake_up``."""
+        ...
+
+    def wake_up(self) -> None:
+        """Restores what ``sleep`` freed; outputs after a round trip are unchanged."""
+        ...
+
+    @property
+    def is_awake(self) -> bool:
+        """Whether ``generate`` may be called."""
+        ...
+
+
+@runtime_checkable
+class RewardSource(Protocol):
+    """Scores completions: rule verifiers, reward models, judges, remote services."""
+
+    @property
+    def name(self) -> str:
+        """Name used for metrics and for the weight in a composite reward."""
+        ...
+
+    def score(self, samples: Sequence[RewardSample]) -> RewardResult:
+        """Scores (B,) for ``samples`` plus detached metrics."""
+        ...
+
+    def onload(self) -> None:
+        """Brings model weights to the accelerator (a no-op for rule rewards)."""
+        ...
+
+    def offload(self) -> None:
+        """Moves model weights off the accelerator (a no-op for rule rewards)."""
+        ...
+
+
+@runtime_checkable
+class Collective(Protocol):
+    """Data-parallel facts and the one collective the services need."""
+
+    @property
+    def rank(self) -> int:
+        """This process's data-parallel rank."""
+        ...
+
+    @property
+    def world_size(self) -> int:
+        """Number of data-parallel ranks."""
+        ...
+
+    def all_reduce_sum(self, tensor: Tensor) -> Tensor:
+        """Element-wise sum over ranks (a new tensor; the input is not modified)."""
+        ...
+
+
+@runtime_checkable
+class Strategy(Protocol):
+    """Training backend for one model: wrapping, backward, optimizer step, state."""
+
+    def prepare(self, module: nn.Module) -> None:
+        """Shards/wraps ``module`` in place and builds its optimizer and LR schedule."""
+        ...
+
+    def backward(self, loss: Tensor) -> None:
+        """Accumulates gradients of ``loss`` (a micro-batch's share of the batch loss)."""
+        ...
+
+    def step(self) -> StepResult:
+        """Clips gradients, steps (or skips on non-finite gradients), zeroes gradients."""
+        ...
+
+    def full_state(self) -> Iterator[tuple[str, Tensor]]:
+        """The full (unsharded) parameters, one tensor at a time, for sync and export."""
+        ...
+
+    def offload(self) -> None:
+        """Moves parameters and optimizer state to host memory (colocation)."""
+        ...
+
+    def onload(self) -> None:
+        """Brings parameters and optimizer state back to the accelerator."""
+        ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """Optimizer, scheduler and module state for checkpoints."""
+        ...
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restores what ``state_dict`` returned."""
+        ...
+
+
+@runtime_checkable
+class Accelerator(Protocol):
+    """Device facts; the only place that knows about cuda / npu / cpu."""
+
+    @property
+    def device_type(self) -> str:
+        """``"cuda"``, ``"npu"`` or ``"cpu"``."""
+        ...
+
+    @property
+    def collective_backend(self) -> str:
+        """``"nccl"``, ``"hccl"`` or ``"gloo"``."""
+        ...
+
+    def synchronize(self) -> None:
+        """Waits for queued device work (for honest timings)."""
+        ...
+
+    def empty_cache(self) -> None:
+        """Returns cached device memory to the driver."""
+        ...
+
+    def memory_stats(self) -> MemoryStats:
+        """Current and peak device memory."""
+        ...
+
+
+@runtime_checkable
+class Tracker(Protocol):
+    """Sink for metrics and sample trajectories."""
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        """Records scalar metrics of ``step``."""
+        ...
+
+    def log_samples(self, rows: Sequence[Mapping[str, Any]], step: int) -> None:
+        """Records example trajectories (prompt, response, reward, advantage ...)."""
+        ...
+
+    def close(self) -> None:
+        """Flushes and releases resources."""
+        ...
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """Atomic persistence of run state: a crash never leaves a half-written latest."""
+
+    def save(self, step: int, state: Mapping[str, Any]) -> None:
+        """Writes ``state`` for ``step`` atomically, then prunes old checkpoints."""
+        ...
+
+    def latest_step(self) -> int | None:
+        """The newest complete checkpoint's step, or ``None``."""
+        ...
+
+    def load(self, step: int) -> dict[str, Any]:
+        """The state saved for ``step``."""
+        ...
+
+
+@runtime_checkable
+class PromptSource(Protocol):
+    """Random access to prompt records, so the data position is a plain index."""
+
+    def __len__(self) -> int:
+        """Number of prompts."""
+        ...
+
+    def __getitem__(self, index: int) -> PromptRecord:
+        """Prompt number ``index``."""
+        ...

@@ -1,0 +1,258 @@
+"""Value objects that flow between the ports and the services.
+
+Shape letters: B samples, P prompt tokens (left-padded), R response tokens (right-padded),
+T = P + R sequence tokens.
+
+Sequence layout used everywhere: ``input_ids`` (B, T) is a left-padded prompt followed by a
+right-padded response, so every response starts at column ``T - R``. Response-aligned
+tensors (``response_mask``, ``old_logprobs``, ``advantages`` ...) are (B, R); the log-prob
+of response token ``t`` is predicted from column ``T - R + t - 1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
+
+import torch
+from torch import Tensor
+
+from lightrft.domain.checks import check_non_negative, check_positive, check_shape
+
+FinishReason = Literal["stop", "length"]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How the rollout engine samples. ``top_k=0`` and ``min_p=0`` disable those filters."""
+
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    max_new_tokens: int = 256
+    stop_strings: tuple[str, ...] = ()
+    stop_token_ids: tuple[int, ...] = ()
+    seed: int | None = None
+    first_token_temperature: float | None = None  # FIRE (arXiv:2410.21236); None: off
+
+    def __post_init__(self) -> None:
+        check_positive("n", self.n)
+        check_non_negative("temperature", self.temperature)
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        check_non_negative("top_k", self.top_k)
+        if not 0 <= self.min_p < 1:
+            raise ValueError(f"min_p must be in [0, 1), got {self.min_p}")
+        check_positive("max_new_tokens", self.max_new_tokens)
+        if self.first_token_temperature is not None:
+            check_positive("first_token_temperature", self.first_token_temperature)
+
+    @property
+    def greedy(self) -> bool:
+        """Temperature 0 means argmax decoding."""
+        return self.temperature == 0
+
+
+@dataclass(frozen=True)
+class PromptRecord:
+    """One prompt, already rendered (chat template applied) and tokenized.
+
+    ``reference`` is the verifiable answer (RLVR) if there is one; ``multimodal`` holds
+    opaque model inputs (images, audio) that only adapters interpret.
+    """
+
+    uid: str
+    prompt_text: str
+    prompt_token_ids: tuple[int, ...]
+    reference: str | None = None
+    multimodal: Mapping[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.prompt_token_ids:
+            raise ValueError(f"prompt {self.uid!r} has no tokens")
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sampled response to ``PromptRecord`` number ``prompt_index`` of a request batch.
+
+    ``logprobs`` are the engine's log-probs of ``token_ids`` under the distribution it
+    actually sampled from (after temperature), one per token.
+    """
+
+    prompt_index: int
+    token_ids: tuple[int, ...]
+    text: str
+    finish_reason: FinishReason
+    logprobs: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.logprobs is not None and len(self.logprobs) != len(self.token_ids):
+            raise ValueError(
+                f"completion has {len(self.token_ids)} tokens but {len(self.logprobs)} logprobs"
+            )
+
+
+@dataclass(frozen=True)
+class RewardSample:
+    """What a reward source judges: the prompt and one completion of it."""
+
+    prompt: PromptRecord
+    completion: Completion
+
+
+@dataclass(frozen=True)
+class RewardResult:
+    """Scores of a batch. ``scores`` (B,); ``metrics`` detached scalars per source."""
+
+    scores: Tensor
+    metrics: Mapping[str, Tensor] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SequenceBatch:
+    """Model inputs for log-prob computation.
+
+    Shapes: ``input_ids`` (B, T), ``attention_mask`` (B, T), ``response_mask`` (B, R).
+    Responses occupy the last R columns (see the module docstring).
+    """
+
+    input_ids: Tensor
+    attention_mask: Tensor
+    response_mask: Tensor
+    multimodal: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_shape("input_ids", self.input_ids, (None, None))
+        check_shape("attention_mask", self.attention_mask, tuple(self.input_ids.shape))
+        check_shape("response_mask", self.response_mask, (self.input_ids.shape[0], None))
+        if self.response_mask.shape[1] > self.input_ids.shape[1]:
+            raise ValueError(
+                f"response_mask has {self.response_mask.shape[1]} columns but input_ids only "
+                f"{self.input_ids.shape[1]}"
+            )
+
+    @property
+    def response_length(self) -> int:
+        """R, the number of response columns."""
+        return int(self.response_mask.shape[1])
+
+    def select(self, index: Tensor) -> SequenceBatch:
+        """Rows ``index`` (1-D long tensor) of every tensor."""
+        return replace(
+            self,
+            input_ids=self.input_ids[index],
+            attention_mask=self.attention_mask[index],
+            response_mask=self.response_mask[index],
+        )
+
+
+@dataclass(frozen=True)
+class Experience:
+    """A scored, advantage-annotated batch of rollouts, ready for optimization.
+
+    Shapes: ``sequences`` as :class:`SequenceBatch`; ``old_logprobs``, ``ref_logprobs``,
+    ``rollout_logprobs``, ``advantages``, ``returns``, ``values`` (B, R);
+    ``rewards``, ``group_index`` (B,).
+    """
+
+    sequences: SequenceBatch
+    old_logprobs: Tensor
+    advantages: Tensor
+    returns: Tensor
+    rewards: Tensor
+    group_index: Tensor
+    ref_logprobs: Tensor | None = None
+    rollout_logprobs: Tensor | None = None
+    values: Tensor | None = None
+
+    def __post_init__(self) -> None:
+        b, r = self.sequences.response_mask.shape
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "sequences" or value is None:
+                continue
+            check_shape(f.name, value, (b,) if f.name in ("rewards", "group_index") else (b, r))
+
+    @property
+    def response_mask(self) -> Tensor:
+        """(B, R) mask of response tokens."""
+        return self.sequences.response_mask
+
+    def __len__(self) -> int:
+        return int(self.rewards.shape[0])
+
+    def select(self, index: Tensor) -> Experience:
+        """Rows ``index`` (1-D long tensor) of every tensor."""
+        updates: dict[str, Any] = {"sequences": self.sequences.select(index)}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name != "sequences" and isinstance(value, Tensor):
+                updates[f.name] = value[index]
+        return replace(self, **updates)
+
+    def to(self, device: torch.device) -> Experience:
+        """A copy with every tensor on ``device``."""
+        seq = self.sequences
+        updates: dict[str, Any] = {
+            "sequences": replace(
+                seq,
+                input_ids=seq.input_ids.to(device),
+                attention_mask=seq.attention_mask.to(device),
+                response_mask=seq.response_mask.to(device),
+            )
+        }
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name != "sequences" and isinstance(value, Tensor):
+                updates[f.name] = value.to(device)
+        return replace(self, **updates)
+
+
+@dataclass(frozen=True)
+class OptimizerParams:
+    """AdamW and learning-rate schedule settings, shared by every training strategy."""
+
+    lr: float = 1e-6
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    max_grad_norm: float | None = 1.0
+    warmup_steps: int = 0
+    total_steps: int | None = None
+    schedule: Literal["constant", "cosine", "linear"] = "constant"
+    min_lr_ratio: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_positive("lr", self.lr)
+        check_non_negative("weight_decay", self.weight_decay)
+        check_non_negative("warmup_steps", self.warmup_steps)
+        if self.max_grad_norm is not None:
+            check_positive("max_grad_norm", self.max_grad_norm)
+        if self.schedule != "constant" and self.total_steps is None:
+            raise ValueError(f"schedule {self.schedule!r} needs total_steps")
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise ValueError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one optimizer step did. ``grad_norm`` is the norm before clipping."""
+
+    grad_norm: float
+    lr: float
+    skipped: bool = False
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryStats:
+    """Device memory in bytes (0 where the device cannot tell)."""
+
+    allocated: int = 0
+    reserved: int = 0
+    peak_allocated: int = 0

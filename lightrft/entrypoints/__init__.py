@@ -1,0 +1,1 @@
+"""Composition root: CLI, configuration, dependency-injection container, embedding API."""
