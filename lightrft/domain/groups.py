@@ -52,4 +52,16 @@ def group_stats(values: Tensor, group_index: Tensor, weights: Tensor | None = No
     plain_mean = torch.zeros(k, dtype=dtype, device=v.device).index_add_(0, ids, v) / size
     dev = (v - plain_mean[ids]) ** 2
     var = torch.zeros(k, dtype=dtype, device=v.device).index_add_(0, ids, dev) / (size - 1).clamp(min=1)
-    return GroupStats(mean=mean[ids], std=var.sqrt()[ids], size=size[ids])
+    # A group whose values are all equal has exactly that mean and std 0: float rounding of
+    # the sums above must not turn it into a tiny non-zero spread (ALGORITHMS.md: equal
+    # rewards give advantage 0).
+    low = torch.full((k,), float("inf"), dtype=dtype, device=v.device).scatter_reduce(
+        0, ids, v, reduce="amin"
+    )
+    high = torch.full((k,), float("-inf"), dtype=dtype, device=v.device).scatter_reduce(
+        0, ids, v, reduce="amax"
+    )
+    equal = low == high
+    mean = torch.where(equal, low, mean)
+    std = torch.where(equal, torch.zeros_like(var), var.sqrt())
+    return GroupStats(mean=mean[ids], std=std[ids], size=size[ids])

@@ -1,0 +1,152 @@
+"""Which samples and tokens to train on, and how to sample them.
+
+- DAPO dynamic sampling (arXiv:2503.14476 §3.2, constraint 0 < |correct| < G): keep only
+  groups whose rewards are not all equal, and refill until enough groups are kept or a
+  round limit is hit.
+- High-entropy token selection ("Beyond the 80/20 rule", arXiv:2506.01939): train only on
+  the top rho fraction of response tokens by entropy.
+- FIRE sampling (arXiv:2410.21236): the first response token at a high temperature.
+
+Shapes: B samples, G group size, R response tokens. ``group_index`` (B,) holds one id per
+prompt; samples with equal ids form a group. Masks are True/1 where a token counts; padding
+(mask 0) never influences a result, whatever it holds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import torch
+from torch import Tensor
+
+from lightrft.domain.checks import (
+    check_finite,
+    check_mask,
+    check_non_negative,
+    check_positive,
+    check_same_shape,
+    check_shape,
+)
+from lightrft.domain.groups import dense_group_ids
+
+
+def informative_group_mask(rewards: Tensor, group_index: Tensor) -> Tensor:
+    """True for samples whose group's rewards are not all equal (DAPO dynamic sampling).
+
+    Shape: rewards (B,), group_index (B,) -> bool (B,). A group of one is uninformative.
+    Equality is exact (group min == group max), so float rounding in a mean/std cannot
+    turn an all-equal group into an informative one.
+    """
+    check_shape("rewards", rewards, (None,))
+    check_shape("group_index", group_index, (rewards.shape[0],))
+    check_finite("rewards", rewards)
+    ids, k = dense_group_ids(group_index)
+    low = torch.full((k,), math.inf, dtype=torch.float64, device=rewards.device)
+    high = torch.full((k,), -math.inf, dtype=torch.float64, device=rewards.device)
+    values = rewards.detach().to(torch.float64)
+    low = low.scatter_reduce(0, ids, values, reduce="amin")
+    high = high.scatter_reduce(0, ids, values, reduce="amax")
+    return (high > low)[ids]
+
+
+def _check_count(name: str, value: int, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DynamicSamplingState:
+    """Progress of DAPO's refill loop: groups kept so far and generation rounds used.
+
+    The application loops ``while not state.done``: generate, filter with
+    :func:`informative_group_mask`, ``state = state.after_round(n_informative)``. The loop
+    ends when ``kept_groups >= target_groups`` or after ``max_rounds`` rounds; then
+    ``hit_round_limit`` says whether it trains on fewer groups than asked for.
+    """
+
+    kept_groups: int = 0
+    rounds: int = 0
+    target_groups: int
+    max_rounds: int
+
+    def __post_init__(self) -> None:
+        _check_count("kept_groups", self.kept_groups, 0)
+        _check_count("rounds", self.rounds, 0)
+        _check_count("target_groups", self.target_groups, 1)
+        _check_count("max_rounds", self.max_rounds, 1)
+
+    def after_round(self, num_informative_groups: int) -> DynamicSamplingState:
+        """The state after one more generation round that kept ``num_informative_groups``."""
+        _check_count("num_informative_groups", num_informative_groups, 0)
+        if self.done:
+            raise ValueError(
+                f"dynamic sampling is already done ({self.kept_groups}/{self.target_groups} "
+                f"groups after {self.rounds}/{self.max_rounds} rounds); start a new state"
+            )
+        return replace(
+            self, kept_groups=self.kept_groups + num_informative_groups, rounds=self.rounds + 1
+        )
+
+    @property
+    def done(self) -> bool:
+        """Enough groups kept, or no round left."""
+        return self.kept_groups >= self.target_groups or self.rounds >= self.max_rounds
+
+    @property
+    def hit_round_limit(self) -> bool:
+        """The round limit ended the loop before enough groups were kept."""
+        return self.rounds >= self.max_rounds and self.kept_groups < self.target_groups
+
+
+def high_entropy_token_mask(entropy: Tensor, response_mask: Tensor, top_fraction: float) -> Tensor:
+    """Keeps the ceil(rho * n) highest-entropy tokens of the n masked tokens in the batch.
+
+    "Beyond the 80/20 rule" (arXiv:2506.01939): the policy loss only sees tokens with
+    H_t >= the batch's top-rho entropy threshold. Shape: entropy, response_mask (B, R) ->
+    bool (B, R). rho = ``top_fraction`` in (0, 1]; rounding up (after rounding rho * n to
+    9 decimals, so float noise cannot add a token) keeps at least one token.
+    Ties are broken by position in row-major order (earlier tokens first), so exactly
+    ceil(rho * n) tokens are kept. Call it once on the whole local batch, not per
+    micro-batch (the threshold is over the tokens passed in).
+    """
+    check_shape("entropy", entropy, (None, None))
+    check_same_shape("entropy", entropy, response_mask=response_mask)
+    check_mask("response_mask", response_mask)
+    if not 0 < top_fraction <= 1:
+        raise ValueError(f"top_fraction must be in (0, 1], got {top_fraction}")
+    keep = response_mask.bool()
+    check_finite("entropy (where response_mask is set)", torch.where(keep, entropy, 0.0))
+    n = int(keep.sum())
+    # Round before ceil so that 0.28 * 25 = 7.000000000000001 keeps 7 tokens, not 8.
+    k = max(1, math.ceil(round(top_fraction * n, 9)))
+    scores = torch.where(keep, entropy.detach(), -math.inf).flatten()
+    order = torch.sort(scores, descending=True, stable=True).indices
+    selected = torch.zeros_like(scores, dtype=torch.bool)
+    selected[order[:k]] = True
+    return selected.view_as(keep)
+
+
+@dataclass(frozen=True)
+class FireSchedule:
+    """FIRE sampling (arXiv:2410.21236): token 0 at ``first_token_temperature``, the rest at
+    ``temperature``. Positions count response tokens from 0."""
+
+    first_token_temperature: float
+    temperature: float
+
+    def __post_init__(self) -> None:
+        check_positive("first_token_temperature", self.first_token_temperature)
+        check_non_negative("temperature", self.temperature)
+
+    def temperature_at(self, position: int) -> float:
+        """Sampling temperature of response token ``position`` (>= 0)."""
+        _check_count("position", position, 0)
+        return self.first_token_temperature if position == 0 else self.temperature
+
+    def token_temperatures(self, length: int, device: torch.device | None = None) -> Tensor:
+        """Temperatures of a ``length``-token response. Shape: (R,), default float dtype."""
+        _check_count("length", length, 0)
+        temperatures = torch.full((length,), self.temperature, device=device)
+        temperatures[:1] = self.first_token_temperature
+        return temperatures
