@@ -1,0 +1,377 @@
+"""Advantage estimators: outcome rewards (plus critic values or KL) -> per-token advantages.
+
+Shapes: B samples, G samples in one group (the responses to one prompt), R response tokens.
+``response_mask`` (B, R) is 1 where a response token counts; padding never influences a
+result, whatever it holds (even NaN). Masks need not be left-aligned: token-level
+estimators (``reinforce_pp``, ``gae``) treat masked-out positions as absent, so the "last
+token" of a row is its last masked token and the "next token" is the next masked one.
+
+Every estimator has the same signature ``compute(inputs, params, all_reduce_sum)`` and is
+registered under the name users type in a config (ALGORITHMS.md, "Advantage estimators").
+The flags on :class:`AdvantageEstimator` tell the application which optional inputs to
+provide, so it never branches on a name. Call :func:`compute_advantages`, which validates.
+
+Groups: a group of one sample has no baseline, so group-baseline estimators give it
+advantage 0 and warn (:class:`SingletonGroupWarning`, once per call); a group whose rewards
+are all equal gets exactly 0, never NaN.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import torch
+from torch import Tensor
+
+from lightrft.domain.checks import (
+    check_finite,
+    check_mask,
+    check_non_negative,
+    check_positive,
+    check_shape,
+)
+from lightrft.domain.groups import GroupStats, dense_group_ids, group_stats
+from lightrft.domain.masked import masked_mean, masked_whiten
+from lightrft.domain.reduce import AllReduceSum, local_sum
+from lightrft.domain.registry import Registry
+
+
+class SingletonGroupWarning(UserWarning):
+    """A group holds one sample: it has no baseline and its advantage is set to 0."""
+
+
+@dataclass(frozen=True)
+class AdvantageInputs:
+    """What an estimator reads. Optional fields are required by the estimator's flags."""
+
+    rewards: Tensor  # Shape (B,): outcome reward per sample (must be finite)
+    response_mask: Tensor  # Shape (B, R): 1 where a response token counts
+    group_index: Tensor  # Shape (B,): integer id of the prompt each sample answers
+    values: Tensor | None = None  # Shape (B, R): critic values V_t (gae only)
+    kl: Tensor | None = None  # Shape (B, R): per-token KL estimate k_t (KL-in-reward estimators)
+    baseline_rewards: Tensor | None = None  # Shape (B,): reward of a greedy rollout (remax)
+
+
+@dataclass(frozen=True)
+class AdvantageParams:
+    """Hyper-parameters shared by the estimators (each reads the ones it needs)."""
+
+    eps: float = 1e-6  # group std epsilon (grpo, cpgd)
+    gamma: float = 1.0  # discount (reinforce_pp, gae)
+    lam: float = 0.95  # GAE lambda
+    kl_coef: float = 0.0  # beta for KL in the reward (reinforce_pp, gae)
+    whiten_eps: float = 1e-8  # masked whitening epsilon
+
+    def __post_init__(self) -> None:
+        check_non_negative("eps", self.eps)
+        check_positive("whiten_eps", self.whiten_eps)
+        check_non_negative("kl_coef", self.kl_coef)
+        for name, value in (("gamma", self.gamma), ("lam", self.lam)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must lie in [0, 1], got {value}")
+
+
+@dataclass(frozen=True)
+class AdvantageOutput:
+    """Advantages and returns, both (B, R) and 0 where ``response_mask`` is 0."""
+
+    advantages: Tensor  # Shape (B, R)
+    returns: Tensor  # Shape (B, R): gae: A + V; reinforce_pp: discounted returns; else advantages
+    metrics: Mapping[str, Tensor]  # detached scalars over the local batch
+
+
+Compute = Callable[[AdvantageInputs, AdvantageParams, AllReduceSum], AdvantageOutput]
+
+
+@dataclass(frozen=True)
+class AdvantageEstimator:
+    """A registered estimator and the inputs it needs."""
+
+    name: str
+    compute: Compute
+    kl_in_reward: bool = False  # True: the cycle passes `kl`; no KL term goes in the loss
+    needs_values: bool = False  # True: needs a critic (gae)
+    needs_baseline_rewards: bool = False  # True: needs a greedy rollout reward (remax)
+    uses_groups: bool = True  # False: group_index is ignored
+
+
+ADVANTAGE_ESTIMATORS: Registry[AdvantageEstimator] = Registry("advantage estimator")
+
+
+def _require(estimator: str, field: str, tensor: Tensor | None) -> Tensor:
+    if tensor is None:
+        raise ValueError(f"advantage estimator {estimator!r} needs inputs.{field}; got None")
+    return tensor
+
+
+def _as_float(tensor: Tensor) -> Tensor:
+    return tensor if tensor.is_floating_point() else tensor.to(torch.get_default_dtype())
+
+
+def _per_token(score: Tensor, mask: Tensor) -> Tensor:
+    """Broadcasts a per-sample score (B,) over the masked tokens of mask (B, R); 0 elsewhere."""
+    return torch.where(mask, score.unsqueeze(-1), 0.0)
+
+
+def _group_scores(
+    inputs: AdvantageInputs,
+    centered: Callable[[Tensor, GroupStats], Tensor],
+    weights: Tensor | None = None,
+) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
+    """Per-sample ``centered(rewards, stats)`` (B,), 0 for samples without a baseline.
+
+    Returns (score (B,), informative (B,) bool, group metrics). A sample is informative
+    when its group has two or more samples whose rewards are not all equal.
+    """
+    rewards = _as_float(inputs.rewards)
+    stats = group_stats(rewards, inputs.group_index, weights)
+    ids, k = dense_group_ids(inputs.group_index)
+    inf = torch.full((k,), float("inf"), dtype=rewards.dtype, device=rewards.device)
+    high = (-inf).scatter_reduce(0, ids, rewards, "amax")
+    low = inf.scatter_reduce(0, ids, rewards, "amin")
+    equal = (high == low)[ids]  # [B]; singletons are trivially equal
+    singleton = stats.size == 1
+    if bool(singleton.any()):
+        warnings.warn(
+            "some groups hold a single sample (no baseline); their advantage is 0 "
+            "(see metric groups/singleton)",
+            SingletonGroupWarning,
+            stacklevel=4,
+        )
+    score = torch.where(equal, 0.0, centered(rewards, stats))
+    metrics = {
+        "groups/singleton": singleton.to(rewards.dtype).sum(),
+        "groups/zero_std": ((equal & ~singleton).to(rewards.dtype) / stats.size).sum(),
+    }
+    return score, ~equal, metrics
+
+
+def _last_token(mask: Tensor) -> Tensor:
+    """(B, R) bool, True at the last masked token of each row (nowhere for an empty row)."""
+    positions = torch.arange(1, mask.shape[-1] + 1, device=mask.device)
+    last = (mask.long() * positions).argmax(dim=-1, keepdim=True)  # [B, 1]
+    return torch.zeros_like(mask).scatter(-1, last, True) & mask
+
+
+def _next_masked(values: Tensor, mask: Tensor) -> Tensor:
+    """Value at the next masked token after t, 0 after a row's last one. Shape (B, R)."""
+    b, r = mask.shape
+    positions = torch.arange(r, device=mask.device).expand(b, r)
+    masked_at = torch.where(mask, positions, r)  # [B, R]; r means "none"
+    first_from = masked_at.flip(-1).cummin(dim=-1).values.flip(-1)  # first masked >= t
+    after = torch.cat([first_from[:, 1:], torch.full_like(first_from[:, :1], r)], dim=-1)
+    padded = torch.cat([values, torch.zeros_like(values[:, :1])], dim=-1)  # [B, R + 1]
+    return padded.gather(-1, after)
+
+
+def _discounted_sum(x: Tensor, mask: Tensor, factor: float) -> Tensor:
+    """y_t = sum_{s >= t, masked} factor^(k_s - k_t) x_s, k counting masked tokens only.
+
+    Shape: x, mask (B, R). 0 where ``mask`` is 0.
+    """
+    x = torch.where(mask, x, torch.zeros_like(x))
+    if factor == 1.0:
+        return torch.where(mask, x.flip(-1).cumsum(-1).flip(-1), torch.zeros_like(x))
+    carry = torch.zeros_like(x[:, 0])
+    columns = []
+    for t in reversed(range(x.shape[-1])):
+        carry = torch.where(mask[:, t], x[:, t] + factor * carry, carry)
+        columns.append(carry)
+    return torch.where(mask, torch.stack(columns[::-1], dim=-1), torch.zeros_like(x))
+
+
+def _token_rewards(inputs: AdvantageInputs, params: AdvantageParams, mask: Tensor) -> Tensor:
+    """r_i on the last masked token minus beta * k_t on every masked token. Shape (B, R)."""
+    rewards = _as_float(inputs.rewards)
+    token_rewards = torch.where(_last_token(mask), rewards.unsqueeze(-1), 0.0)
+    if params.kl_coef > 0:
+        kl = torch.where(
+            mask, _require("KL-in-reward (kl_coef > 0)", "kl", inputs.kl).to(rewards.dtype), 0.0
+        )
+        token_rewards = token_rewards - params.kl_coef * kl
+    return token_rewards
+
+
+def _output(
+    advantages: Tensor, returns: Tensor, mask: Tensor, extra: Mapping[str, Tensor]
+) -> AdvantageOutput:
+    """Packs results with token metrics over the local batch (mask (B, R) is non-empty)."""
+    advantages = torch.where(mask, advantages, 0.0)  # +0.0 on padding, never -0.0
+    mean = masked_mean(advantages, mask)
+    std = masked_mean((advantages - mean) ** 2, mask).sqrt()
+    inf = torch.tensor(float("inf"), dtype=advantages.dtype, device=advantages.device)
+    metrics = {
+        "advantages/mean": mean,
+        "advantages/std": std,
+        "advantages/min": torch.where(mask, advantages, inf).min(),
+        "advantages/max": torch.where(mask, advantages, -inf).max(),
+        "returns/mean": masked_mean(returns, mask),
+        **extra,
+    }
+    detached = {key: value.detach() for key, value in metrics.items()}
+    return AdvantageOutput(advantages, returns, MappingProxyType(detached))
+
+
+def _outcome_output(score: Tensor, mask: Tensor, extra: Mapping[str, Tensor]) -> AdvantageOutput:
+    advantages = _per_token(score, mask)
+    return _output(advantages, advantages, mask, extra)
+
+
+def _grpo(inputs: AdvantageInputs, params: AdvantageParams, _r: AllReduceSum) -> AdvantageOutput:
+    """(r_i - mean_group r) / (std_group r + eps), std Bessel-corrected.
+
+    DeepSeekMath, arXiv:2402.03300, sec. 4.1.2 (outcome supervision). Shape: (B,) -> (B, R).
+    """
+    score, _, metrics = _group_scores(inputs, lambda r, g: (r - g.mean) / (g.std + params.eps))
+    return _outcome_output(score, inputs.response_mask.bool(), metrics)
+
+
+def _dr_grpo(inputs: AdvantageInputs, _p: AdvantageParams, _r: AllReduceSum) -> AdvantageOutput:
+    """r_i - mean_group r (no std division). Dr. GRPO, arXiv:2503.20783, sec. 3.2."""
+    score, _, metrics = _group_scores(inputs, lambda r, g: r - g.mean)
+    return _outcome_output(score, inputs.response_mask.bool(), metrics)
+
+
+def _rloo(inputs: AdvantageInputs, _p: AdvantageParams, _r: AllReduceSum) -> AdvantageOutput:
+    """r_i - mean_{j != i} r_j = G / (G - 1) (r_i - mean_group r). arXiv:2402.14740, sec. 3."""
+    score, _, metrics = _group_scores(
+        inputs, lambda r, g: g.size / (g.size - 1).clamp(min=1) * (r - g.mean)
+    )
+    return _outcome_output(score, inputs.response_mask.bool(), metrics)
+
+
+def _opo(inputs: AdvantageInputs, _p: AdvantageParams, _r: AllReduceSum) -> AdvantageOutput:
+    """r_i - b, b = sum_j |y_j| r_j / sum_j |y_j| over the group (length-weighted mean).
+
+    OPO, "On-Policy RL with Optimal Reward Baseline", arXiv:2505.23585, sec. 3.
+    """
+    lengths = inputs.response_mask.to(_as_float(inputs.rewards).dtype).sum(dim=-1)  # [B]
+    score, _, metrics = _group_scores(inputs, lambda r, g: r - g.mean, weights=lengths)
+    return _outcome_output(score, inputs.response_mask.bool(), metrics)
+
+
+def _reinforce_pp_baseline(
+    inputs: AdvantageInputs, params: AdvantageParams, all_reduce_sum: AllReduceSum
+) -> AdvantageOutput:
+    """r_i - mean_group r broadcast over tokens, then masked whitening over the global batch.
+
+    REINFORCE++-baseline, arXiv:2501.03262. Samples without a baseline (singleton or
+    all-equal group) stay exactly 0 after whitening. Shape: (B,) -> (B, R).
+    """
+    mask = inputs.response_mask.bool()
+    score, informative, metrics = _group_scores(inputs, lambda r, g: r - g.mean)
+    whitened = masked_whiten(
+        _per_token(score, mask), mask, eps=params.whiten_eps, all_reduce_sum=all_reduce_sum
+    )
+    advantages = torch.where(informative.unsqueeze(-1), whitened, 0.0)
+    return _output(advantages, advantages, mask, metrics)
+
+
+def _remax(inputs: AdvantageInputs, _p: AdvantageParams, _r: AllReduceSum) -> AdvantageOutput:
+    """r_i - r_greedy(x_i), the greedy rollout's reward as baseline. ReMax, arXiv:2310.10505."""
+    rewards = _as_float(inputs.rewards)
+    baseline = _require("remax", "baseline_rewards", inputs.baseline_rewards)
+    score = rewards - baseline.to(rewards.dtype)
+    return _outcome_output(score, inputs.response_mask.bool(), {})
+
+
+def _reinforce_pp(
+    inputs: AdvantageInputs, params: AdvantageParams, all_reduce_sum: AllReduceSum
+) -> AdvantageOutput:
+    """Token rewards r_i (last token) - beta k_t; R_t = sum_{s>=t} gamma^(s-t) r_s; A = whiten(R).
+
+    REINFORCE++, arXiv:2501.03262 (KL in the reward, global-batch normalization).
+    Shape: (B, R).
+    """
+    mask = inputs.response_mask.bool()
+    returns = _discounted_sum(_token_rewards(inputs, params, mask), mask, params.gamma)
+    advantages = masked_whiten(returns, mask, eps=params.whiten_eps, all_reduce_sum=all_reduce_sum)
+    return _output(advantages, returns, mask, {})
+
+
+def _gae(
+    inputs: AdvantageInputs, params: AdvantageParams, all_reduce_sum: AllReduceSum
+) -> AdvantageOutput:
+    """delta_t = r_t + gamma V_{t+1} - V_t; A_t = sum_l (gamma lambda)^l delta_{t+l}.
+
+    GAE, Schulman et al., arXiv:1506.02438, eq. 16. Token rewards as ``reinforce_pp``;
+    V after the last token is 0; returns = A + V; advantages whitened over the global
+    batch. Shape: (B, R).
+    """
+    mask = inputs.response_mask.bool()
+    token_rewards = _token_rewards(inputs, params, mask)
+    critic = _require("gae", "values", inputs.values)
+    values = torch.where(mask, critic.to(token_rewards.dtype), 0.0)
+    deltas = token_rewards + params.gamma * _next_masked(values, mask) - values
+    raw = _discounted_sum(deltas, mask, params.gamma * params.lam)
+    returns = torch.where(mask, raw + values, 0.0)
+    advantages = masked_whiten(raw, mask, eps=params.whiten_eps, all_reduce_sum=all_reduce_sum)
+    return _output(advantages, returns, mask, {})
+
+
+def _register(estimator: AdvantageEstimator, aliases: tuple[str, ...] = ()) -> None:
+    ADVANTAGE_ESTIMATORS.add(estimator.name, estimator, aliases=aliases)
+
+
+_register(AdvantageEstimator("grpo", _grpo), aliases=("group_norm",))
+_register(AdvantageEstimator("dr_grpo", _dr_grpo))
+_register(AdvantageEstimator("rloo", _rloo))
+_register(AdvantageEstimator("opo", _opo))
+_register(AdvantageEstimator("cpgd", _grpo))  # CPGD, arXiv:2505.12504: its change is the loss
+_register(AdvantageEstimator("reinforce_pp_baseline", _reinforce_pp_baseline))
+_register(AdvantageEstimator("remax", _remax, needs_baseline_rewards=True, uses_groups=False))
+_register(AdvantageEstimator("reinforce_pp", _reinforce_pp, kl_in_reward=True, uses_groups=False))
+_register(AdvantageEstimator("gae", _gae, kl_in_reward=True, needs_values=True, uses_groups=False))
+
+
+def validate_advantage_inputs(
+    estimator: AdvantageEstimator, inputs: AdvantageInputs, params: AdvantageParams
+) -> None:
+    """Raises ValueError/TypeError naming the field when ``inputs`` do not fit ``estimator``.
+
+    Shapes: rewards, group_index, baseline_rewards (B,); response_mask, values, kl (B, R).
+    Rewards must be finite; values and kl must be finite where the mask counts.
+    """
+    check_shape("rewards", inputs.rewards, (None,))
+    b = inputs.rewards.shape[0]
+    check_shape("response_mask", inputs.response_mask, (b, None))
+    check_mask("response_mask", inputs.response_mask)
+    check_shape("group_index", inputs.group_index, (b,))
+    index_dtype = inputs.group_index.dtype
+    if estimator.uses_groups and (index_dtype.is_floating_point or index_dtype.is_complex):
+        raise TypeError(f"group_index must hold integer ids, got dtype {index_dtype}")
+    check_finite("rewards", inputs.rewards)
+    mask = inputs.response_mask.bool()
+    optional = (  # field, tensor, shape, required, where it must be finite
+        ("values", inputs.values, mask.shape, estimator.needs_values, mask),
+        ("kl", inputs.kl, mask.shape, estimator.kl_in_reward and params.kl_coef > 0, mask),
+        ("baseline_rewards", inputs.baseline_rewards, (b,), estimator.needs_baseline_rewards, None),
+    )
+    for field, tensor, shape, required, counted in optional:
+        if tensor is None:
+            if required:
+                _require(estimator.name, field, None)
+            continue
+        check_shape(field, tensor, tuple(shape))
+        check_finite(field, tensor if counted is None else torch.where(counted, tensor, 0.0))
+
+
+def compute_advantages(
+    name: str,
+    inputs: AdvantageInputs,
+    params: AdvantageParams = AdvantageParams(),
+    all_reduce_sum: AllReduceSum = local_sum,
+) -> AdvantageOutput:
+    """Validates ``inputs`` for estimator ``name`` (ALGORITHMS.md table), then computes.
+
+    Shapes: rewards, group_index, baseline_rewards (B,); response_mask, values, kl and the
+    outputs (B, R). ``all_reduce_sum`` sums whitening statistics over data-parallel ranks
+    (every rank must call this with the same ``name``). Runs without autograd.
+    """
+    estimator = ADVANTAGE_ESTIMATORS.get(name)
+    validate_advantage_inputs(estimator, inputs, params)
+    with torch.no_grad():
+        return estimator.compute(inputs, params, all_reduce_sum)
