@@ -170,8 +170,13 @@ class Strategy(Protocol):
         """Accumulates gradients of ``loss`` (a micro-batch's share of the batch loss)."""
         ...
 
-    def step(self) -> StepResult:
-        """Clips gradients, steps (or skips on non-finite gradients), zeroes gradients."""
+    def step(self, *, skip_reason: str | None = None) -> StepResult:
+        """Clips gradients, steps, zeroes gradients.
+
+        Skips the update (gradients are still zeroed) when the gradient norm is not finite,
+        or when the caller gives a ``skip_reason`` (e.g. a non-finite loss was not
+        back-propagated); the result says so.
+        """
         ...
 
     def full_state(self) -> Iterator[tuple[str, Tensor]]:
