@@ -27,7 +27,9 @@ from lightrft.domain.checks import check_mask, check_positive, check_same_shape,
 from lightrft.domain.reduce import AllReduceSum, local_sum
 from lightrft.domain.registry import Registry
 
-AggMode = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"]
+AggMode = Literal[
+    "token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"
+]
 AGG_MODES: tuple[str, ...] = get_args(AggMode)
 
 

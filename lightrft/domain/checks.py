@@ -17,7 +17,9 @@ def check_shape(name: str, tensor: Tensor, expected: Sequence[int | None]) -> No
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
     shape = tuple(tensor.shape)
-    ok = len(shape) == len(expected) and all(e is None or e == s for s, e in zip(shape, expected))
+    ok = len(shape) == len(expected) and all(
+        e is None or e == s for s, e in zip(shape, expected, strict=False)
+    )
     if not ok:
         want = "(" + ", ".join("*" if e is None else str(e) for e in expected) + ")"
         raise ValueError(f"{name} must have shape {want}, got {shape}")

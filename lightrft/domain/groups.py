@@ -51,7 +51,9 @@ def group_stats(values: Tensor, group_index: Tensor, weights: Tensor | None = No
     mean = mean / wsum.clamp(min=torch.finfo(dtype).tiny)
     plain_mean = torch.zeros(k, dtype=dtype, device=v.device).index_add_(0, ids, v) / size
     dev = (v - plain_mean[ids]) ** 2
-    var = torch.zeros(k, dtype=dtype, device=v.device).index_add_(0, ids, dev) / (size - 1).clamp(min=1)
+    var = torch.zeros(k, dtype=dtype, device=v.device).index_add_(0, ids, dev) / (size - 1).clamp(
+        min=1
+    )
     # A group whose values are all equal has exactly that mean and std 0: float rounding of
     # the sums above must not turn it into a tiny non-zero spread (ALGORITHMS.md: equal
     # rewards give advantage 0).

@@ -12,7 +12,7 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
-class UnknownChoiceError(KeyError):
+class UnknownChoiceError(KeyError, ValueError):
     """Raised for a name that is not registered; the message lists the valid choices."""
 
     def __str__(self) -> str:  # KeyError quotes its argument; we want the plain sentence.
