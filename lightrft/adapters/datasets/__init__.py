@@ -1,0 +1,33 @@
+"""Prompt sources (``PromptSource`` port): local files through HF ``datasets``, in-memory
+rows, blends of sources, GSM8K and a tiny built-in arithmetic task."""
+
+from lightrft.adapters.datasets.arithmetic import arithmetic_problems, arithmetic_prompts
+from lightrft.adapters.datasets.blended import BlendedPromptSource
+from lightrft.adapters.datasets.gsm8k import (
+    Gsm8kPreprocessor,
+    gsm8k_prompts,
+    gsm8k_reference,
+    gsm8k_spec,
+)
+from lightrft.adapters.datasets.hf_prompt_dataset import HfPromptDataset, load_table
+from lightrft.adapters.datasets.in_memory import InMemoryPromptSource
+from lightrft.adapters.datasets.prompt_rows import BadRowError, DatasetStats, RowSpec
+from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
+
+__all__ = [
+    "BadRowError",
+    "BlendedPromptSource",
+    "DatasetStats",
+    "Gsm8kPreprocessor",
+    "HfPromptDataset",
+    "InMemoryPromptSource",
+    "PromptFormat",
+    "PromptRenderer",
+    "RowSpec",
+    "arithmetic_problems",
+    "arithmetic_prompts",
+    "gsm8k_prompts",
+    "gsm8k_reference",
+    "gsm8k_spec",
+    "load_table",
+]

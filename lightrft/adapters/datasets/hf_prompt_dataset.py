@@ -1,0 +1,117 @@
+"""``HfPromptDataset``: the ``PromptSource`` port over local files, read with HF ``datasets``.
+
+Accepted paths: ``.jsonl`` / ``.json`` (JSON lines or one JSON array), ``.parquet``,
+``.arrow`` files, and directories written by ``Dataset.save_to_disk`` /
+``DatasetDict.save_to_disk`` (read with ``load_from_disk``; ``split`` picks the split of a
+``DatasetDict``). Nothing is ever fetched from the Hugging Face hub. All rows are read,
+rendered and tokenized when the dataset is built (see :mod:`prompt_rows`), so ``len`` is
+exact and ``stats`` tells what was skipped, dropped or truncated.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from lightrft.adapters.datasets.prompt_rows import (
+    RowRef,
+    RowSpec,
+    check_index,
+    multimodal_of,
+    prepare_prompts,
+)
+from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
+from lightrft.domain.types import PromptRecord
+
+PathLike = str | os.PathLike[str]
+
+FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".arrow": "arrow"}
+
+
+def load_table(path: PathLike, *, split: str = "train", cache_dir: PathLike | None = None) -> Any:
+    """One ``datasets.Dataset`` from a local file or a ``save_to_disk`` directory."""
+    import datasets
+
+    file = Path(path)
+    if file.is_dir():
+        if not any((file / name).exists() for name in ("state.json", "dataset_dict.json")):
+            raise ValueError(f"{file} is not a directory written by save_to_disk")
+        loaded = datasets.load_from_disk(str(file))
+        if isinstance(loaded, datasets.DatasetDict):
+            if split not in loaded:
+                raise ValueError(f"{file} has splits {sorted(loaded)}, not {split!r}")
+            loaded = loaded[split]
+        return loaded
+    if not file.is_file():
+        raise FileNotFoundError(f"no such prompt file: {file}")
+    builder = FILE_BUILDERS.get(file.suffix.lower())
+    if builder is None:
+        raise ValueError(f"{file}: unsupported file type; use one of {sorted(FILE_BUILDERS)}")
+    try:
+        return datasets.load_dataset(
+            builder,
+            data_files=str(file),
+            split="train",
+            cache_dir=None if cache_dir is None else str(cache_dir),
+        )
+    except Exception as error:
+        raise ValueError(f"cannot read {file}: {error}") from error
+
+
+class HfPromptDataset:
+    """Prompt records from one or more local files (rows concatenated in the given order).
+
+    ``uid`` is ``"<name>:<row>"`` (``"<name>:<file stem>:<row>"`` with several files); the
+    record's ``metadata`` holds ``source``, ``where`` (file and row) and ``truncated_tokens``.
+    """
+
+    def __init__(
+        self,
+        paths: PathLike | Sequence[PathLike],
+        tokenizer: Any,
+        *,
+        spec: RowSpec | None = None,
+        prompt_format: PromptFormat | None = None,
+        split: str = "train",
+        name: str | None = None,
+        cache_dir: PathLike | None = None,
+    ) -> None:
+        files = [Path(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
+        if not files:
+            raise ValueError("paths must name at least one file or directory")
+        self.spec = spec or RowSpec()
+        self.renderer = PromptRenderer(tokenizer, prompt_format)
+        self.name = name or files[0].stem
+        self._tables = [load_table(f, split=split, cache_dir=cache_dir) for f in files]
+        refs = self._row_refs(files)
+        self._prepared, self.stats = prepare_prompts(refs, self.renderer, self.spec, self.name)
+        if not self._prepared:
+            raise ValueError(f"no usable prompts in {[str(f) for f in files]}: {self.stats}")
+
+    def _row_refs(self, files: list[Path]) -> Iterator[RowRef]:
+        several = len(files) > 1
+        for table_index, (file, table) in enumerate(zip(files, self._tables, strict=True)):
+            prefix = f"{self.name}:{file.stem}" if several else self.name
+            for row_index, row in enumerate(table):
+                yield RowRef(
+                    uid=f"{prefix}:{row_index}",
+                    where=f"{file} row {row_index}",
+                    row=row,
+                    position=(table_index, row_index),
+                )
+
+    def __len__(self) -> int:
+        return len(self._prepared)
+
+    def __getitem__(self, index: int) -> PromptRecord:
+        """Prompt number ``index`` (negative indices count from the end)."""
+        prepared = self._prepared[check_index(index, len(self._prepared))]
+        if self.spec.images_key is None:
+            return prepared.record
+        table_index, row_index = prepared.position
+        row = self._tables[table_index][row_index]
+        ref = RowRef(prepared.record.uid, prepared.record.metadata["where"], row)
+        return replace(prepared.record, multimodal=multimodal_of(ref, self.spec))

@@ -1,0 +1,168 @@
+"""From raw rows (dicts) to prepared prompts: keys, bad rows, rendering, length bounds.
+
+Shared by every prompt source of this package. A row is read through a :class:`RowSpec`
+(which keys hold the prompt, the reference and the images; an optional preprocessor that
+maps a raw row to one with those keys first). A row whose prompt is missing, empty or of the
+wrong type, or whose reference is missing, is a bad row: an error naming the file, the row
+and the key (``on_bad_row="error"``), or skipped and counted (``"skip"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from lightrft.adapters.datasets.rendering import Content, PromptRenderer
+from lightrft.domain.types import PromptRecord
+
+BadRowPolicy = Literal["error", "skip"]
+RowPreprocessor = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+
+
+class BadRowError(ValueError):
+    """A row that cannot become a prompt; the message names its file, row and key."""
+
+    def __init__(self, where: str, key: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem} {key!r}")
+        self.where, self.key, self.problem = where, key, problem
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """Where a row keeps its prompt, reference and images, and what to do with bad rows.
+
+    ``input_key`` holds a string (the user message) or a list of chat messages;
+    ``reference_key`` the verifiable answer (``None``: the rows have none); ``images_key``
+    anything multimodal, passed through as ``PromptRecord.multimodal["images"]``.
+    ``preprocess`` maps a raw row to one with these keys (e.g. GSM8K question/answer).
+    """
+
+    input_key: str = "prompt"
+    reference_key: str | None = "reference"
+    images_key: str | None = None
+    on_bad_row: BadRowPolicy = "error"
+    preprocess: RowPreprocessor | None = None
+
+    def __post_init__(self) -> None:
+        if self.on_bad_row not in ("error", "skip"):
+            raise ValueError(f"on_bad_row must be error or skip, got {self.on_bad_row!r}")
+
+
+@dataclass(frozen=True)
+class DatasetStats:
+    """What preparing a source did: rows read, kept, skipped as bad, dropped or truncated
+    for length (``truncated_tokens`` in total)."""
+
+    rows: int
+    kept: int
+    skipped_bad_rows: int = 0
+    dropped_overlong: int = 0
+    truncated: int = 0
+    truncated_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class RowRef:
+    """One raw row and where it comes from (``where`` is e.g. ``"train.jsonl row 3"``)."""
+
+    uid: str
+    where: str
+    row: Mapping[str, Any]
+    position: Any = None  # how the owning source finds the row again (multimodal reads)
+
+
+def _prepared_row(row: Mapping[str, Any], spec: RowSpec, where: str) -> Mapping[str, Any]:
+    if spec.preprocess is None:
+        return row
+    try:
+        return spec.preprocess(row)
+    except KeyError as error:
+        raise BadRowError(where, str(error.args[0]), "missing key") from None
+
+
+def read_content(ref: RowRef, spec: RowSpec) -> tuple[Content, str | None]:
+    """The prompt content and reference of a row; raises :class:`BadRowError`."""
+    row = _prepared_row(ref.row, spec, ref.where)
+    content = row.get(spec.input_key)
+    if content is None:
+        raise BadRowError(ref.where, spec.input_key, "missing key")
+    is_chat = isinstance(content, list) and all(
+        isinstance(m, Mapping) and "role" in m and "content" in m for m in content
+    )
+    if not (isinstance(content, str) or is_chat):
+        raise BadRowError(ref.where, spec.input_key, "expected a string or chat messages in")
+    if not content or (isinstance(content, str) and not content.strip()):
+        raise BadRowError(ref.where, spec.input_key, "empty prompt in")
+    reference = None
+    if spec.reference_key is not None:
+        value = row.get(spec.reference_key)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise BadRowError(ref.where, spec.reference_key, "missing key")
+        reference = str(value)
+    if spec.images_key is not None and row.get(spec.images_key) is None:
+        raise BadRowError(ref.where, spec.images_key, "missing key")
+    return content, reference
+
+
+def multimodal_of(ref: RowRef, spec: RowSpec) -> dict[str, Any]:
+    """``{"images": ...}`` from the row's images key, or ``{}`` without one."""
+    if spec.images_key is None:
+        return {}
+    return {"images": _prepared_row(ref.row, spec, ref.where)[spec.images_key]}
+
+
+@dataclass(frozen=True)
+class PreparedPrompt:
+    """A row that made it: its record (without multimodal data) and its origin."""
+
+    record: PromptRecord
+    position: Any
+
+
+def prepare_prompts(
+    rows: Iterable[RowRef], renderer: PromptRenderer, spec: RowSpec, source: str
+) -> tuple[list[PreparedPrompt], DatasetStats]:
+    """Reads, renders, tokenizes and bounds ``rows`` (see the module docstring)."""
+    read: list[tuple[str, str, Any, str, str | None]] = []  # uid, where, position, text, ref
+    total = skipped = 0
+    for ref in rows:
+        total += 1
+        try:
+            content, reference = read_content(ref, spec)
+        except BadRowError:
+            if spec.on_bad_row == "error":
+                raise
+            skipped += 1
+            continue
+        read.append((ref.uid, ref.where, ref.position, renderer.text(content), reference))
+    token_ids = renderer.tokenize([entry[3] for entry in read])
+    prepared: list[PreparedPrompt] = []
+    dropped = truncated = truncated_tokens = 0
+    for (uid, where, position, text, reference), ids in zip(read, token_ids, strict=True):
+        fitted = renderer.fit(text, ids)
+        if fitted is None:
+            dropped += 1
+            continue
+        truncated += fitted.truncated_tokens > 0
+        truncated_tokens += fitted.truncated_tokens
+        metadata = {"source": source, "where": where, "truncated_tokens": fitted.truncated_tokens}
+        record = PromptRecord(
+            uid=uid,
+            prompt_text=fitted.text,
+            prompt_token_ids=fitted.token_ids,
+            reference=reference,
+            metadata=metadata,
+        )
+        prepared.append(PreparedPrompt(record, position))
+    stats = DatasetStats(total, len(prepared), skipped, dropped, truncated, truncated_tokens)
+    return prepared, stats
+
+
+def check_index(index: int, length: int) -> int:
+    """``index`` as a valid position in ``[0, length)``; negatives count from the end."""
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise TypeError(f"prompt index must be an int, got {type(index).__name__}")
+    if not -length <= index < length:
+        raise IndexError(f"prompt index {index} out of range [0, {length})")
+    return index % length

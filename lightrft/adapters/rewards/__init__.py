@@ -1,0 +1,32 @@
+"""Rule-based reward sources (``RewardSource`` port): math answers, format, length, and
+user functions run in a killable worker process.
+
+The classes load on first access (PEP 562), so the worker process that imports
+:mod:`~lightrft.adapters.rewards.answer_check` does not pay for torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lightrft.adapters.rewards.format_reward import FormatReward
+    from lightrft.adapters.rewards.length_reward import LengthReward
+    from lightrft.adapters.rewards.math_answer import MathAnswerReward
+    from lightrft.adapters.rewards.python_function import PythonFunctionReward
+
+_EXPORTS = {
+    "FormatReward": "format_reward",
+    "LengthReward": "length_reward",
+    "MathAnswerReward": "math_answer",
+    "PythonFunctionReward": "python_function",
+}
+
+__all__ = ["FormatReward", "LengthReward", "MathAnswerReward", "PythonFunctionReward"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

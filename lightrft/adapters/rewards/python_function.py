@@ -1,0 +1,111 @@
+"""``PythonFunctionReward``: a user's own reward function, run safely.
+
+B samples. The function is named ``"package.module:function"`` and called as
+``fn(prompt: str, response: str, reference: str | None) -> float`` with the rendered prompt
+text, the completion text and the prompt's reference. It runs in one persistent worker
+process (:class:`~lightrft.adapters.rewards.function_worker.FunctionWorker`), so a call that
+hangs is killed at ``timeout_seconds`` and the worker restarts for the next call; an
+exception, a non-finite or non-numeric value, a timeout or a crashed worker gives that sample
+``failure_score``, is logged and counted, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from numbers import Real
+
+import structlog
+import torch
+
+from lightrft.adapters.rewards.function_worker import (
+    FunctionWorker,
+    WorkerCallError,
+    WorkerTimeout,
+)
+from lightrft.domain.types import RewardResult, RewardSample
+
+log = structlog.get_logger(__name__)
+
+
+class PythonFunctionReward:
+    """``RewardSource`` calling ``function`` (``"module:function"``) per sample.
+
+    Metrics: ``failures`` (samples that got ``failure_score``, timeouts included),
+    ``timeouts`` (calls cut off), ``worker_restarts`` (cumulative). The worker starts in the
+    constructor, so a function that cannot be imported fails at once with ``ImportError``.
+    """
+
+    def __init__(
+        self,
+        function: str,
+        *,
+        name: str | None = None,
+        timeout_seconds: float = 10.0,
+        failure_score: float = 0.0,
+        start_timeout_seconds: float = 60.0,
+    ) -> None:
+        if not timeout_seconds > 0:
+            raise ValueError(f"timeout_seconds must be > 0, got {timeout_seconds}")
+        if not math.isfinite(failure_score):
+            raise ValueError(f"failure_score must be finite, got {failure_score}")
+        self.function = function
+        self._name = name if name is not None else function.rpartition(":")[2]
+        self.timeout_seconds = timeout_seconds
+        self.failure_score = failure_score
+        self._worker = FunctionWorker(function, start_timeout=start_timeout_seconds)
+        self._worker.start()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def score(self, samples: Sequence[RewardSample]) -> RewardResult:
+        """Scores (B,) float32, one call of the function per sample, in order."""
+        values: list[float] = []
+        failures = timeouts = 0
+        for sample in samples:
+            value, timed_out = self._call(sample)
+            failures += value is None
+            timeouts += timed_out
+            values.append(self.failure_score if value is None else value)
+        metrics = {
+            "failures": torch.tensor(float(failures)),
+            "timeouts": torch.tensor(float(timeouts)),
+            "worker_restarts": torch.tensor(float(self._worker.restarts)),
+        }
+        return RewardResult(scores=torch.tensor(values, dtype=torch.float32), metrics=metrics)
+
+    def _call(self, sample: RewardSample) -> tuple[float | None, bool]:
+        """(value or None on failure, whether the call timed out)."""
+        args = (sample.prompt.prompt_text, sample.completion.text, sample.prompt.reference)
+        uid = sample.prompt.uid
+        try:
+            value = self._worker.call(args, timeout=self.timeout_seconds)
+        except WorkerTimeout:
+            log.warning(
+                "reward.function.timeout",
+                function=self.function,
+                uid=uid,
+                timeout_seconds=self.timeout_seconds,
+            )
+            return None, True
+        except (WorkerCallError, ImportError, TimeoutError) as error:
+            log.warning("reward.function.failed", function=self.function, uid=uid, error=str(error))
+            return None, False
+        if not isinstance(value, Real) or not math.isfinite(value):  # bools count as 1 / 0
+            log.warning(
+                "reward.function.bad_value", function=self.function, uid=uid, value=repr(value)[:80]
+            )
+            return None, False
+        return float(value), False
+
+    def onload(self) -> None:
+        """No weights: nothing to do."""
+
+    def offload(self) -> None:
+        """No weights: nothing to do."""
+
+    def close(self) -> None:
+        """Stops the worker process."""
+        self._worker.close()

@@ -1,0 +1,273 @@
+"""MathAnswerReward: extraction, equivalence, scores, metrics, hostile outputs, threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import structlog
+import torch
+
+from lightrft.adapters.rewards import MathAnswerReward
+from lightrft.adapters.rewards.answer_check import check_response
+from lightrft.adapters.rewards.answer_extraction import (
+    after_hashes,
+    answer_phrase,
+    extract_answer,
+    last_boxed,
+    last_number,
+    reference_answer,
+)
+from lightrft.domain.ports import RewardSource
+from lightrft.domain.types import Completion, PromptRecord, RewardResult, RewardSample
+
+GSM8K_REF = (
+    "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nAltogether 48+24 = <<48+24=72>>72.\n#### 72"
+)
+LONG_REASONING = "Let me think about it. " * 5000  # ~115k characters
+
+# (response, reference, expected verdict): at least 40 rows, covering numbers with commas,
+# currency and units, percentages, fractions and decimals, LaTeX, negatives, wrong answers,
+# empty and garbage outputs and very long outputs.
+MATH_CASES: list[tuple[str, str, str]] = [
+    # GSM8K "####" answers
+    ("She has 3 + 4 = 7 apples.\n#### 7", "7", "correct"),
+    ("#### 72", GSM8K_REF, "correct"),
+    ("#### 71", GSM8K_REF, "incorrect"),
+    ("Reasoning...\n#### 72 clips", GSM8K_REF, "correct"),
+    ("#### 1,000", "1000", "correct"),
+    ("#### 1000", "1,000", "correct"),
+    ("#### 109,200,000", "109200000", "correct"),
+    ("#### 1,234.5", "1234.50", "correct"),
+    ("#### $18", "18", "correct"),
+    ("#### \\$18.00", "18", "correct"),
+    ("#### 18 dollars", "#### 18", "correct"),
+    ("#### -3", "-3", "correct"),
+    ("#### −3", "-3", "correct"),  # unicode minus
+    ("#### 3", "-3", "incorrect"),
+    ("#### -$5", "-5", "correct"),
+    ("#### **18**.", "18", "correct"),  # markdown bold
+    ("#### 18 (dollars)", "18", "correct"),
+    ("#### The answer is 18", "18", "correct"),
+    # boxed answers and LaTeX
+    ("So the answer is $\\boxed{42}$.", "42", "correct"),
+    ("\\boxed{\\frac{1}{2}}", "0.5", "correct"),
+    ("\\boxed{\\dfrac{3}{4}}", "3/4", "correct"),
+    ("\\boxed{-\\frac{2}{3}}", "-2/3", "correct"),
+    ("\\boxed{\\frac{2}{4}}", "\\frac{1}{2}", "correct"),
+    ("\\boxed{0.75}", "\\frac{3}{4}", "correct"),
+    ("\\boxed{\\frac{1}{3}}", "0.33", "incorrect"),
+    ("\\boxed{2\\sqrt{2}}", "\\sqrt{8}", "correct"),
+    ("\\boxed{\\sqrt{2}}", "\\sqrt{3}", "incorrect"),
+    ("\\boxed{x^2+2x+1}", "(x+1)^2", "correct"),
+    ("\\boxed{\\pi}", "\\pi", "correct"),
+    ("\\boxed{18 \\text{ dollars}}", "18", "correct"),
+    ("\\boxed{50\\%}", "50", "correct"),
+    ("\\boxed{\\{1, 2\\}}", "\\{2, 1\\}", "correct"),
+    ("first \\boxed{3} then corrected to \\boxed{4}", "4", "correct"),
+    ("\\boxed{{5}}", "5", "correct"),
+    # percentages and decimals
+    ("The rate is 50%.", "0.5", "correct"),
+    ("The rate is 50%.", "50", "correct"),
+    ("The rate is 5%.", "50", "incorrect"),
+    ("It costs 2.50", "2.5", "correct"),
+    ("0.1 + 0.2 gives 0.3", "0.3", "correct"),
+    # last-number fallback
+    ("I think the answer is 15 apples", "15", "correct"),
+    ("3 boxes of 4 make 12", "12", "correct"),
+    ("3 boxes of 4 make 12", "13", "incorrect"),
+    ("The total is -12.", "-12", "correct"),
+    ("x = 5", "5", "correct"),
+    # empty and garbage outputs
+    ("", "5", "unparseable"),
+    ("   \n  ", "5", "unparseable"),
+    ("I don't know.", "5", "unparseable"),
+    ("asdf qwerty !!! ???", "5", "unparseable"),
+    ("#### ", "5", "unparseable"),  # nothing after the marker, nothing else either
+    ("\\boxed{", "5", "unparseable"),  # cut-off box, no number
+    ("#### banana", "5", "incorrect"),
+    # very long outputs
+    (LONG_REASONING + "\n#### 99", "99", "correct"),
+    (LONG_REASONING + "\n#### 98", "99", "incorrect"),
+    ("1 " * 20000 + "so \\boxed{2}", "2", "correct"),
+    (LONG_REASONING, "99", "unparseable"),
+]
+
+
+def make_sample(
+    response: str, reference: str | None, uid: str = "p0", prompt: str = "Q?"
+) -> RewardSample:
+    record = PromptRecord(uid=uid, prompt_text=prompt, prompt_token_ids=(1, 2), reference=reference)
+    completion = Completion(prompt_index=0, token_ids=(5,), text=response, finish_reason="stop")
+    return RewardSample(prompt=record, completion=completion)
+
+
+def test_the_table_is_large_enough() -> None:
+    assert len(MATH_CASES) >= 40
+
+
+@pytest.mark.parametrize(("response", "reference", "expected"), MATH_CASES)
+def test_math_verdicts(response: str, reference: str, expected: str) -> None:
+    verdict, timed_out = check_response(response, reference, timeout_seconds=5)
+    assert verdict == expected
+    assert not timed_out
+
+
+def test_scores_and_metrics_follow_the_verdicts() -> None:
+    reward = MathAnswerReward(correct_score=1.0, incorrect_score=-0.5, unparseable_score=-1.0)
+    samples = [
+        make_sample("#### 7", "7"),
+        make_sample("#### 8", "7"),
+        make_sample("no answer here", "7"),
+        make_sample("\\boxed{7}", "#### 7"),
+    ]
+    result = reward.score(samples)
+    torch.testing.assert_close(result.scores, torch.tensor([1.0, -0.5, -1.0, 1.0]))
+    assert result.scores.dtype == torch.float32
+    assert float(result.metrics["accuracy"]) == pytest.approx(2 / 4)
+    assert float(result.metrics["parse_failure_rate"]) == pytest.approx(1 / 4)
+    assert float(result.metrics["timeouts"]) == 0.0
+
+
+def test_conforms_to_the_reward_source_port() -> None:
+    reward = MathAnswerReward(name="gsm8k_math")
+    assert isinstance(reward, RewardSource)
+    assert reward.name == "gsm8k_math"
+    reward.onload()
+    reward.offload()
+    result = reward.score([])
+    assert result.scores.shape == (0,)
+
+
+def test_extractor_order_is_configurable() -> None:
+    response = "\\boxed{3} and later #### 4"
+    assert check_response(response, "4", extractors=("gsm8k", "boxed"))[0] == "correct"
+    assert check_response(response, "4", extractors=("boxed", "gsm8k"))[0] == "incorrect"
+    # Without the last-number fallback a bare number is no answer.
+    assert check_response("it is 4", "4", extractors=("gsm8k", "boxed"))[0] == "unparseable"
+    assert check_response("The answer is 4.", "4", extractors=("answer_is",))[0] == "correct"
+
+
+def test_unknown_extractor_names_the_choices() -> None:
+    with pytest.raises(KeyError, match="last_number"):
+        MathAnswerReward(extractors=("gsm8k", "lastnumber"))
+
+
+def test_missing_reference_is_an_error_naming_the_prompt() -> None:
+    with pytest.raises(ValueError, match="'p9'"):
+        MathAnswerReward().score([make_sample("#### 1", None, uid="p9")])
+
+
+def test_extractors_individually() -> None:
+    assert after_hashes("a\n#### 5\nmore") == "5"
+    assert after_hashes("#### 1\n#### 2") == "2"
+    assert after_hashes("none") is None
+    assert last_boxed("\\boxed{\\frac{1}{2}} x") == "\\frac{1}{2}"
+    assert last_boxed("\\fbox{7}") == "7"
+    assert last_boxed("\\boxed{unclosed") is None
+    assert answer_phrase("The final answer is: 12.") == "12"
+    assert last_number("from 1,234 to 3/4") == "3/4"
+    assert last_number("no digits") is None
+    assert extract_answer("#### 3 and \\boxed{4}", ("boxed", "gsm8k")) == "4"
+    assert reference_answer(GSM8K_REF) == "72"
+    assert reference_answer("so $x = \\boxed{\\frac{1}{2}}$") == "\\frac{1}{2}"
+    assert reference_answer(" 5 ") == "5"
+
+
+def test_answers_longer_than_the_cap_are_unparseable() -> None:
+    long_box = "\\boxed{" + "1+" * 400 + "1}"
+    assert check_response(long_box, "401", max_answer_chars=100)[0] == "unparseable"
+    assert check_response(long_box, "401", max_answer_chars=2000)[0] == "correct"
+
+
+HOSTILE = [
+    "__import__('os').system('touch {marker}')",
+    "#### __import__('os').system('touch {marker}')",
+    "\\boxed{{__import__('os').system('touch {marker}')}}",
+    "The answer is: __import__('os').system('touch {marker}')",
+    "$__import__('os').system('touch {marker}')$",
+    "#### eval(\"__import__('os').system('touch {marker}')\")",
+    "#### 1+__import__('os').system('touch {marker}')",
+]
+
+
+@pytest.mark.parametrize("template", HOSTILE)
+def test_hostile_output_is_never_executed(template: str, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    response = template.format(marker=marker)
+    reward = MathAnswerReward(extractors=("gsm8k", "boxed", "answer_is", "last_number"))
+    result = reward.score([make_sample(response, "31415926"), make_sample(response, "-271828")])
+    assert not marker.exists()
+    assert float(result.scores.sum()) == 0.0
+
+
+def test_hostile_output_with_the_literal_path_is_not_executed() -> None:
+    marker = Path("/tmp/pwned")
+    existed = marker.exists()
+    reward = MathAnswerReward()
+    reward.score([make_sample("#### __import__('os').system('touch /tmp/pwned')", "0")])
+    assert marker.exists() == existed
+
+
+def test_pathological_power_tower_times_out_instead_of_hanging() -> None:
+    start = time.monotonic()
+    verdict, timed_out = check_response("\\boxed{10^{10^{10^{10}}}}", "1", timeout_seconds=1)
+    assert verdict == "incorrect"
+    assert timed_out
+    assert time.monotonic() - start < 10
+
+
+def test_off_the_main_thread_auto_uses_a_worker_process() -> None:
+    reward = MathAnswerReward(timeout_seconds=1)
+    results: list[object] = []
+
+    def run() -> None:
+        results.append(
+            reward.score(
+                [
+                    make_sample("\\boxed{\\frac{1}{2}}", "0.5"),
+                    make_sample("\\boxed{10^{10^{10^{10}}}}", "1"),
+                ]
+            )
+        )
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    try:
+        (result,) = results
+        assert isinstance(result, RewardResult)
+        torch.testing.assert_close(result.scores, torch.tensor([1.0, 0.0]))
+        assert float(result.metrics["timeouts"]) == 1.0
+        assert reward._worker is not None and reward._worker.alive  # the check ran there
+    finally:
+        reward.close()
+
+
+def test_hostile_output_is_not_executed_in_the_worker_either(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    reward = MathAnswerReward(isolation="process", timeout_seconds=1)
+    try:
+        samples = [make_sample(t.format(marker=marker), "31415926") for t in HOSTILE]
+        result = reward.score(samples + [make_sample("#### 31,415,926", "31415926")])
+    finally:
+        reward.close()
+    assert not marker.exists()
+    assert result.scores.tolist() == [0.0] * len(HOSTILE) + [1.0]
+
+
+def test_in_process_off_the_main_thread_warns_that_timeouts_are_off() -> None:
+    reward = MathAnswerReward(isolation="in_process")
+    results: list[RewardResult] = []
+    with structlog.testing.capture_logs() as logs:
+        thread = threading.Thread(
+            target=lambda: results.append(reward.score([make_sample("#### 3", "3")]))
+        )
+        thread.start()
+        thread.join(timeout=30)
+    assert results[0].scores.tolist() == [1.0]
+    assert [e["event"] for e in logs] == ["reward.math.timeout_disabled"]
+    assert reward._worker is None
