@@ -1,0 +1,14 @@
+"""Run-state persistence: the ``CheckpointStore`` port on a local filesystem."""
+
+from lightrft.adapters.checkpoint.local_store import CheckpointNotFoundError, LocalCheckpointStore
+from lightrft.adapters.checkpoint.safe_state import (
+    UnsafeCheckpointStateError,
+    check_weights_only_safe,
+)
+
+__all__ = [
+    "CheckpointNotFoundError",
+    "LocalCheckpointStore",
+    "UnsafeCheckpointStateError",
+    "check_weights_only_safe",
+]
