@@ -1,0 +1,26 @@
+"""Hugging Face ``transformers`` adapters: model loading, ``HfPolicy``, ``HfReferenceModel``,
+``HfRolloutEngine``, and the embedded default model (SmolLM2-135M-Instruct)."""
+
+from lightrft.adapters.hf.default_model import default_model_path
+from lightrft.adapters.hf.loading import (
+    ModelLoadParams,
+    load_causal_lm,
+    load_tokenizer,
+    resolve_source,
+)
+from lightrft.adapters.hf.lora import LoraParams
+from lightrft.adapters.hf.policy import HfPolicy
+from lightrft.adapters.hf.reference import HfReferenceModel
+from lightrft.adapters.hf.rollout import HfRolloutEngine
+
+__all__ = [
+    "HfPolicy",
+    "HfReferenceModel",
+    "HfRolloutEngine",
+    "LoraParams",
+    "ModelLoadParams",
+    "default_model_path",
+    "load_causal_lm",
+    "load_tokenizer",
+    "resolve_source",
+]

@@ -1,0 +1,134 @@
+"""Response-token log-probs of a Hugging Face causal LM, padded or sample-packed.
+
+Shape letters: B samples, T = P + R tokens (left-padded prompt, right-padded response), R
+response tokens, V vocabulary, N packed tokens, K scored response tokens, H hidden size.
+
+Only the positions that predict a response token go through the LM head: the model's
+``logits_to_keep`` argument slices the hidden states before it, so the logits are (B, R, V)
+(padded) or (1, K, V) (packed) rather than (B, T, V). Log-probs and entropies come from the
+domain's chunked :func:`~lightrft.domain.token_logprobs.token_logprobs`.
+
+Position ids count the attended tokens of each row (``cumsum(attention_mask) - 1``), so a
+left-padded row gets the same positions as the unpadded sequence. Packing concatenates the
+attended tokens of every row into one row of N tokens whose position ids restart at 0 for
+each sample, and passes ``attention_mask=None``: ``transformers`` (>= 4.54, all attention
+kernels: eager, sdpa, flash-attention) then builds a block-diagonal causal mask from the
+position-id resets, so samples do not see each other and the results equal the padded path.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from lightrft.domain.ports import PolicyOutput
+from lightrft.domain.token_logprobs import token_logprobs
+from lightrft.domain.types import SequenceBatch
+
+
+def response_logprobs(
+    model: nn.Module,
+    batch: SequenceBatch,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    packing: bool = False,
+    chunk_size: int = 1024,
+) -> PolicyOutput:
+    """Log-probs (B, R) of the response tokens of ``batch`` under ``model`` (0 on padding).
+
+    A response token counts where ``response_mask`` and the attention mask are both set;
+    ``entropy`` (B, R) is returned when ``with_entropy``. Autograd follows the caller's
+    grad mode.
+    """
+    _check_batch(batch)
+    scored = batch.response_mask.bool() & batch.attention_mask[:, -batch.response_length :].bool()
+    if packing:
+        logits, labels = _packed_logits(model, batch, scored)
+    else:
+        logits, labels = _padded_logits(model, batch)
+    out = token_logprobs(
+        logits, labels, temperature=temperature, with_entropy=with_entropy, chunk_size=chunk_size
+    )
+    if packing:
+        return PolicyOutput(
+            _scatter(out.logprobs[0], scored),
+            None if out.entropy is None else _scatter(out.entropy[0], scored),
+        )
+    zero = torch.zeros((), dtype=out.logprobs.dtype, device=out.logprobs.device)
+    return PolicyOutput(
+        torch.where(scored, out.logprobs, zero),
+        None if out.entropy is None else torch.where(scored, out.entropy, zero),
+    )
+
+
+def position_ids_from_mask(attention_mask: Tensor) -> Tensor:
+    """Positions counting attended tokens only. Shape: (B, T) -> (B, T), 0 on left padding."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+def _check_batch(batch: SequenceBatch) -> None:
+    if batch.multimodal:
+        raise ValueError("this adapter runs text-only causal LMs; the batch has multimodal inputs")
+    if batch.response_length >= batch.input_ids.shape[1]:
+        raise ValueError(
+            f"a response of {batch.response_length} columns needs at least one prompt column "
+            f"before it; input_ids has {batch.input_ids.shape[1]}"
+        )
+
+
+def _padded_logits(model: nn.Module, batch: SequenceBatch) -> tuple[Tensor, Tensor]:
+    """Logits (B, R, V) at columns T-R-1 .. T-2 and their labels (B, R)."""
+    t, r = batch.input_ids.shape[1], batch.response_length
+    keep = torch.arange(t - r - 1, t - 1, device=batch.input_ids.device)  # [R]
+    logits = _forward(
+        model,
+        keep,
+        input_ids=batch.input_ids,
+        attention_mask=batch.attention_mask,
+        position_ids=position_ids_from_mask(batch.attention_mask),
+    )
+    return logits, batch.input_ids[:, t - r :]
+
+
+def _packed_logits(model: nn.Module, batch: SequenceBatch, scored: Tensor) -> tuple[Tensor, Tensor]:
+    """Logits (1, K, V) of the K scored response tokens, from one packed row, and labels (1, K)."""
+    t, r = batch.input_ids.shape[1], batch.response_length
+    valid = batch.attention_mask.bool()
+    positions = position_ids_from_mask(batch.attention_mask)  # [B, T]
+    lengths = valid.sum(-1)  # [B]
+    offsets = torch.cumsum(lengths, 0) - lengths  # [B] first packed index of each row
+    packed_index = offsets[:, None] + positions  # [B, T] valid columns only
+    keep = packed_index[:, t - r - 1 : t - 1][scored]  # [K] predictor of each scored token
+    logits = _forward(
+        model,
+        keep,
+        input_ids=batch.input_ids[valid][None],  # [1, N]
+        attention_mask=None,
+        position_ids=positions[valid][None],  # [1, N]
+    )
+    return logits, batch.input_ids[:, t - r :][scored][None]
+
+
+def _forward(model: nn.Module, keep: Tensor, **inputs: Any) -> Tensor:
+    """Logits at sequence indices ``keep`` (S,): shape (B, S, V)."""
+    if _accepts_logits_to_keep(model):
+        logits: Tensor = model(**inputs, use_cache=False, logits_to_keep=keep).logits
+        return logits
+    full: Tensor = model(**inputs, use_cache=False).logits
+    return full[:, keep]
+
+
+def _accepts_logits_to_keep(model: nn.Module) -> bool:
+    unwrap: Any = getattr(model, "get_base_model", None)  # PEFT wrapper
+    base = unwrap() if callable(unwrap) else model
+    return "logits_to_keep" in inspect.signature(base.forward).parameters
+
+
+def _scatter(values: Tensor, where: Tensor) -> Tensor:
+    """Places ``values`` (K,) at the True entries of ``where`` (B, R); zeros elsewhere."""
+    out = values.new_zeros(where.shape)
+    return out.masked_scatter(where, values)

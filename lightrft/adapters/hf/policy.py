@@ -1,0 +1,99 @@
+"""``HfPolicy``: the ``Policy`` port on a Hugging Face causal LM, optionally with LoRA.
+
+Shape letters as in :mod:`lightrft.domain.types`: B samples, T tokens, R response tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from peft import PeftModel
+from torch import Tensor, nn
+from transformers import PreTrainedModel
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+from lightrft.adapters.hf.logprobs import response_logprobs
+from lightrft.adapters.hf.lora import LoraParams, apply_lora, lora_layers, merged_weights
+from lightrft.domain.ports import NamedTensors, PolicyOutput
+from lightrft.domain.types import SequenceBatch
+
+
+class HfPolicy:
+    """A trainable causal LM whose response-token log-probs the services optimize.
+
+    Args:
+        model: a ``transformers`` causal LM (e.g. from ``loading.load_causal_lm``).
+        lora: wrap ``model`` with fresh PEFT LoRA adapters; then only the adapter weights
+            train, and :meth:`weights_for_sync` / :meth:`export_hf` merge them into the base.
+        packing: run each forward as one packed row of all samples (no padding compute);
+            results equal the padded path.
+        chunk_size: rows per chunk of the log-softmax (bounds the float32 logits memory).
+        tokenizer: saved next to the weights by :meth:`export_hf` when given.
+
+    The module's train/eval mode is the caller's choice (LoRA dropout acts in train mode).
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        *,
+        lora: LoraParams | None = None,
+        packing: bool = False,
+        chunk_size: int = 1024,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+    ) -> None:
+        self._model: nn.Module = apply_lora(model, lora) if lora is not None else model
+        self._packing = packing
+        self._chunk_size = chunk_size
+        self._tokenizer = tokenizer
+
+    @property
+    def module(self) -> nn.Module:
+        """The ``nn.Module`` to train (the PEFT wrapper under LoRA)."""
+        return self._model
+
+    @property
+    def uses_lora(self) -> bool:
+        """Whether the module carries LoRA adapters."""
+        return isinstance(self._model, PeftModel)
+
+    def forward(
+        self, batch: SequenceBatch, *, temperature: float = 1.0, with_entropy: bool = False
+    ) -> PolicyOutput:
+        """Log-probs (B, R) of the response tokens (0 on padding), entropy (B, R) if asked."""
+        return response_logprobs(
+            self._model,
+            batch,
+            temperature=temperature,
+            with_entropy=with_entropy,
+            packing=self._packing,
+            chunk_size=self._chunk_size,
+        )
+
+    def weights_for_sync(self, full_state: NamedTensors) -> Iterator[tuple[str, Tensor]]:
+        """Base-model names and tensors with LoRA merged (W + scaling * B @ A), streamed.
+
+        ``full_state`` is the module's gathered state (``Strategy.full_state()``); without
+        LoRA it passes through unchanged.
+        """
+        if not isinstance(self._model, PeftModel):
+            yield from full_state
+            return
+        adapter = self._model.active_adapter
+        yield from merged_weights(full_state, lora_layers(self._model), adapter)
+
+    def export_hf(self, directory: str | Path) -> Path:
+        """Writes a plain ``transformers`` directory (LoRA merged) that ``from_pretrained``
+        loads without PEFT; also the tokenizer when the policy has one."""
+        directory = Path(directory)
+        state = {name: tensor.detach() for name, tensor in self._model.state_dict().items()}
+        merged = dict(self.weights_for_sync(state.items()))
+        base: Any = self._model
+        if isinstance(base, PeftModel):
+            base = base.get_base_model()
+        base.save_pretrained(directory, state_dict=merged)
+        if self._tokenizer is not None:
+            self._tokenizer.save_pretrained(directory)
+        return directory

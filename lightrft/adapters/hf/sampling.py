@@ -1,0 +1,100 @@
+"""Next-token distributions and draws for the HF rollout engine; stop-string detection.
+
+Shape letters: N rows being generated, V vocabulary.
+
+The distribution a token is drawn from, and whose log-prob the engine reports, is built in
+this order (as in ``transformers`` and vLLM):
+
+1. z = logits / temperature;
+2. top-k: keep the k largest z (ties at the k-th value kept);
+3. top-p (nucleus, Holtzman et al. arXiv:1904.09751): keep the smallest set of most likely
+   tokens whose probability under softmax(z of the kept tokens) reaches p;
+4. min-p (arXiv:2407.01082): keep tokens with p >= min_p * max p (same renormalized p);
+5. log-probs = log_softmax of the kept z (removed tokens get -inf).
+
+So the reported log-prob is that of the filtered, renormalized distribution actually sampled
+from. With no filter it equals the policy's log-prob at the same temperature. Greedy
+decoding (temperature 0) takes the argmax and reports the plain log_softmax(logits)
+(temperature 1, no filter): the policy's log-prob at temperature 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+
+@dataclass(frozen=True)
+class TokenDistribution:
+    """How one decoding step samples: temperature 0 means greedy."""
+
+    temperature: float
+    top_k: int = 0
+    top_p: float = 1.0
+    min_p: float = 0.0
+
+
+def sampling_logprobs(logits: Tensor, dist: TokenDistribution) -> Tensor:
+    """Log-probs (N, V) of the distribution a token is drawn from (see module docstring).
+
+    Shape: logits (N, V) -> (N, V) float32, -inf for filtered tokens.
+    """
+    z = logits.float()
+    if dist.temperature == 0:
+        return torch.log_softmax(z, dim=-1)
+    z = z / dist.temperature
+    if 0 < dist.top_k < z.shape[-1]:
+        kth = torch.topk(z, dist.top_k, dim=-1).values[:, -1:]  # [N, 1]
+        z = z.masked_fill(z < kth, float("-inf"))
+    if dist.top_p < 1.0:
+        z = _top_p(z, dist.top_p)
+    if dist.min_p > 0.0:
+        probs = torch.softmax(z, dim=-1)
+        threshold = dist.min_p * probs.max(dim=-1, keepdim=True).values  # [N, 1]
+        z = z.masked_fill(probs < threshold, float("-inf"))
+    return torch.log_softmax(z, dim=-1)
+
+
+def _top_p(z: Tensor, top_p: float) -> Tensor:
+    """Masks all but the nucleus of mass ``top_p``. Shape: (N, V) -> (N, V)."""
+    sorted_z, order = torch.sort(z, dim=-1, descending=True)
+    sorted_p = torch.softmax(sorted_z, dim=-1)
+    mass_before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # [N, V] mass of likelier tokens
+    drop_sorted = mass_before >= top_p  # the most likely token is always kept
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return z.masked_fill(drop, float("-inf"))
+
+
+def draw(logprobs: Tensor, greedy: bool, generator: torch.Generator | None) -> Tensor:
+    """One token per row: argmax if ``greedy`` else a draw. Shape: (N, V) -> (N,) long."""
+    if greedy:
+        return logprobs.argmax(dim=-1)
+    return torch.multinomial(logprobs.exp(), 1, generator=generator).squeeze(-1)
+
+
+class StopStringMatcher:
+    """Finds whether the text generated so far ends a stop string.
+
+    Only a tail of the generated tokens is decoded at each step (enough tokens to spell the
+    longest stop string even if some tokens decode to nothing), so the check costs the
+    same at every step. The caller checks after every token, so a hit is always new.
+    """
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, stop_strings: Sequence[str]) -> None:
+        self._tokenizer = tokenizer
+        self._stops = tuple(s for s in stop_strings if s)
+        self._window = 2 * max((len(s) for s in self._stops), default=0) + 8
+
+    def __bool__(self) -> bool:
+        return bool(self._stops)
+
+    def hit(self, token_ids: Sequence[int]) -> bool:
+        """Whether the decoded tail of ``token_ids`` contains a stop string."""
+        if not self._stops:
+            return False
+        text = self._tokenizer.decode(list(token_ids[-self._window :]), skip_special_tokens=True)
+        return any(stop in text for stop in self._stops)

@@ -1,0 +1,199 @@
+"""``SingleDeviceStrategy``: the ``Strategy`` and ``Collective`` ports for one device.
+
+AdamW (fused kernel where the device has one, else foreach) with decoupled weight decay on
+matrices only (biases and norm scales, 1-D tensors, are not decayed), global-norm gradient
+clipping, a warmup + decay schedule (:mod:`lightrft.adapters.single_device.schedule`), and
+a skipped step when the gradient norm is not finite (parameters, optimizer state and the
+schedule position are left unchanged; gradients are zeroed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.optim.lr_scheduler import LambdaLR
+
+from lightrft.adapters.single_device.schedule import lr_multiplier
+from lightrft.domain.types import OptimizerParams, StepResult
+
+HOST = torch.device("cpu")
+
+
+class SingleDeviceStrategy:
+    """Trains one module on ``device``.
+
+    Args:
+        device: where parameters, gradients and optimizer state live while training.
+        optim: AdamW and schedule settings.
+        autocast_dtype: if set (e.g. ``torch.bfloat16``), :meth:`autocast` runs forward
+            passes in that dtype; parameters and optimizer state stay in their own dtype.
+    """
+
+    def __init__(
+        self,
+        device: torch.device,
+        optim: OptimizerParams,
+        *,
+        autocast_dtype: torch.dtype | None = None,
+    ) -> None:
+        self._device = device
+        self._optim = optim
+        self._autocast_dtype = autocast_dtype
+        self._module: nn.Module | None = None
+        self._optimizer: torch.optim.Optimizer | None = None
+        self._scheduler: LambdaLR | None = None
+        self._state_devices: dict[tuple[int, str], torch.device] = {}
+
+    # Collective port --------------------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        """Always 0."""
+        return 0
+
+    @property
+    def world_size(self) -> int:
+        """Always 1."""
+        return 1
+
+    def all_reduce_sum(self, tensor: Tensor) -> Tensor:
+        """The sum over one rank: a copy of ``tensor``."""
+        return tensor.clone()
+
+    # Strategy port ----------------------------------------------------------------------
+    @property
+    def module(self) -> nn.Module:
+        """The prepared module."""
+        if self._module is None:
+            raise RuntimeError("call prepare(module) first")
+        return self._module
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        """The AdamW optimizer built by :meth:`prepare`."""
+        return self._built()[0]
+
+    def prepare(self, module: nn.Module) -> None:
+        """Moves ``module`` to the device; builds AdamW over its trainable parameters."""
+        module.to(self._device)
+        trainable = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+        if not trainable:
+            raise ValueError("the module has no parameter with requires_grad=True")
+        decay = [p for _, p in trainable if p.ndim >= 2]
+        no_decay = [p for _, p in trainable if p.ndim < 2]
+        groups = [
+            {"params": decay, "weight_decay": self._optim.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ]
+        self._module = module
+        self._optimizer = _adamw([g for g in groups if g["params"]], self._optim)
+        optim = self._optim
+        self._scheduler = LambdaLR(self._optimizer, lambda step: lr_multiplier(step, optim))
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """Context for forward passes: ``torch.autocast`` with ``autocast_dtype``, or nothing."""
+        if self._autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self._device.type, dtype=self._autocast_dtype)
+
+    def backward(self, loss: Tensor) -> None:
+        """Accumulates the gradients of ``loss`` (a scalar)."""
+        torch.autograd.backward(loss)
+
+    def step(self) -> StepResult:
+        """Clips to ``max_grad_norm``, steps AdamW and the schedule, zeroes gradients.
+
+        ``grad_norm`` is the global L2 norm before clipping and ``lr`` the rate this step
+        used. A non-finite norm skips the update (``skipped=True`` with the reason).
+        """
+        optimizer, scheduler = self._built()
+        grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+        lr = float(optimizer.param_groups[0]["lr"])
+        norm = _global_norm(grads)
+        norm_value = float(norm)
+        if not math.isfinite(norm_value):
+            optimizer.zero_grad(set_to_none=True)
+            reason = f"non-finite grad norm {norm_value}"
+            return StepResult(norm_value, lr, skipped=True, reason=reason)
+        if self._optim.max_grad_norm is not None:
+            coef = torch.clamp(self._optim.max_grad_norm / (norm + 1e-6), max=1.0)
+            for grad in grads:
+                grad.mul_(coef.to(grad.device, grad.dtype))
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        return StepResult(norm_value, lr)
+
+    def full_state(self) -> Iterator[tuple[str, Tensor]]:
+        """(name, tensor) of the module's state dict, detached, one at a time."""
+        for name, tensor in self.module.state_dict().items():
+            yield name, tensor.detach()
+
+    def offload(self) -> None:
+        """Moves parameters, gradients and optimizer state to host memory."""
+        self.module.to(HOST)
+        self._state_devices = self._move_optimizer_state(lambda param, key: HOST)
+
+    def onload(self) -> None:
+        """Brings parameters and optimizer state back to where they were."""
+        self.module.to(self._device)
+        devices = self._state_devices
+        self._move_optimizer_state(lambda param, key: devices.get((id(param), key), self._device))
+        self._state_devices = {}
+
+    def state_dict(self) -> dict[str, Any]:
+        """``{"module", "optimizer", "scheduler"}`` states (live tensors, not copies)."""
+        optimizer, scheduler = self._built()
+        return {
+            "module": self.module.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restores :meth:`state_dict` output (after :meth:`prepare` of the same module)."""
+        optimizer, scheduler = self._built()
+        self.module.load_state_dict(state["module"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+
+    # helpers ----------------------------------------------------------------------------
+    def _built(self) -> tuple[torch.optim.Optimizer, LambdaLR]:
+        if self._optimizer is None or self._scheduler is None:
+            raise RuntimeError("call prepare(module) first")
+        return self._optimizer, self._scheduler
+
+    def _move_optimizer_state(
+        self, where: Callable[[Tensor, str], torch.device]
+    ) -> dict[tuple[int, str], torch.device]:
+        """Moves each optimizer state tensor to ``where(param, key)``; returns where they were."""
+        optimizer, _ = self._built()
+        before: dict[tuple[int, str], torch.device] = {}
+        for param, param_state in optimizer.state.items():
+            for key, value in list(param_state.items()):
+                if isinstance(value, Tensor):
+                    before[(id(param), key)] = value.device
+                    param_state[key] = value.to(where(param, key))
+        return before
+
+
+def _adamw(groups: list[dict[str, Any]], optim: OptimizerParams) -> torch.optim.Optimizer:
+    """AdamW with the fused kernel where available, else the foreach one."""
+    kwargs: dict[str, Any] = {"lr": optim.lr, "betas": optim.betas, "eps": optim.eps}
+    try:
+        return torch.optim.AdamW(groups, fused=True, **kwargs)
+    except (RuntimeError, ValueError):
+        return torch.optim.AdamW(groups, foreach=True, **kwargs)
+
+
+def _global_norm(grads: list[Tensor]) -> Tensor:
+    """L2 norm over all gradients, float32 scalar (0 when there are none)."""
+    if not grads:
+        return torch.zeros(())
+    norms = [torch.linalg.vector_norm(g.detach(), 2.0, dtype=torch.float32) for g in grads]
+    total: Tensor = torch.linalg.vector_norm(torch.stack([n.to(norms[0].device) for n in norms]))
+    return total
