@@ -1,0 +1,56 @@
+"""``FakePolicy``: the ``Policy`` port on a real tiny GRU language model (CPU friendly).
+
+Shape letters: B samples, T sequence tokens, R response tokens, V vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from torch import Tensor, nn
+
+from lightrft.adapters.fakes.response_logprobs import response_logprobs
+from lightrft.adapters.fakes.tiny_lm import TinyGruLm, seeded
+from lightrft.domain.ports import NamedTensors, PolicyOutput
+from lightrft.domain.types import SequenceBatch
+
+
+class FakePolicy:
+    """A trainable :class:`TinyGruLm` whose weights depend only on ``seed``.
+
+    ``forward`` computes honest log-probs (autograd on under grad mode); records
+    ``forward_calls`` and ``syncs_prepared`` (calls of ``weights_for_sync``).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int = 16,
+        hidden: int = 32,
+        seed: int = 0,
+        *,
+        device: torch.device | None = None,
+    ) -> None:
+        self.device = device or torch.device("cpu")
+        self._module = seeded(seed, lambda: TinyGruLm(vocab_size, hidden)).to(self.device)
+        self.forward_calls = 0
+        self.syncs_prepared = 0
+
+    @property
+    def module(self) -> nn.Module:
+        """The :class:`TinyGruLm` a strategy trains."""
+        return self._module
+
+    def forward(
+        self, batch: SequenceBatch, *, temperature: float = 1.0, with_entropy: bool = False
+    ) -> PolicyOutput:
+        """Log-probs (B, R) of the response tokens (and entropy (B, R)); 0 on padding."""
+        self.forward_calls += 1
+        return response_logprobs(
+            self._module, batch, self.device, temperature=temperature, with_entropy=with_entropy
+        )
+
+    def weights_for_sync(self, full_state: NamedTensors) -> Iterator[tuple[str, Tensor]]:
+        """The gathered parameters unchanged (no LoRA to merge): names as ``named_parameters``."""
+        self.syncs_prepared += 1
+        yield from full_state

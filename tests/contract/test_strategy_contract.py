@@ -1,0 +1,123 @@
+"""Contract of the ``Strategy`` port. Append real backends to ``IMPLEMENTATIONS``.
+
+A factory takes ``OptimizerParams`` and returns an unprepared strategy; the tests prepare
+it on a small ``nn.Module`` of their own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+import torch
+from torch import nn
+
+from lightrft.adapters.fakes import FakeStrategy
+from lightrft.domain.ports import Strategy
+from lightrft.domain.types import OptimizerParams
+
+StrategyFactory = Callable[[OptimizerParams], Strategy]
+
+
+def make_fake_strategy(params: OptimizerParams) -> Strategy:
+    return FakeStrategy(params)
+
+
+IMPLEMENTATIONS: list[object] = [pytest.param(make_fake_strategy, id="fake")]
+PARAMS = OptimizerParams(lr=0.05, warmup_steps=1, total_steps=20, schedule="cosine")
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def factory(request: pytest.FixtureRequest) -> StrategyFactory:
+    return request.param  # type: ignore[no-any-return]
+
+
+def _module(seed: int) -> nn.Module:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+
+
+INPUTS = torch.linspace(-1, 1, 32).reshape(8, 4)
+TARGETS = INPUTS.sum(dim=1, keepdim=True).sin()
+
+
+def _loss(module: nn.Module) -> torch.Tensor:
+    device = next(module.parameters()).device
+    prediction: torch.Tensor = module(INPUTS.to(device))
+    return ((prediction - TARGETS.to(device)) ** 2).mean()
+
+
+def _train(strategy: Strategy, module: nn.Module, steps: int) -> list[float]:
+    losses = []
+    for _ in range(steps):
+        loss = _loss(module)
+        losses.append(float(loss.detach()))
+        strategy.backward(loss)
+        result = strategy.step()
+        assert not result.skipped and math.isfinite(result.grad_norm) and result.lr > 0
+    return losses
+
+
+def _params(strategy: Strategy) -> dict[str, torch.Tensor]:
+    return {n: t.detach().cpu().clone() for n, t in strategy.full_state()}
+
+
+def test_training_lowers_the_loss(factory: StrategyFactory) -> None:
+    strategy, module = factory(PARAMS), _module(0)
+    assert isinstance(strategy, Strategy)
+    strategy.prepare(module)
+    losses = _train(strategy, module, 15)
+    assert losses[-1] < 0.8 * losses[0]
+
+
+def test_full_state_is_the_whole_module(factory: StrategyFactory) -> None:
+    strategy, module = factory(PARAMS), _module(0)
+    reference = {n: p.detach().clone() for n, p in _module(0).named_parameters()}
+    strategy.prepare(module)
+    state = _params(strategy)
+    assert set(state) == set(reference)
+    for name, tensor in reference.items():
+        torch.testing.assert_close(state[name], tensor)
+
+
+def test_non_finite_gradient_skips(factory: StrategyFactory) -> None:
+    strategy, module = factory(PARAMS), _module(0)
+    strategy.prepare(module)
+    before = _params(strategy)
+    strategy.backward(_loss(module) * math.nan)
+    result = strategy.step()
+    assert result.skipped and result.reason
+    after = _params(strategy)
+    for name, tensor in before.items():
+        torch.testing.assert_close(after[name], tensor)
+    _train(strategy, module, 1)  # the next step works
+
+
+def test_state_dict_resumes_exactly(factory: StrategyFactory) -> None:
+    strategy, module = factory(PARAMS), _module(0)
+    strategy.prepare(module)
+    _train(strategy, module, 3)
+    saved = strategy.state_dict()
+    expected_losses = _train(strategy, module, 3)
+    expected = _params(strategy)
+
+    resumed, other = factory(PARAMS), _module(1)
+    resumed.prepare(other)
+    resumed.load_state_dict(saved)
+    assert _train(resumed, other, 3) == pytest.approx(expected_losses, rel=1e-5)
+    for name, tensor in _params(resumed).items():
+        torch.testing.assert_close(tensor, expected[name])
+
+
+def test_offload_onload_round_trip(factory: StrategyFactory) -> None:
+    strategy, module = factory(PARAMS), _module(0)
+    strategy.prepare(module)
+    _train(strategy, module, 2)
+    before = _params(strategy)
+    strategy.offload()
+    strategy.onload()
+    for name, tensor in _params(strategy).items():
+        torch.testing.assert_close(tensor, before[name])
+    _train(strategy, module, 1)
