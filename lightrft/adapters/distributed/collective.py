@@ -1,0 +1,65 @@
+"""The ``Collective`` port: over ``torch.distributed`` and for a lone process."""
+
+from __future__ import annotations
+
+import torch.distributed as dist
+from torch import Tensor
+
+
+class TorchCollective:
+    """Data-parallel rank, world size and sum over a ``torch.distributed`` group.
+
+    Args:
+        group: the process group (``None``: the default group, which must exist).
+
+    ``all_reduce_sum`` reduces where the tensor lives: host tensors over gloo, device
+    tensors over nccl / hccl (the group from
+    :func:`~lightrft.adapters.distributed.process_group.init_process_group_from_env` has
+    both).
+    """
+
+    def __init__(self, group: dist.ProcessGroup | None = None) -> None:
+        if not dist.is_initialized():
+            raise RuntimeError(
+                "TorchCollective needs an initialized process group; call "
+                "init_process_group_from_env first (or use LocalCollective in one process)"
+            )
+        self._group = group
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in the group."""
+        return int(dist.get_rank(self._group))
+
+    @property
+    def world_size(self) -> int:
+        """Number of ranks in the group."""
+        return int(dist.get_world_size(self._group))
+
+    def all_reduce_sum(self, tensor: Tensor) -> Tensor:
+        """Element-wise sum over ranks: a new tensor, same shape, dtype and device.
+
+        Every rank must call it with the same shape and dtype. The input is untouched and
+        the result carries no autograd history.
+        """
+        out = tensor.detach().clone()
+        dist.all_reduce(out, op=dist.ReduceOp.SUM, group=self._group)
+        return out
+
+
+class LocalCollective:
+    """Rank 0 of 1: ``all_reduce_sum`` returns a copy."""
+
+    @property
+    def rank(self) -> int:
+        """Always 0."""
+        return 0
+
+    @property
+    def world_size(self) -> int:
+        """Always 1."""
+        return 1
+
+    def all_reduce_sum(self, tensor: Tensor) -> Tensor:
+        """The sum over one rank: a new tensor equal to ``tensor`` (no autograd history)."""
+        return tensor.detach().clone()
