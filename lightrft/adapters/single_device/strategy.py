@@ -18,7 +18,7 @@ import torch
 from torch import Tensor, nn
 from torch.optim.lr_scheduler import LambdaLR
 
-from lightrft.adapters.single_device.schedule import lr_multiplier
+from lightrft.adapters.common.lr_schedule import lr_multiplier
 from lightrft.domain.types import OptimizerParams, StepResult
 
 HOST = torch.device("cpu")
@@ -104,20 +104,21 @@ class SingleDeviceStrategy:
         """Accumulates the gradients of ``loss`` (a scalar)."""
         torch.autograd.backward(loss)
 
-    def step(self) -> StepResult:
+    def step(self, *, skip_reason: str | None = None) -> StepResult:
         """Clips to ``max_grad_norm``, steps AdamW and the schedule, zeroes gradients.
 
         ``grad_norm`` is the global L2 norm before clipping and ``lr`` the rate this step
-        used. A non-finite norm skips the update (``skipped=True`` with the reason).
+        used. A non-finite norm or a caller's ``skip_reason`` skips the update
+        (``skipped=True`` with the reason; gradients are zeroed, the schedule stays).
         """
         optimizer, scheduler = self._built()
         grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
         lr = float(optimizer.param_groups[0]["lr"])
         norm = _global_norm(grads)
         norm_value = float(norm)
-        if not math.isfinite(norm_value):
+        if skip_reason is not None or not math.isfinite(norm_value):
             optimizer.zero_grad(set_to_none=True)
-            reason = f"non-finite grad norm {norm_value}"
+            reason = skip_reason or f"non-finite grad norm {norm_value}"
             return StepResult(norm_value, lr, skipped=True, reason=reason)
         if self._optim.max_grad_norm is not None:
             coef = torch.clamp(self._optim.max_grad_norm / (norm + 1e-6), max=1.0)

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import lightrft.adapters.fakes as fakes
 
-ALLOWED_PREFIXES = ("lightrft.domain", "lightrft.adapters.fakes", "torch")
+ALLOWED_PREFIXES = (
+    "lightrft.domain",
+    "lightrft.adapters.fakes",
+    "lightrft.adapters.common.lr_schedule",
+    "torch",
+)
 
 
 def _imported_modules(path: Path) -> set[str]:

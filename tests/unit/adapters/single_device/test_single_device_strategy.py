@@ -199,3 +199,15 @@ def test_only_trainable_parameters_are_optimized() -> None:
         SingleDeviceStrategy(CPU, OptimizerParams()).prepare(net().requires_grad_(False))
     with pytest.raises(RuntimeError, match="prepare"):
         SingleDeviceStrategy(CPU, OptimizerParams()).step()
+
+
+def test_skip_reason_zeroes_gradients_without_stepping() -> None:
+    model = torch.nn.Linear(2, 1)
+    strategy = SingleDeviceStrategy(torch.device("cpu"), OptimizerParams(lr=0.1))
+    strategy.prepare(model)
+    before = [p.detach().clone() for p in model.parameters()]
+    strategy.backward(model(torch.ones(1, 2)).sum())
+    result = strategy.step(skip_reason="non-finite policy loss (nan)")
+    assert result.skipped and result.reason == "non-finite policy loss (nan)"
+    assert all(p.grad is None for p in model.parameters())
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
