@@ -1,0 +1,329 @@
+"""ColocatedRLCycle: the RL loop with every component on the same devices.
+
+One step: weight sync (only if the policy changed) -> rollout -> reward -> reference
+(old/ref log-probs, values, advantages) -> train -> KL controller -> metrics -> checkpoint
+-> evaluation. Phase switches follow a colocation plan (:mod:`lightrft.application.phases`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import structlog
+import torch
+
+from lightrft.application.data_schedule import prompt_indices
+from lightrft.application.evaluator import Evaluator
+from lightrft.application.experience_maker import ExperienceBatch, ExperienceMaker
+from lightrft.application.params import (
+    AlgorithmParams,
+    CycleParams,
+    RewardShapingParams,
+    RolloutParams,
+    TrainParams,
+)
+from lightrft.application.phases import DEFAULT_PLAN, PhaseSwitcher, Switch
+from lightrft.application.policy_optimizer import PolicyOptimizer
+from lightrft.domain.kl import KLController, make_kl_controller
+from lightrft.domain.ports import (
+    Accelerator,
+    CheckpointStore,
+    Collective,
+    Critic,
+    Policy,
+    PromptSource,
+    ReferenceModel,
+    RewardSource,
+    RolloutEngine,
+    Strategy,
+    Tracker,
+)
+from lightrft.domain.rewards import RunningMoments
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class CycleComponents:
+    """The ports the cycle drives. Strategies must already be ``prepare``d."""
+
+    prompts: PromptSource
+    engine: RolloutEngine
+    policy: Policy
+    policy_strategy: Strategy
+    reward_sources: Sequence[RewardSource]
+    collective: Collective
+    tracker: Tracker
+    checkpoints: CheckpointStore | None = None
+    reference: ReferenceModel | None = None
+    critic: Critic | None = None
+    critic_strategy: Strategy | None = None
+    accelerator: Accelerator | None = None
+    eval_prompts: PromptSource | None = None
+
+
+@dataclass(frozen=True)
+class CycleSettings:
+    """Every parameter object of the cycle in one place."""
+
+    rollout: RolloutParams = field(default_factory=RolloutParams)
+    algorithm: AlgorithmParams = field(default_factory=AlgorithmParams)
+    shaping: RewardShapingParams = field(default_factory=RewardShapingParams)
+    train: TrainParams = field(default_factory=TrainParams)
+    cycle: CycleParams = field(default_factory=CycleParams)
+
+
+@dataclass(frozen=True)
+class CycleState:
+    """What besides model/optimizer state a resumed run needs."""
+
+    step: int
+    kl: KLController
+    reward_moments: RunningMoments
+
+
+class ColocatedRLCycle:
+    """Runs RL steps over the ports; resumable from a :class:`CheckpointStore`."""
+
+    def __init__(
+        self,
+        components: CycleComponents,
+        settings: CycleSettings,
+        plan: Mapping[str, frozenset[str]] = DEFAULT_PLAN,
+    ) -> None:
+        c, s = components, settings
+        self.components, self.settings = c, s
+        self.phases = PhaseSwitcher(_switches(c), plan, c.accelerator)
+        self.maker = ExperienceMaker(
+            engine=c.engine,
+            policy=c.policy,
+            reward_sources=c.reward_sources,
+            collective=c.collective,
+            phases=self.phases,
+            rollout=s.rollout,
+            algorithm=s.algorithm,
+            shaping=s.shaping,
+            reference=c.reference,
+            critic=c.critic,
+        )
+        self.optimizer = PolicyOptimizer(
+            policy=c.policy,
+            strategy=c.policy_strategy,
+            collective=c.collective,
+            algorithm=s.algorithm,
+            train=s.train,
+            critic=c.critic,
+            critic_strategy=c.critic_strategy,
+        )
+        self.evaluator = Evaluator(c.engine, c.reward_sources, dict(s.shaping.weights))
+        a = s.algorithm
+        self.state = CycleState(
+            step=0,
+            kl=make_kl_controller(a.kl_controller, a.kl_coef, a.kl_target, a.kl_horizon),
+            reward_moments=RunningMoments(),
+        )
+        self.policy_version = 0
+        self.engine_version: int | None = None  # unknown: sync before the first rollout
+        self.history: list[dict[str, float]] = []
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def run(self, *, resume: bool = True, max_steps: int | None = None) -> list[dict[str, float]]:
+        """Trains until ``total_steps`` (or ``max_steps`` more steps); returns the history."""
+        cycle = self.settings.cycle
+        if resume:
+            self.resume()
+        if self._evaluating and self.state.step == 0:
+            self._log(self.evaluate(), step=0)
+        budget = (
+            cycle.total_steps
+            if max_steps is None
+            else min(cycle.total_steps, self.state.step + max_steps)
+        )
+        while self.state.step < budget:
+            metrics = self.train_step()
+            step = self.state.step
+            last = step == cycle.total_steps
+            if cycle.checkpoint_every and (step % cycle.checkpoint_every == 0 or last):
+                self.save_checkpoint()
+            if self._evaluating and cycle.eval_every and (step % cycle.eval_every == 0 or last):
+                metrics.update(self.evaluate())
+            self._log(metrics, step=step)
+            self.history.append(metrics)
+        self.phases.rest()
+        return self.history
+
+    @property
+    def _evaluating(self) -> bool:
+        return (
+            self.components.eval_prompts is not None and self.settings.cycle.eval_every is not None
+        )
+
+    def train_step(self) -> dict[str, float]:
+        """One RL step; returns its metrics (the state's step is advanced)."""
+        c, s = self.components, self.settings
+        started = time.perf_counter()
+        step = self.state.step
+        indices = prompt_indices(
+            step,
+            per_rank=s.rollout.prompts_per_step,
+            rank=c.collective.rank,
+            world_size=c.collective.world_size,
+            num_prompts=len(c.prompts),
+            seed=s.cycle.seed,
+        )
+        self._sync_engine()
+        batch = self.maker.make(
+            [c.prompts[i] for i in indices],
+            seed=(s.cycle.seed * 1_000_003 + step) * c.collective.world_size + c.collective.rank,
+            kl_coef=self.state.kl.value,
+            moments=self.state.reward_moments,
+        )
+        with self.phases.phase("train"):
+            metrics = self.optimizer.train(batch.experience, kl_coef=self.state.kl.value, step=step)
+        if metrics.get("train/skipped_steps", 0.0) < 1.0:
+            self.policy_version += 1
+        kl = self.state.kl.update(batch.metrics.get("kl/mean", 0.0), len(batch.experience))
+        metrics["kl/coef"] = self.state.kl.value
+        self.state = CycleState(step + 1, kl, batch.reward_moments)
+        metrics.update(batch.metrics)
+        metrics.update(self._speed_metrics(batch, time.perf_counter() - started))
+        self._log_samples(batch, step + 1)
+        return metrics
+
+    def evaluate(self) -> dict[str, float]:
+        """Evaluation metrics of the current policy on the held-out prompts."""
+        c = self.components
+        assert c.eval_prompts is not None
+        self._sync_engine()
+        return self.evaluator.evaluate(
+            c.eval_prompts,
+            self.settings.cycle.eval_sampling,
+            self.settings.cycle.eval_max_prompts,
+            phases=self.phases,
+        )
+
+    def _sync_engine(self) -> None:
+        if self.engine_version == self.policy_version:
+            return
+        c = self.components
+        with self.phases.phase("weight_sync"):
+            c.engine.load_weights(c.policy.weights_for_sync(c.policy_strategy.full_state()))
+        self.engine_version = self.policy_version
+
+    # -- checkpoints ------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue bitwise identically."""
+        c = self.components
+        state: dict[str, Any] = {
+            "step": self.state.step,
+            "kl": {"type": type(self.state.kl).__name__, **asdict(self.state.kl)},  # type: ignore[call-overload]
+            "reward_moments": asdict(self.state.reward_moments),
+            "policy_version": self.policy_version,
+            "policy_strategy": c.policy_strategy.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+        }
+        if c.critic_strategy is not None:
+            state["critic_strategy"] = c.critic_strategy.state_dict()
+        return state
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restores :meth:`state_dict`; the engine is re-synced before its next use."""
+        c = self.components
+        kl = dict(state["kl"])
+        kind = kl.pop("type")
+        a = self.settings.algorithm
+        controller = make_kl_controller(a.kl_controller, a.kl_coef, a.kl_target, a.kl_horizon)
+        if type(controller).__name__ != kind:
+            raise ValueError(
+                f"checkpoint has a {kind} KL controller, config asks for {a.kl_controller}"
+            )
+        self.state = CycleState(
+            step=int(state["step"]),
+            kl=type(controller)(**kl),
+            reward_moments=RunningMoments(**state["reward_moments"]),
+        )
+        self.policy_version = int(state["policy_version"])
+        self.engine_version = None
+        c.policy_strategy.load_state_dict(state["policy_strategy"])
+        if c.critic_strategy is not None:
+            c.critic_strategy.load_state_dict(state["critic_strategy"])
+        torch.set_rng_state(state["torch_rng"])
+
+    def save_checkpoint(self) -> None:
+        """Saves the run state at the current step (atomic, through the store)."""
+        if self.components.checkpoints is None:
+            raise ValueError("no CheckpointStore was given")
+        self.components.checkpoints.save(self.state.step, self.state_dict())
+        log.info("checkpoint.saved", step=self.state.step)
+
+    def resume(self) -> bool:
+        """Loads the latest checkpoint if there is one; returns whether it did."""
+        store = self.components.checkpoints
+        if store is None:
+            return False
+        latest = store.latest_step()
+        if latest is None:
+            return False
+        self.load_state_dict(store.load(latest))
+        log.info("checkpoint.resumed", step=latest)
+        return True
+
+    # -- metrics ----------------------------------------------------------------------
+
+    def _speed_metrics(self, batch: ExperienceBatch, elapsed: float) -> dict[str, float]:
+        metrics = self.phases.take_metrics()
+        rollout_time = metrics.get("time/rollout_s", 0.0)
+        metrics["time/step_s"] = elapsed
+        metrics["throughput/generated_tokens_per_s"] = (
+            batch.generated_tokens / rollout_time if rollout_time > 0 else 0.0
+        )
+        total_tokens = int(batch.experience.sequences.attention_mask.sum())
+        metrics["throughput/tokens_per_s"] = total_tokens / elapsed if elapsed > 0 else 0.0
+        return metrics
+
+    def _log(self, metrics: Mapping[str, float], step: int) -> None:
+        if self.components.collective.rank == 0:
+            self.components.tracker.log_metrics(dict(metrics), step)
+
+    def _log_samples(self, batch: ExperienceBatch, step: int) -> None:
+        n = min(self.settings.cycle.log_samples_per_step, len(batch.completions))
+        if n == 0 or self.components.collective.rank != 0:
+            return
+        exp = batch.experience
+        rows = [
+            {
+                "prompt": batch.prompts[batch.completions[i].prompt_index].prompt_text,
+                "response": batch.completions[i].text,
+                "reward": float(exp.rewards[i]),
+                "advantage": float(exp.advantages[i, 0]),
+                "group": int(exp.group_index[i]),
+            }
+            for i in range(n)
+        ]
+        self.components.tracker.log_samples(rows, step)
+
+
+def _switches(c: CycleComponents) -> dict[str, Switch]:
+    switches = {
+        "engine": Switch(on=c.engine.wake_up, off=c.engine.sleep),
+        "policy": Switch(on=c.policy_strategy.onload, off=c.policy_strategy.offload),
+        "reward_models": Switch(
+            on=lambda: _each(c.reward_sources, "onload"),
+            off=lambda: _each(c.reward_sources, "offload"),
+        ),
+    }
+    if c.reference is not None:
+        switches["reference"] = Switch(on=c.reference.onload, off=c.reference.offload)
+    if c.critic_strategy is not None:
+        switches["critic"] = Switch(on=c.critic_strategy.onload, off=c.critic_strategy.offload)
+    return switches
+
+
+def _each(sources: Sequence[RewardSource], method: str) -> None:
+    for source in sources:
+        getattr(source, method)()

@@ -1,0 +1,87 @@
+"""Evaluator: rewards (accuracy) of the current engine weights on held-out prompts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from math import comb
+
+import torch
+
+from lightrft.application.phases import PhaseSwitcher
+from lightrft.application.reward_scoring import score_completions
+from lightrft.domain.ports import PromptSource, RewardSource, RolloutEngine
+from lightrft.domain.types import PromptRecord, SamplingParams
+
+
+def pass_at_k(num_samples: int, num_correct: int, k: int) -> float:
+    """Unbiased pass@k of one prompt: 1 - C(n - c, k) / C(n, k) (Chen et al. 2021, eq. 1)."""
+    if not 0 < k <= num_samples:
+        raise ValueError(f"k must be in [1, {num_samples}], got {k}")
+    if num_samples - num_correct < k:
+        return 1.0
+    return 1.0 - comb(num_samples - num_correct, k) / comb(num_samples, k)
+
+
+class Evaluator:
+    """Generates for held-out prompts and reports reward mean, accuracy and pass@k.
+
+    A sample counts as correct when its combined reward is at least ``correct_threshold``.
+    """
+
+    def __init__(
+        self,
+        engine: RolloutEngine,
+        reward_sources: Sequence[RewardSource],
+        weights: dict[str, float] | None = None,
+        correct_threshold: float = 1.0,
+        batch_size: int = 64,
+    ) -> None:
+        self.engine, self.reward_sources = engine, list(reward_sources)
+        self.weights = dict(weights or {})
+        self.correct_threshold, self.batch_size = correct_threshold, batch_size
+
+    def evaluate(
+        self,
+        prompts: PromptSource,
+        sampling: SamplingParams,
+        max_prompts: int | None = None,
+        phases: PhaseSwitcher | None = None,
+    ) -> dict[str, float]:
+        """Metrics ``eval/...`` over the first ``max_prompts`` prompts (all by default)."""
+        count = len(prompts) if max_prompts is None else min(max_prompts, len(prompts))
+        if count == 0:
+            raise ValueError("no evaluation prompts")
+        totals: list[torch.Tensor] = []
+        lengths: list[int] = []
+        source_metrics: list[dict[str, float]] = []
+        for start in range(0, count, self.batch_size):
+            batch: list[PromptRecord] = [
+                prompts[i] for i in range(start, min(count, start + self.batch_size))
+            ]
+            with _phase(phases, "eval"):
+                completions = self.engine.generate(batch, sampling)
+            with _phase(phases, "eval_reward"):
+                scores = score_completions(self.reward_sources, batch, completions, self.weights)
+            totals.append(scores.total.view(len(batch), sampling.n))
+            lengths.extend(len(c.token_ids) for c in completions)
+            source_metrics.append(scores.metrics)
+        rewards = torch.cat(totals)  # [prompts, n]
+        correct = rewards >= self.correct_threshold
+        metrics = {
+            "eval/reward_mean": float(rewards.mean()),
+            "eval/accuracy": float(correct.float().mean()),
+            "eval/response_length": sum(lengths) / len(lengths),
+            "eval/prompts": float(count),
+        }
+        for k in sorted({1, sampling.n}):
+            per_prompt = [pass_at_k(sampling.n, int(c), k) for c in correct.sum(dim=1)]
+            metrics[f"eval/pass@{k}"] = sum(per_prompt) / len(per_prompt)
+        for key in source_metrics[0]:
+            values = [m[key] for m in source_metrics]
+            metrics[f"eval/{key}"] = sum(values) / len(values)
+        return metrics
+
+
+def _phase(phases: PhaseSwitcher | None, name: str) -> AbstractContextManager[None]:
+    return nullcontext() if phases is None else phases.phase(name)

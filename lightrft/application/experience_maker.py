@@ -1,0 +1,309 @@
+"""ExperienceMaker: prompts -> rollouts -> rewards -> log-probs -> advantages -> Experience.
+
+Shapes: B samples (prompts x n), R response tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import structlog
+import torch
+from torch import Tensor
+
+from lightrft.application.batching import RolloutTensors, build_rollout_tensors
+from lightrft.application.params import AlgorithmParams, RewardShapingParams, RolloutParams
+from lightrft.application.phases import PhaseSwitcher
+from lightrft.application.reward_scoring import Scores, score_completions, shape_rewards
+from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageInputs, compute_advantages
+from lightrft.domain.kl import kl_estimate
+from lightrft.domain.ports import (
+    Collective,
+    Critic,
+    Policy,
+    ReferenceModel,
+    RewardSource,
+    RolloutEngine,
+)
+from lightrft.domain.rewards import RunningMoments, clip_values
+from lightrft.domain.sampling import (
+    DynamicSamplingState,
+    high_entropy_token_mask,
+    informative_group_mask,
+)
+from lightrft.domain.types import Completion, Experience, PromptRecord, SequenceBatch
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class ExperienceBatch:
+    """An experience plus what the cycle logs about it."""
+
+    experience: Experience
+    prompts: list[PromptRecord]
+    completions: list[Completion]
+    metrics: dict[str, float]
+    reward_moments: RunningMoments
+    generated_tokens: int
+
+
+@dataclass(frozen=True)
+class _Rollout:
+    prompts: list[PromptRecord]
+    completions: list[Completion]
+    scores: Scores
+
+
+class ExperienceMaker:
+    """Builds one step's :class:`Experience` from a batch of prompts through the ports."""
+
+    def __init__(
+        self,
+        *,
+        engine: RolloutEngine,
+        policy: Policy,
+        reward_sources: Sequence[RewardSource],
+        collective: Collective,
+        phases: PhaseSwitcher,
+        rollout: RolloutParams,
+        algorithm: AlgorithmParams,
+        shaping: RewardShapingParams,
+        reference: ReferenceModel | None = None,
+        critic: Critic | None = None,
+    ) -> None:
+        if not reward_sources:
+            raise ValueError("reward_sources is empty; need at least one reward source")
+        self.engine, self.policy, self.reward_sources = engine, policy, list(reward_sources)
+        self.collective, self.phases = collective, phases
+        self.rollout, self.algorithm, self.shaping = rollout, algorithm, shaping
+        self.reference, self.critic = reference, critic
+        self.estimator = ADVANTAGE_ESTIMATORS.get(algorithm.advantage_estimator)
+        if self.estimator.needs_values and critic is None:
+            raise ValueError(f"advantage estimator {self.estimator.name!r} needs a critic")
+        if algorithm.kl_coef > 0 and reference is None:
+            raise ValueError("kl_coef > 0 needs a reference model")
+
+    def make(
+        self, prompts: Sequence[PromptRecord], *, seed: int, kl_coef: float, moments: RunningMoments
+    ) -> ExperienceBatch:
+        """One step's experience from ``prompts`` (each sampled ``sampling.n`` times)."""
+        rollout, metrics = self._collect(list(prompts), seed)
+        tensors = build_rollout_tensors(
+            rollout.prompts, rollout.completions, self.rollout.pad_token_id
+        )
+        group_index = torch.tensor([c.prompt_index for c in rollout.completions], dtype=torch.long)
+        rewards, moments = shape_rewards(
+            rollout.scores.total,
+            tensors.response_lengths,
+            self.shaping,
+            self.rollout.sampling.max_new_tokens,
+            moments,
+            self.collective.all_reduce_sum,
+        )
+        baseline = self._greedy_baseline(rollout) if self.estimator.needs_baseline_rewards else None
+        with self.phases.phase("reference"):
+            experience, ref_metrics = self._annotate(
+                tensors, rewards, group_index, baseline, kl_coef
+            )
+        metrics.update(ref_metrics)
+        metrics.update(_rollout_metrics(rollout, tensors, rewards))
+        return ExperienceBatch(
+            experience,
+            rollout.prompts,
+            rollout.completions,
+            metrics,
+            moments,
+            int(tensors.response_lengths.sum()),
+        )
+
+    def _generate_and_score(self, prompts: list[PromptRecord], seed: int) -> _Rollout:
+        with self.phases.phase("rollout"):
+            completions = self.engine.generate(prompts, replace(self.rollout.sampling, seed=seed))
+        with self.phases.phase("reward"):
+            scores = score_completions(
+                self.reward_sources, prompts, completions, dict(self.shaping.weights)
+            )
+        return _Rollout(prompts, completions, scores)
+
+    def _collect(self, prompts: list[PromptRecord], seed: int) -> tuple[_Rollout, dict[str, float]]:
+        """Generates and scores; with dynamic sampling, refills until enough groups."""
+        if not self.rollout.dynamic_sampling:
+            return self._generate_and_score(prompts, seed), {}
+        state = DynamicSamplingState(
+            target_groups=len(prompts), max_rounds=self.rollout.max_sampling_rounds
+        )
+        kept: list[_Rollout] = []
+        last: _Rollout | None = None
+        while not state.done:
+            last = self._generate_and_score(prompts, seed + 7919 * state.rounds)
+            group = torch.tensor([c.prompt_index for c in last.completions])
+            informative = informative_group_mask(last.scores.total, group)
+            kept_prompts = sorted({int(g) for g in group[informative]})
+            kept_prompts = kept_prompts[: state.target_groups - state.kept_groups]
+            if kept_prompts:
+                kept.append(_select_groups(last, kept_prompts))
+            state = state.after_round(len(kept_prompts))
+        metrics = {
+            "dynamic_sampling/rounds": float(state.rounds),
+            "dynamic_sampling/kept_groups": float(state.kept_groups),
+            "dynamic_sampling/hit_round_limit": float(state.hit_round_limit),
+        }
+        if state.hit_round_limit:
+            log.warning(
+                "dynamic_sampling.round_limit",
+                rounds=state.rounds,
+                kept_groups=state.kept_groups,
+                target_groups=state.target_groups,
+            )
+        if not kept:
+            assert last is not None
+            return last, metrics  # every group uninformative: advantages are 0, train on it
+        return _concat(kept), metrics
+
+    def _greedy_baseline(self, rollout: _Rollout) -> Tensor:
+        """ReMax: the reward of one greedy rollout of each prompt, per sample (B,)."""
+        greedy = replace(self.rollout.sampling, n=1, temperature=0.0)
+        with self.phases.phase("rollout"):
+            completions = self.engine.generate(rollout.prompts, greedy)
+        with self.phases.phase("reward"):
+            scores = score_completions(
+                self.reward_sources, rollout.prompts, completions, dict(self.shaping.weights)
+            )
+        per_prompt = scores.total  # (number of prompts,)
+        return per_prompt[torch.tensor([c.prompt_index for c in rollout.completions])]
+
+    def _forward_no_grad(
+        self, model: Policy | ReferenceModel, seq: SequenceBatch, entropy: bool
+    ) -> tuple[Tensor, Tensor | None]:
+        size = self.rollout.forward_micro_batch_size
+        logprobs, entropies = [], []
+        with torch.no_grad():
+            for rows in torch.split(torch.arange(seq.input_ids.shape[0]), size):
+                out = model.forward(seq.select(rows), with_entropy=entropy)
+                logprobs.append(out.logprobs.float().cpu())
+                if entropy and out.entropy is not None:
+                    entropies.append(out.entropy.float().cpu())
+        return torch.cat(logprobs), torch.cat(entropies) if entropies else None
+
+    def _annotate(
+        self,
+        tensors: RolloutTensors,
+        rewards: Tensor,
+        group_index: Tensor,
+        baseline: Tensor | None,
+        kl_coef: float,
+    ) -> tuple[Experience, dict[str, float]]:
+        seq = tensors.sequences
+        mask = seq.response_mask
+        need_entropy = self.algorithm.high_entropy_fraction is not None
+        old, entropy = self._forward_no_grad(self.policy, seq, need_entropy)
+        ref = None
+        if self.reference is not None and kl_coef > 0:
+            ref, _ = self._forward_no_grad(self.reference, seq, False)
+        values = None
+        if self.critic is not None:
+            with torch.no_grad():
+                values = torch.cat(
+                    [
+                        self.critic.values(seq.select(rows)).float().cpu()
+                        for rows in torch.split(
+                            torch.arange(len(rewards)), self.rollout.forward_micro_batch_size
+                        )
+                    ]
+                )
+        metrics: dict[str, float] = {}
+        kl = None
+        if ref is not None:
+            kl = kl_estimate(self.algorithm.kl_estimator, old, ref, mask)
+            metrics["kl/mean"] = float(kl.sum() / mask.sum())
+        use_kl_in_reward = self.estimator.kl_in_reward and kl is not None
+        params = replace(self.algorithm.advantage, kl_coef=kl_coef if use_kl_in_reward else 0.0)
+        out = compute_advantages(
+            self.estimator.name,
+            AdvantageInputs(
+                rewards,
+                mask,
+                group_index,
+                values=values,
+                kl=kl if use_kl_in_reward else None,
+                baseline_rewards=baseline,
+            ),
+            params,
+            self.collective.all_reduce_sum,
+        )
+        advantages = out.advantages
+        if self.shaping.advantage_clip is not None:
+            advantages = clip_values(advantages, self.shaping.advantage_clip) * mask
+        metrics.update({k: float(v) for k, v in out.metrics.items()})
+        if entropy is not None and self.algorithm.high_entropy_fraction is not None:
+            keep = high_entropy_token_mask(entropy, mask, self.algorithm.high_entropy_fraction)
+            advantages = advantages * keep
+            metrics["high_entropy/kept_fraction"] = float(keep.sum() / mask.sum())
+        experience = Experience(
+            sequences=seq,
+            old_logprobs=old,
+            advantages=advantages,
+            returns=out.returns,
+            rewards=rewards,
+            group_index=group_index,
+            ref_logprobs=ref,
+            rollout_logprobs=tensors.rollout_logprobs,
+            values=values,
+        )
+        return experience, metrics
+
+
+def _select_groups(rollout: _Rollout, prompt_indices: list[int]) -> _Rollout:
+    """The completions of the given prompts only, re-indexed to the kept prompt list."""
+    position = {old: new for new, old in enumerate(prompt_indices)}
+    rows = [i for i, c in enumerate(rollout.completions) if c.prompt_index in position]
+    completions = [
+        replace(rollout.completions[i], prompt_index=position[rollout.completions[i].prompt_index])
+        for i in rows
+    ]
+    index = torch.tensor(rows)
+    scores = Scores(
+        {k: v[index] for k, v in rollout.scores.by_source.items()},
+        rollout.scores.total[index],
+        rollout.scores.metrics,
+    )
+    return _Rollout([rollout.prompts[i] for i in prompt_indices], completions, scores)
+
+
+def _concat(parts: list[_Rollout]) -> _Rollout:
+    """One rollout from several rounds; prompt indices shifted so groups stay distinct."""
+    prompts: list[PromptRecord] = []
+    completions: list[Completion] = []
+    for part in parts:
+        offset = len(prompts)
+        prompts.extend(part.prompts)
+        completions.extend(
+            replace(c, prompt_index=c.prompt_index + offset) for c in part.completions
+        )
+    by_source = {
+        k: torch.cat([p.scores.by_source[k] for p in parts]) for k in parts[0].scores.by_source
+    }
+    total = torch.cat([p.scores.total for p in parts])
+    return _Rollout(prompts, completions, Scores(by_source, total, parts[-1].scores.metrics))
+
+
+def _rollout_metrics(
+    rollout: _Rollout, tensors: RolloutTensors, rewards: Tensor
+) -> dict[str, float]:
+    lengths = tensors.response_lengths.float()
+    truncated = sum(c.finish_reason == "length" for c in rollout.completions)
+    metrics = dict(rollout.scores.metrics)
+    metrics.update(
+        {
+            "reward/mean": float(rollout.scores.total.mean()),
+            "reward/std": float(rollout.scores.total.std()) if len(rewards) > 1 else 0.0,
+            "reward/shaped_mean": float(rewards.mean()),
+            "response_length/mean": float(lengths.mean()),
+            "response_length/max": float(lengths.max()),
+            "response_length/truncated_fraction": truncated / len(rollout.completions),
+            "rollout/samples": float(len(rollout.completions)),
+        }
+    )
+    return metrics

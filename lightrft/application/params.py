@@ -1,0 +1,162 @@
+"""Frozen parameters of the services.
+
+Entrypoints build these from the validated config (``RunConfig.to_domain()``); another
+platform can build them directly. No pydantic here: plain dataclasses with checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageParams
+from lightrft.domain.kl import KL_CONTROLLERS, KL_ESTIMATORS
+from lightrft.domain.policy_losses import POLICY_LOSSES, PolicyLossParams
+from lightrft.domain.types import SamplingParams
+
+
+def _positive(name: str, value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+
+
+def _non_negative(name: str, value: float) -> None:
+    if not value >= 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+
+
+@dataclass(frozen=True)
+class RewardShapingParams:
+    """How the per-source scores become one reward per sample (ALGORITHMS.md, step 1).
+
+    ``weights`` maps reward-source names to weights (a missing source weighs 1.0).
+    """
+
+    weights: Mapping[str, float] = field(default_factory=dict)
+    overlong_buffer: int | None = None  # L_cache of DAPO's soft overlong punishment; None: off
+    overlong_factor: float = 1.0
+    normalize: bool = False  # running normalization (Welford, all ranks)
+    normalize_subtract_mean: bool = True
+    reward_clip: float | None = None
+    advantage_clip: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.overlong_buffer is not None:
+            _positive("overlong_buffer", self.overlong_buffer)
+        for name in ("reward_clip", "advantage_clip"):
+            value = getattr(self, name)
+            if value is not None:
+                _positive(name, value)
+
+
+@dataclass(frozen=True)
+class RolloutParams:
+    """Generation for one step: ``prompts_per_step`` prompts x ``sampling.n`` samples.
+
+    ``prompts_per_step`` is per data-parallel rank. Dynamic sampling (DAPO) keeps only
+    groups whose rewards differ and generates more rounds until ``prompts_per_step``
+    informative groups are collected or ``max_sampling_rounds`` is reached.
+    """
+
+    prompts_per_step: int = 8
+    sampling: SamplingParams = field(default_factory=lambda: SamplingParams(n=4))
+    dynamic_sampling: bool = False
+    max_sampling_rounds: int = 3
+    pad_token_id: int = 0
+    forward_micro_batch_size: int = 16  # rows per no-grad log-prob forward
+
+    def __post_init__(self) -> None:
+        _positive("prompts_per_step", self.prompts_per_step)
+        _positive("max_sampling_rounds", self.max_sampling_rounds)
+        _positive("forward_micro_batch_size", self.forward_micro_batch_size)
+
+
+@dataclass(frozen=True)
+class AlgorithmParams:
+    """The RL algorithm: estimator, policy loss, KL and entropy terms.
+
+    ``kl_coef`` is the initial beta; with an estimator that puts KL in the reward
+    (``reinforce_pp``, ``gae``) it shapes the reward, otherwise it weighs a KL loss term.
+    ``kl_coef = 0`` skips the reference model entirely.
+    """
+
+    advantage_estimator: str = "grpo"
+    advantage: AdvantageParams = field(default_factory=AdvantageParams)
+    policy_loss: str = "ppo"
+    loss: PolicyLossParams | None = None  # None: the policy loss's recommended defaults
+    kl_estimator: str = "k3"
+    kl_coef: float = 0.0
+    kl_controller: Literal["fixed", "adaptive"] = "fixed"
+    kl_target: float | None = None
+    kl_horizon: float | None = None
+    entropy_coef: float = 0.0
+    high_entropy_fraction: float | None = None  # "Beyond the 80/20 rule"; None: all tokens
+    value_clip: float | None = 0.2
+    max_response_length: int | None = None  # L_max for seq-mean-token-sum-norm
+
+    def __post_init__(self) -> None:
+        ADVANTAGE_ESTIMATORS.get(self.advantage_estimator)
+        POLICY_LOSSES.get(self.policy_loss)
+        KL_ESTIMATORS.get(self.kl_estimator)
+        KL_CONTROLLERS.get(self.kl_controller)
+        _non_negative("kl_coef", self.kl_coef)
+        _non_negative("entropy_coef", self.entropy_coef)
+        if self.high_entropy_fraction is not None and not 0 < self.high_entropy_fraction <= 1:
+            raise ValueError(
+                f"high_entropy_fraction must be in (0, 1], got {self.high_entropy_fraction}"
+            )
+
+    @property
+    def resolved_loss(self) -> PolicyLossParams:
+        """``loss`` or, when unset, the policy loss's recommended parameters."""
+        return self.loss if self.loss is not None else POLICY_LOSSES.get(self.policy_loss).defaults
+
+
+@dataclass(frozen=True)
+class TrainParams:
+    """PPO-style optimization over one experience batch.
+
+    Each epoch shuffles the batch and splits it into mini-batches of ``mini_batch_size``
+    samples (per rank; one optimizer step each); a mini-batch is processed in micro-batches
+    of ``micro_batch_size`` samples, or, with ``max_tokens_per_micro_batch``, in
+    micro-batches holding at most that many tokens (dynamic batch size).
+    """
+
+    epochs: int = 1
+    mini_batch_size: int | None = None  # None: the whole batch is one optimizer step
+    micro_batch_size: int = 4
+    max_tokens_per_micro_batch: int | None = None
+    shuffle: bool = True
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _positive("epochs", self.epochs)
+        _positive("micro_batch_size", self.micro_batch_size)
+        if self.mini_batch_size is not None:
+            _positive("mini_batch_size", self.mini_batch_size)
+        if self.max_tokens_per_micro_batch is not None:
+            _positive("max_tokens_per_micro_batch", self.max_tokens_per_micro_batch)
+
+
+@dataclass(frozen=True)
+class CycleParams:
+    """The outer loop: steps, evaluation and checkpoint cadence."""
+
+    total_steps: int = 100
+    seed: int = 0
+    eval_every: int | None = None  # steps; also evaluates before the first and after the last
+    eval_sampling: SamplingParams = field(
+        default_factory=lambda: SamplingParams(n=1, temperature=0.0)
+    )
+    eval_max_prompts: int | None = None
+    checkpoint_every: int | None = None
+    log_samples_per_step: int = 4
+
+    def __post_init__(self) -> None:
+        _positive("total_steps", self.total_steps)
+        for name in ("eval_every", "checkpoint_every"):
+            value = getattr(self, name)
+            if value is not None:
+                _positive(name, value)
+        _non_negative("log_samples_per_step", self.log_samples_per_step)

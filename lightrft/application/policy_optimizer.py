@@ -1,0 +1,194 @@
+"""PolicyOptimizer: PPO-style epochs over mini- and micro-batches of one Experience.
+
+Shapes: B samples, R response tokens. Loss = policy loss + KL loss (when the estimator keeps
+KL out of the reward) + entropy term, each aggregated with a normalizer computed once per
+mini-batch over every micro-batch and rank, so the gradient does not depend on how the
+mini-batch is split (ALGORITHMS.md, "Loss aggregation modes").
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping
+
+import structlog
+import torch
+from torch import Tensor
+
+from lightrft.application.batching import split_by_count, split_by_tokens
+from lightrft.application.params import AlgorithmParams, TrainParams
+from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS
+from lightrft.domain.aggregation import LossNormalizer
+from lightrft.domain.kl import kl_loss
+from lightrft.domain.policy_losses import PolicyLossInputs, compute_policy_loss
+from lightrft.domain.ports import Collective, Critic, Policy, Strategy
+from lightrft.domain.types import Experience
+from lightrft.domain.value_loss import entropy_loss, value_loss
+
+log = structlog.get_logger(__name__)
+
+
+class PolicyOptimizer:
+    """Trains the policy (and the critic, for GAE) on one experience batch."""
+
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        strategy: Strategy,
+        collective: Collective,
+        algorithm: AlgorithmParams,
+        train: TrainParams,
+        critic: Critic | None = None,
+        critic_strategy: Strategy | None = None,
+    ) -> None:
+        if (critic is None) != (critic_strategy is None):
+            raise ValueError("critic and critic_strategy must be given together")
+        self.policy, self.strategy, self.collective = policy, strategy, collective
+        self.algorithm, self.train_params = algorithm, train
+        self.critic, self.critic_strategy = critic, critic_strategy
+        self.loss_params = algorithm.resolved_loss
+        estimator = ADVANTAGE_ESTIMATORS.get(algorithm.advantage_estimator)
+        self.kl_in_loss = not estimator.kl_in_reward
+
+    def train(self, experience: Experience, *, kl_coef: float, step: int) -> dict[str, float]:
+        """Runs ``epochs`` passes; returns metrics averaged over micro-batches and steps."""
+        sums: dict[str, float] = defaultdict(float)
+        counts: dict[str, int] = defaultdict(int)
+        b = len(experience)
+        mini = self.train_params.mini_batch_size or b
+        for epoch in range(self.train_params.epochs):
+            order = self._order(b, step, epoch)
+            for rows in split_by_count(order, mini):
+                for key, value in self._mini_batch(experience, rows, kl_coef).items():
+                    sums[key] += value
+                    counts[key] += 1
+        return {key: sums[key] / counts[key] for key in sums}
+
+    def _order(self, b: int, step: int, epoch: int) -> Tensor:
+        if not self.train_params.shuffle:
+            return torch.arange(b)
+        gen = torch.Generator().manual_seed(
+            self.train_params.seed * 1_000_003 + step * 1009 + epoch
+        )
+        return torch.randperm(b, generator=gen)
+
+    def _micro_batches(self, experience: Experience, rows: Tensor) -> list[Tensor]:
+        budget = self.train_params.max_tokens_per_micro_batch
+        if budget is None:
+            return split_by_count(rows, self.train_params.micro_batch_size)
+        tokens = experience.sequences.attention_mask[rows].sum(dim=-1)
+        return split_by_tokens(rows, tokens, budget)
+
+    def _mini_batch(self, experience: Experience, rows: Tensor, kl_coef: float) -> dict[str, float]:
+        normalizer = LossNormalizer.from_mask(
+            experience.response_mask[rows],
+            max_response_length=self.algorithm.max_response_length,
+            all_reduce_sum=self.collective.all_reduce_sum,
+        )
+        metrics: dict[str, list[float]] = defaultdict(list)
+        skip_reason: str | None = None
+        for micro_rows in self._micro_batches(experience, rows):
+            micro = experience.select(micro_rows)
+            loss, micro_metrics = self._policy_loss(micro, normalizer, kl_coef)
+            skip_reason = self._agreed_skip_reason(loss)
+            if skip_reason is not None:
+                break  # every rank skips together: no rank waits in a collective backward
+            # Strategies average gradients over ranks; the normalizer already divides by the
+            # global count, so undo that average.
+            self.strategy.backward(loss * self.collective.world_size)
+            for key, value in micro_metrics.items():
+                metrics[key].append(float(value))
+            if self.critic is not None:
+                for key, critic_value in self._critic_backward(micro, normalizer).items():
+                    metrics[key].append(critic_value)
+        result = {key: sum(values) / len(values) for key, values in metrics.items()}
+        if skip_reason is not None:
+            log.warning("train.step_skipped", reason=skip_reason)
+        step_result = self.strategy.step(skip_reason=skip_reason)
+        result.update(
+            {
+                "train/grad_norm": step_result.grad_norm,
+                "train/lr": step_result.lr,
+                "train/skipped_steps": float(step_result.skipped),
+            }
+        )
+        if self.critic_strategy is not None:
+            critic_step = self.critic_strategy.step(skip_reason=skip_reason)
+            result["critic/grad_norm"] = critic_step.grad_norm
+        return result
+
+    def _agreed_skip_reason(self, loss: Tensor) -> str | None:
+        """A reason to skip the step if the loss is not finite on any rank, else None."""
+        local = torch.tensor([0.0 if bool(torch.isfinite(loss.detach())) else 1.0])
+        bad_ranks = int(self.collective.all_reduce_sum(local)[0])
+        if bad_ranks == 0:
+            return None
+        return f"non-finite policy loss on {bad_ranks} rank(s) (local value {float(loss)})"
+
+    def _policy_loss(
+        self, micro: Experience, normalizer: LossNormalizer, kl_coef: float
+    ) -> tuple[Tensor, Mapping[str, Tensor]]:
+        mask = micro.response_mask
+        out = self.policy.forward(micro.sequences, with_entropy=True)
+        kept = torch.where(mask.bool(), out.logprobs.detach(), torch.zeros_like(out.logprobs))
+        if not bool(torch.isfinite(kept).all()):
+            return torch.tensor(float("nan")), {}  # skipped by the caller, on every rank
+        policy = compute_policy_loss(
+            self.algorithm.policy_loss,
+            PolicyLossInputs(
+                logprobs=out.logprobs,
+                old_logprobs=micro.old_logprobs,
+                advantages=micro.advantages,
+                response_mask=mask,
+                rollout_logprobs=micro.rollout_logprobs,
+            ),
+            self.loss_params,
+            normalizer,
+        )
+        loss = policy.loss
+        metrics: dict[str, Tensor] = dict(policy.metrics)
+        metrics["train/policy_loss"] = policy.loss.detach()
+        agg = self.loss_params.agg
+        if self.kl_in_loss and kl_coef > 0 and micro.ref_logprobs is not None:
+            kl = kl_loss(
+                out.logprobs,
+                micro.ref_logprobs,
+                mask,
+                self.algorithm.kl_estimator,
+                kl_coef,
+                agg,
+                normalizer,
+            )
+            loss = loss + kl.loss
+            metrics.update({f"train/{k}": v for k, v in kl.metrics.items()})
+        if out.entropy is not None:
+            entropy = out.entropy
+            metrics["train/entropy"] = (entropy.detach() * mask).sum() / mask.sum()
+            if self.algorithm.entropy_coef > 0:
+                loss = loss + entropy_loss(
+                    entropy, mask, self.algorithm.entropy_coef, agg, normalizer
+                )
+        return loss, metrics
+
+    def _critic_backward(self, micro: Experience, normalizer: LossNormalizer) -> dict[str, float]:
+        assert self.critic is not None and self.critic_strategy is not None
+        if micro.values is None:
+            raise ValueError("the experience has no values; the critic needs old values")
+        values = self.critic.values(micro.sequences)
+        out = value_loss(
+            values,
+            micro.values,
+            micro.returns,
+            micro.response_mask,
+            self.algorithm.value_clip,
+            self.loss_params.agg,
+            normalizer,
+        )
+        if not math.isfinite(float(out.loss.detach())):
+            return {"critic/nonfinite_loss": 1.0}
+        self.critic_strategy.backward(out.loss * self.collective.world_size)
+        metrics = {key: float(value) for key, value in out.metrics.items()}
+        metrics["critic/loss"] = float(out.loss.detach())
+        return metrics

@@ -1,0 +1,90 @@
+"""Scoring completions with every reward source and shaping the result (ALGORITHMS.md step 1).
+
+Shapes: B samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from lightrft.application.params import RewardShapingParams
+from lightrft.domain.ports import RewardSource
+from lightrft.domain.reduce import AllReduceSum
+from lightrft.domain.rewards import (
+    RunningMoments,
+    clip_values,
+    normalize_rewards,
+    overlong_penalty,
+    weighted_reward_sum,
+)
+from lightrft.domain.types import Completion, PromptRecord, RewardSample
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Per-source scores (each (B,)) and their weighted sum (B,), before shaping."""
+
+    by_source: dict[str, Tensor]
+    total: Tensor
+    metrics: dict[str, float]
+
+
+def score_completions(
+    sources: Sequence[RewardSource],
+    prompts: Sequence[PromptRecord],
+    completions: Sequence[Completion],
+    weights: dict[str, float],
+) -> Scores:
+    """Asks every source for scores of ``completions`` and combines them with ``weights``."""
+    samples = [RewardSample(prompts[c.prompt_index], c) for c in completions]
+    by_source: dict[str, Tensor] = {}
+    metrics: dict[str, float] = {}
+    for source in sources:
+        result = source.score(samples)
+        scores = result.scores.detach().to(torch.float32).cpu()
+        if tuple(scores.shape) != (len(samples),):
+            raise ValueError(
+                f"reward source {source.name!r} returned scores of shape "
+                f"{tuple(scores.shape)} for {len(samples)} samples"
+            )
+        by_source[source.name] = scores
+        metrics[f"reward/{source.name}/mean"] = float(scores.mean())
+        for key, value in result.metrics.items():
+            metrics[f"reward/{source.name}/{key}"] = float(value)
+    unknown = sorted(set(weights) - set(by_source))
+    if unknown:
+        raise ValueError(
+            f"reward weights name unknown sources {unknown}; sources: {sorted(by_source)}"
+        )
+    full_weights = {name: weights.get(name, 1.0) for name in by_source}
+    total = weighted_reward_sum(by_source, full_weights)
+    return Scores(by_source, total, metrics)
+
+
+def shape_rewards(
+    total: Tensor,
+    response_lengths: Tensor,
+    params: RewardShapingParams,
+    max_new_tokens: int,
+    moments: RunningMoments,
+    all_reduce_sum: AllReduceSum,
+) -> tuple[Tensor, RunningMoments]:
+    """Overlong penalty, running normalization, clipping, in that order.
+
+    Shape: total (B,), response_lengths (B,) -> (B,). Returns the updated moments.
+    """
+    rewards = total
+    if params.overlong_buffer is not None:
+        rewards = rewards + overlong_penalty(
+            response_lengths, max_new_tokens, params.overlong_buffer, params.overlong_factor
+        )
+    if params.normalize:
+        moments = moments.update(rewards, all_reduce_sum)
+        rewards = normalize_rewards(rewards, moments, params.normalize_subtract_mean)
+    if params.reward_clip is not None:
+        rewards = clip_values(rewards, params.reward_clip)
+    return rewards, moments

@@ -1,0 +1,154 @@
+"""RunConfig: the whole run, nested by concern, and its translation to service parameters."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from lightrft.application.cycle import CycleSettings
+from lightrft.application.params import (
+    AlgorithmParams,
+    CycleParams,
+    RewardShapingParams,
+    RolloutParams,
+    TrainParams,
+)
+from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageParams
+from lightrft.domain.policy_losses import POLICY_LOSSES
+from lightrft.domain.types import OptimizerParams, SamplingParams
+from lightrft.entrypoints.config.sections import (
+    AlgorithmConfig,
+    BackendConfig,
+    CheckpointConfig,
+    DataConfig,
+    EvalConfig,
+    LoggingConfig,
+    ModelConfig,
+    OptimConfig,
+    RewardConfig,
+    RolloutConfig,
+    Section,
+    TrainConfig,
+)
+
+
+class RunConfig(Section):
+    """Everything a run needs. Build it with :func:`lightrft.entrypoints.config.load_config`."""
+
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    backend: BackendConfig = Field(default_factory=BackendConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> RunConfig:
+        a = self.algorithm
+        estimator = ADVANTAGE_ESTIMATORS.get(a.advantage_estimator)
+        if estimator.uses_groups and self.rollout.n_samples_per_prompt < 2:
+            raise ValueError(
+                f"algorithm.advantage_estimator {a.advantage_estimator!r} compares samples of a "
+                "group: rollout.n_samples_per_prompt must be >= 2"
+            )
+        if self._agg() == "seq-mean-token-sum-norm" and self.rollout.max_new_tokens is None:
+            raise ValueError("agg 'seq-mean-token-sum-norm' needs rollout.max_new_tokens")
+        mini = self.train.mini_batch_size
+        batch = self.rollout.prompts_per_step * self.rollout.n_samples_per_prompt
+        if mini is not None and mini > batch and not self.rollout.dynamic_sampling:
+            raise ValueError(
+                f"train.mini_batch_size ({mini}) exceeds the samples per step "
+                f"(rollout.prompts_per_step x n_samples_per_prompt = {batch})"
+            )
+        if self.model.lora.rank == 0 and self.model.lora.target_modules != "all-linear":
+            raise ValueError("model.lora.target_modules is set but model.lora.rank is 0")
+        return self
+
+    def _agg(self) -> str:
+        return self.algorithm.agg or POLICY_LOSSES.get(self.algorithm.policy_loss).defaults.agg
+
+    # -- translation to the services' frozen parameters ---------------------------------
+
+    def sampling(self) -> SamplingParams:
+        r = self.rollout
+        return SamplingParams(
+            n=r.n_samples_per_prompt, temperature=r.temperature, top_p=r.top_p, top_k=r.top_k,
+            min_p=r.min_p, max_new_tokens=r.max_new_tokens, stop_strings=tuple(r.stop),
+            seed=self.train.seed, first_token_temperature=r.first_token_temperature,
+        )
+
+    def optimizer_params(self) -> OptimizerParams:
+        o = self.optim
+        return OptimizerParams(
+            lr=o.lr, weight_decay=o.weight_decay, betas=o.betas, max_grad_norm=o.max_grad_norm,
+            warmup_steps=o.warmup_steps, total_steps=self._optimizer_steps(),
+            schedule=o.schedule, min_lr_ratio=o.min_lr_ratio,
+        )
+
+    def _optimizer_steps(self) -> int:
+        batch = self.rollout.prompts_per_step * self.rollout.n_samples_per_prompt
+        mini = self.train.mini_batch_size or batch
+        per_step = self.train.epochs * max(1, -(-batch // mini))
+        return self.train.total_steps * per_step
+
+    def to_domain(self, *, pad_token_id: int = 0) -> CycleSettings:
+        """The frozen service parameters this configuration describes."""
+        a = self.algorithm
+        loss_defaults = POLICY_LOSSES.get(a.policy_loss).defaults
+        overrides: dict[str, Any] = {
+            key: value
+            for key, value in {
+                "clip_eps_low": a.clip_eps_low, "clip_eps_high": a.clip_eps_high,
+                "dual_clip": a.dual_clip, "agg": a.agg, "tis_cap": a.tis_cap,
+                "drift_coef": a.drift_coef,
+            }.items()
+            if value is not None
+        }
+        algorithm = AlgorithmParams(
+            advantage_estimator=a.advantage_estimator,
+            advantage=AdvantageParams(gamma=a.gamma, lam=a.lam),
+            policy_loss=a.policy_loss, loss=replace(loss_defaults, **overrides),
+            kl_estimator=a.kl_estimator, kl_coef=a.kl_coef, kl_controller=a.kl_controller,
+            kl_target=a.kl_target, kl_horizon=a.kl_horizon, entropy_coef=a.entropy_coef,
+            high_entropy_fraction=a.high_entropy_fraction, value_clip=a.value_clip,
+            max_response_length=self.rollout.max_new_tokens,
+        )
+        rw = self.reward
+        shaping = RewardShapingParams(
+            weights={s.name or s.type: s.weight for s in rw.sources},
+            overlong_buffer=rw.overlong_buffer, overlong_factor=rw.overlong_factor,
+            normalize=rw.normalize, reward_clip=rw.reward_clip, advantage_clip=rw.advantage_clip,
+        )
+        r, t, e = self.rollout, self.train, self.eval
+        return CycleSettings(
+            rollout=RolloutParams(
+                prompts_per_step=r.prompts_per_step, sampling=self.sampling(),
+                dynamic_sampling=r.dynamic_sampling, max_sampling_rounds=r.max_sampling_rounds,
+                pad_token_id=pad_token_id, forward_micro_batch_size=r.forward_micro_batch_size,
+            ),
+            algorithm=algorithm,
+            shaping=shaping,
+            train=TrainParams(
+                epochs=t.epochs, mini_batch_size=t.mini_batch_size,
+                micro_batch_size=t.micro_batch_size,
+                max_tokens_per_micro_batch=t.max_tokens_per_micro_batch, seed=t.seed,
+            ),
+            cycle=CycleParams(
+                total_steps=t.total_steps, seed=t.seed,
+                eval_every=e.every if self.data.eval is not None else None,
+                eval_sampling=SamplingParams(
+                    n=e.n_samples, temperature=e.temperature, max_new_tokens=r.max_new_tokens,
+                    stop_strings=tuple(r.stop), seed=t.seed,
+                ),
+                eval_max_prompts=e.max_prompts,
+                checkpoint_every=self.checkpoint.every,
+                log_samples_per_step=self.logging.log_samples_per_step,
+            ),
+        )

@@ -1,0 +1,220 @@
+"""The sections of a run configuration, one model per concern.
+
+Every model is frozen and forbids unknown keys; choices are ``Literal``s whose values are the
+registry names of :mod:`lightrft.domain` (a test checks they agree); each option is
+documented once, in its ``Field(description=...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+AdvantageName = Literal[
+    "grpo", "group_norm", "dr_grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline", "gae",
+    "cpgd", "remax", "opo",
+]
+PolicyLossName = Literal["ppo", "dapo", "gspo", "gspo_token", "gmpo", "cpgd", "reinforce"]
+KLEstimatorName = Literal["k1", "k2", "k3"]
+AggName = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"]
+
+
+class Section(BaseModel):
+    """Base of every config section: frozen, unknown keys refused."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+class LoraConfig(Section):
+    rank: int = Field(0, ge=0, description="LoRA rank; 0 trains all weights.")
+    alpha: float = Field(16.0, gt=0, description="LoRA scaling numerator (scale = alpha / rank).")
+    dropout: float = Field(0.0, ge=0, lt=1, description="Dropout on the LoRA input.")
+    target_modules: str | list[str] = Field(
+        "all-linear", description="Module names to adapt, or 'all-linear' for every linear layer."
+    )
+
+
+class ModelConfig(Section):
+    path: str | None = Field(
+        None,
+        description="Local HF model directory, hub-cache directory or .gguf file; "
+        "null uses the embedded default SmolLM2-135M-Instruct.",
+    )
+    dtype: Literal["fp32", "bf16", "fp16"] = Field("fp32", description="Weights dtype for training.")
+    attn_implementation: Literal["sdpa", "eager", "flash_attention_2"] = Field(
+        "sdpa", description="Attention kernel; flash_attention_2 needs flash-attn and a GPU."
+    )
+    gradient_checkpointing: bool = Field(False, description="Recompute activations in backward.")
+    trust_remote_code: bool = Field(False, description="Run model code shipped with the weights.")
+    packing: bool = Field(False, description="Pack variable-length samples into one row.")
+    logprob_chunk_size: int = Field(1024, gt=0, description="Rows per chunk of the log-prob kernel.")
+    lora: LoraConfig = Field(default_factory=LoraConfig)
+
+
+class DatasetConfig(Section):
+    path: str | None = Field(
+        None, description="jsonl/json/parquet/arrow file or load_from_disk directory; "
+        "null uses the built-in task."
+    )
+    builtin: Literal["arithmetic", "gsm8k-style"] = Field(
+        "arithmetic", description="Built-in prompt set used when path is null."
+    )
+    preprocessor: Literal["none", "gsm8k"] = Field(
+        "none", description="gsm8k: 'question' -> prompt, answer after '####' -> reference."
+    )
+    input_key: str = Field("prompt", description="Column holding the prompt text or messages.")
+    reference_key: str | None = Field("reference", description="Column holding the answer.")
+    system_prompt: str | None = Field(None, description="System message prepended to each prompt.")
+    apply_chat_template: bool = Field(True, description="Render prompts with the chat template.")
+    max_prompt_length: int = Field(512, gt=0, description="Prompt tokens kept (truncated left).")
+    max_samples: int | None = Field(None, gt=0, description="Use at most this many rows.")
+    on_bad_row: Literal["error", "skip"] = Field("error", description="What a malformed row does.")
+    num_builtin: int = Field(512, gt=0, description="How many built-in prompts to generate.")
+
+
+class DataConfig(Section):
+    train: DatasetConfig = Field(default_factory=DatasetConfig)
+    eval: DatasetConfig | None = Field(
+        default_factory=lambda: DatasetConfig(num_builtin=64),
+        description="Held-out prompts; null disables evaluation.",
+    )
+
+
+class AlgorithmConfig(Section):
+    advantage_estimator: AdvantageName = Field("grpo", description="Advantage estimator name.")
+    policy_loss: PolicyLossName = Field("ppo", description="Policy loss name.")
+    clip_eps_low: float | None = Field(None, gt=0, description="Lower clip range (None: loss default).")
+    clip_eps_high: float | None = Field(None, gt=0, description="Upper clip range (None: loss default).")
+    dual_clip: float | None = Field(None, gt=1, description="Dual-clip c for negative advantages.")
+    agg: AggName | None = Field(None, description="Loss aggregation mode (None: loss default).")
+    tis_cap: float | None = Field(None, gt=0, description="Truncated IS cap C for rollout mismatch.")
+    drift_coef: float | None = Field(None, ge=0, description="CPGD policy-drift coefficient.")
+    kl_estimator: KLEstimatorName = Field("k3", description="KL estimator.")
+    kl_coef: float = Field(0.0, ge=0, description="Initial KL coefficient beta; 0 skips the reference.")
+    kl_controller: Literal["fixed", "adaptive"] = Field("fixed", description="KL coefficient controller.")
+    kl_target: float | None = Field(None, gt=0, description="Target KL of the adaptive controller.")
+    kl_horizon: float | None = Field(None, gt=0, description="Horizon of the adaptive controller.")
+    entropy_coef: float = Field(0.0, ge=0, description="Entropy bonus coefficient.")
+    high_entropy_fraction: float | None = Field(
+        None, gt=0, le=1, description="Train only on this top fraction of tokens by entropy."
+    )
+    gamma: float = Field(1.0, ge=0, le=1, description="Discount for reinforce_pp and gae.")
+    lam: float = Field(0.95, ge=0, le=1, description="GAE lambda.")
+    value_clip: float | None = Field(0.2, gt=0, description="Critic value clip range.")
+
+    @model_validator(mode="after")
+    def _adaptive_needs_target(self) -> AlgorithmConfig:
+        if self.kl_controller == "adaptive" and (self.kl_target is None or self.kl_horizon is None):
+            raise ValueError("kl_controller 'adaptive' needs kl_target and kl_horizon")
+        if self.kl_controller == "adaptive" and self.kl_coef == 0:
+            raise ValueError("kl_controller 'adaptive' needs kl_coef > 0")
+        return self
+
+
+class RolloutConfig(Section):
+    engine: Literal["hf", "vllm", "sglang"] = Field("hf", description="Generation engine.")
+    prompts_per_step: int = Field(8, gt=0, description="Prompts per step per rank (rollout batch).")
+    n_samples_per_prompt: int = Field(4, gt=0, description="Samples per prompt (group size G).")
+    temperature: float = Field(1.0, ge=0, description="Sampling temperature (0: greedy).")
+    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass.")
+    top_k: int = Field(0, ge=0, description="Top-k filter (0: off).")
+    min_p: float = Field(0.0, ge=0, lt=1, description="Min-p filter (0: off).")
+    max_new_tokens: int = Field(256, gt=0, description="Generation budget L_max.")
+    stop: list[str] = Field(default_factory=list, description="Stop strings.")
+    first_token_temperature: float | None = Field(None, gt=0, description="FIRE first-token temperature.")
+    dynamic_sampling: bool = Field(False, description="DAPO: refill until groups are informative.")
+    max_sampling_rounds: int = Field(3, gt=0, description="Round limit of dynamic sampling.")
+    forward_micro_batch_size: int = Field(16, gt=0, description="Rows per no-grad log-prob forward.")
+    max_batch_size: int | None = Field(None, gt=0, description="HF engine: rows generated at once.")
+
+
+RewardType = Literal["math", "format", "length", "python"]
+
+
+class RewardSourceConfig(Section):
+    type: RewardType = Field(description="math (math-verify), format, length or python function.")
+    name: str | None = Field(None, description="Metric name; defaults to the type.")
+    weight: float = Field(1.0, description="Weight in the composite reward.")
+    function: str | None = Field(None, description="python: 'module:function' to call.")
+    timeout_s: float = Field(5.0, gt=0, description="python: per-call timeout.")
+    think_tag: str = Field("think", description="format: the reasoning tag name.")
+
+    @model_validator(mode="after")
+    def _python_needs_function(self) -> RewardSourceConfig:
+        if self.type == "python" and not self.function:
+            raise ValueError("reward source of type 'python' needs function: 'module:function'")
+        return self
+
+
+class RewardConfig(Section):
+    sources: list[RewardSourceConfig] = Field(
+        default_factory=lambda: [RewardSourceConfig(type="math")],
+        description="Reward sources, combined as a weighted sum.",
+    )
+    overlong_buffer: int | None = Field(None, gt=0, description="DAPO overlong buffer L_cache.")
+    overlong_factor: float = Field(1.0, ge=0, description="DAPO overlong penalty factor.")
+    normalize: bool = Field(False, description="Running reward normalization.")
+    reward_clip: float | None = Field(None, gt=0, description="Clip rewards to [-c, c].")
+    advantage_clip: float | None = Field(None, gt=0, description="Clip advantages to [-c, c].")
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> RewardConfig:
+        names = [s.name or s.type for s in self.sources]
+        if len(set(names)) != len(names):
+            raise ValueError(f"reward source names must be unique, got {names}")
+        if not self.sources:
+            raise ValueError("reward.sources is empty; need at least one reward source")
+        return self
+
+
+class TrainConfig(Section):
+    total_steps: int = Field(20, gt=0, description="RL steps (rollout + update) to run.")
+    epochs: int = Field(1, gt=0, description="Passes over each experience batch.")
+    mini_batch_size: int | None = Field(None, gt=0, description="Samples per optimizer step per rank.")
+    micro_batch_size: int = Field(4, gt=0, description="Samples per forward/backward.")
+    max_tokens_per_micro_batch: int | None = Field(None, gt=0, description="Dynamic batch size.")
+    seed: int = Field(0, description="Seed of data order, sampling and shuffles.")
+
+
+class OptimConfig(Section):
+    lr: float = Field(1e-6, gt=0, description="Peak learning rate.")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
+    betas: tuple[float, float] = Field((0.9, 0.999), description="AdamW betas.")
+    max_grad_norm: float | None = Field(1.0, gt=0, description="Gradient clipping norm.")
+    warmup_steps: int = Field(0, ge=0, description="Linear warmup steps.")
+    schedule: Literal["constant", "cosine", "linear"] = Field("constant", description="LR schedule.")
+    min_lr_ratio: float = Field(0.0, ge=0, le=1, description="Final LR as a fraction of the peak.")
+
+
+class BackendConfig(Section):
+    strategy: Literal["single", "fsdp2", "deepspeed"] = Field("single", description="Training backend.")
+    accelerator: Literal["auto", "cpu", "cuda", "npu"] = Field("auto", description="Device type.")
+    zero_stage: Literal[0, 1, 2, 3] = Field(2, description="DeepSpeed ZeRO stage.")
+    cpu_offload: bool = Field(False, description="Offload parameters/optimizer to CPU (sharded backends).")
+    nproc_per_node: int = Field(1, gt=0, description="Processes per node (wraps torchrun when > 1).")
+
+
+class LoggingConfig(Section):
+    run_dir: str = Field("runs/latest", description="Directory for metrics, checkpoints, reports.")
+    trackers: list[Literal["jsonl", "tensorboard", "wandb"]] = Field(
+        default_factory=lambda: ["jsonl"], description="Metric sinks (jsonl always recommended)."
+    )
+    json_logs: bool = Field(False, description="Log as JSON lines instead of the human console.")
+    progress: bool = Field(True, description="Show a progress bar.")
+    log_samples_per_step: int = Field(4, ge=0, description="Trajectories saved per step.")
+    wandb_project: str = Field("lightrft", description="Weights & Biases project.")
+
+
+class CheckpointConfig(Section):
+    every: int | None = Field(None, gt=0, description="Save run state every k steps (and at the end).")
+    keep_last: int = Field(2, gt=0, description="Checkpoints kept.")
+    resume: bool = Field(False, description="Continue from the latest checkpoint in run_dir.")
+    export_final: bool = Field(True, description="Write the final model in HF format.")
+
+
+class EvalConfig(Section):
+    every: int | None = Field(10, gt=0, description="Evaluate every k steps (and before/after).")
+    max_prompts: int | None = Field(64, gt=0, description="Evaluation prompts used.")
+    n_samples: int = Field(1, gt=0, description="Samples per evaluation prompt (pass@k).")
+    temperature: float = Field(0.0, ge=0, description="Evaluation temperature (0: greedy).")

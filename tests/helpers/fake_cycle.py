@@ -1,0 +1,160 @@
+"""Builds a ColocatedRLCycle wired entirely with CPU fakes, for the application tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from lightrft.adapters.fakes import (
+    FakeAccelerator,
+    FakeCollective,
+    FakeCritic,
+    FakeModelReward,
+    FakePolicy,
+    FakeReferenceModel,
+    FakeRolloutEngine,
+    FakeRuleReward,
+    FakeStrategy,
+    InMemoryCheckpointStore,
+    InMemoryTracker,
+    synthetic_prompts,
+)
+from lightrft.application.cycle import ColocatedRLCycle, CycleComponents, CycleSettings
+from lightrft.application.params import (
+    AlgorithmParams,
+    CycleParams,
+    RolloutParams,
+    TrainParams,
+)
+from lightrft.domain.types import OptimizerParams, SamplingParams
+
+ALGORITHMS: dict[str, AlgorithmParams] = {
+    "grpo": AlgorithmParams(advantage_estimator="grpo", policy_loss="ppo"),
+    "dr_grpo": AlgorithmParams(
+        advantage_estimator="dr_grpo",
+        policy_loss="ppo",
+        max_response_length=4,
+        loss=None,
+    ),
+    "rloo": AlgorithmParams(advantage_estimator="rloo", policy_loss="ppo"),
+    "reinforce_pp": AlgorithmParams(
+        advantage_estimator="reinforce_pp", policy_loss="ppo", kl_coef=0.001
+    ),
+    "reinforce_pp_baseline": AlgorithmParams(
+        advantage_estimator="reinforce_pp_baseline", policy_loss="ppo", kl_coef=0.001
+    ),
+    "gae": AlgorithmParams(advantage_estimator="gae", policy_loss="ppo"),
+    "dapo": AlgorithmParams(advantage_estimator="grpo", policy_loss="dapo"),
+    "gspo": AlgorithmParams(advantage_estimator="grpo", policy_loss="gspo"),
+    "gmpo": AlgorithmParams(advantage_estimator="grpo", policy_loss="gmpo"),
+    "cpgd": AlgorithmParams(advantage_estimator="cpgd", policy_loss="cpgd"),
+    "remax": AlgorithmParams(advantage_estimator="remax", policy_loss="ppo"),
+    "opo": AlgorithmParams(advantage_estimator="opo", policy_loss="ppo"),
+}
+
+
+@dataclass
+class FakeRig:
+    """The cycle plus handles on every fake, so tests can inspect what happened."""
+
+    cycle: ColocatedRLCycle
+    policy: FakePolicy
+    strategy: FakeStrategy
+    engine: FakeRolloutEngine
+    rule: FakeRuleReward
+    model_reward: FakeModelReward
+    reference: FakeReferenceModel | None
+    critic: FakeCritic | None
+    tracker: InMemoryTracker
+    checkpoints: InMemoryCheckpointStore
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def build_rig(
+    algorithm: str | AlgorithmParams = "grpo",
+    *,
+    total_steps: int = 40,
+    prompts_per_step: int = 8,
+    n: int = 4,
+    lr: float = 2e-2,
+    micro_batch_size: int = 8,
+    mini_batch_size: int | None = None,
+    epochs: int = 1,
+    dynamic_sampling: bool = False,
+    max_sampling_rounds: int = 3,
+    eval_every: int | None = None,
+    checkpoint_every: int | None = None,
+    checkpoints: InMemoryCheckpointStore | None = None,
+    seed: int = 0,
+    with_reference: bool | None = None,
+    model_reward_weight: float = 0.0,
+) -> FakeRig:
+    params = ALGORITHMS[algorithm] if isinstance(algorithm, str) else algorithm
+    if algorithm == "dapo":
+        dynamic_sampling = True
+    policy = FakePolicy(seed=seed)
+    strategy = FakeStrategy(OptimizerParams(lr=lr, max_grad_norm=1.0))
+    strategy.prepare(policy.module)
+    engine = FakeRolloutEngine(seed=seed + 1)  # differs from the policy until the first sync
+    critic = critic_strategy = None
+    if params.advantage_estimator == "gae":
+        critic = FakeCritic(seed=seed)
+        critic_strategy = FakeStrategy(OptimizerParams(lr=lr, max_grad_norm=1.0))
+        critic_strategy.prepare(critic.module)
+    need_ref = params.kl_coef > 0 if with_reference is None else with_reference
+    reference = FakeReferenceModel(policy.module) if need_ref else None
+    rule, model_reward = FakeRuleReward(), FakeModelReward()
+    tracker = InMemoryTracker()
+    store = checkpoints if checkpoints is not None else InMemoryCheckpointStore()
+    components = CycleComponents(
+        prompts=synthetic_prompts(256, seed=seed),
+        engine=engine,
+        policy=policy,
+        policy_strategy=strategy,
+        reward_sources=[rule, model_reward],
+        collective=FakeCollective(),
+        tracker=tracker,
+        checkpoints=store,
+        reference=reference,
+        critic=critic,
+        critic_strategy=critic_strategy,
+        accelerator=FakeAccelerator(),
+        eval_prompts=synthetic_prompts(64, seed=seed + 1000),
+    )
+    settings = CycleSettings(
+        rollout=RolloutParams(
+            prompts_per_step=prompts_per_step,
+            sampling=SamplingParams(n=n, temperature=1.0, max_new_tokens=4),
+            dynamic_sampling=dynamic_sampling,
+            max_sampling_rounds=max_sampling_rounds,
+        ),
+        algorithm=params,
+        shaping=replace(
+            CycleSettings().shaping, weights={"rule": 1.0, "model": model_reward_weight}
+        ),
+        train=TrainParams(
+            epochs=epochs,
+            mini_batch_size=mini_batch_size,
+            micro_batch_size=micro_batch_size,
+            seed=seed,
+        ),
+        cycle=CycleParams(
+            total_steps=total_steps,
+            seed=seed,
+            eval_every=eval_every,
+            checkpoint_every=checkpoint_every,
+        ),
+    )
+    cycle = ColocatedRLCycle(components, settings)
+    return FakeRig(
+        cycle,
+        policy,
+        strategy,
+        engine,
+        rule,
+        model_reward,
+        reference,
+        critic,
+        tracker,
+        store,
+        {"critic_strategy": critic_strategy},
+    )

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lightrft.application.batching import build_rollout_tensors, split_by_count, split_by_tokens
+from lightrft.application.data_schedule import epoch_permutation, prompt_indices
+from lightrft.application.evaluator import pass_at_k
+from lightrft.domain.types import Completion, PromptRecord
+
+
+def _prompt(uid: str, ids: tuple[int, ...]) -> PromptRecord:
+    return PromptRecord(uid=uid, prompt_text=uid, prompt_token_ids=ids)
+
+
+def test_rollout_tensors_layout() -> None:
+    prompts = [_prompt("a", (5, 6, 7)), _prompt("b", (8,))]
+    completions = [
+        Completion(0, (9, 1), "x", "stop", (-0.5, -0.25)),
+        Completion(1, (10, 11, 12), "y", "length", (-1.0, -2.0, -3.0)),
+    ]
+    out = build_rollout_tensors(prompts, completions, pad_token_id=0)
+    # P = 3 (longest prompt), R = 3 (longest response): prompts left-padded, responses right.
+    assert out.sequences.input_ids.tolist() == [[5, 6, 7, 9, 1, 0], [0, 0, 8, 10, 11, 12]]
+    assert out.sequences.attention_mask.tolist() == [[1, 1, 1, 1, 1, 0], [0, 0, 1, 1, 1, 1]]
+    assert out.sequences.response_mask.tolist() == [[1, 1, 0], [1, 1, 1]]
+    assert out.rollout_logprobs is not None
+    assert out.rollout_logprobs.tolist() == [[-0.5, -0.25, 0.0], [-1.0, -2.0, -3.0]]
+    assert out.response_lengths.tolist() == [2, 3]
+
+
+def test_rollout_tensors_refuse_empty_completion() -> None:
+    with pytest.raises(ValueError, match="completion 0 has no tokens"):
+        build_rollout_tensors([_prompt("a", (1,))], [Completion(0, (), "", "stop")], 0)
+
+
+def test_split_by_tokens_respects_budget_and_order() -> None:
+    indices = torch.tensor([4, 2, 7, 1, 3])
+    tokens = torch.tensor([3, 3, 5, 1, 9])
+    chunks = split_by_tokens(indices, tokens, budget=6)
+    # 3+3 = 6 fits; 5 alone (5+1 = 6 fits too); 9 exceeds the budget and stands alone
+    assert [c.tolist() for c in chunks] == [[4, 2], [7, 1], [3]]
+    assert [c.tolist() for c in split_by_count(indices, 2)] == [[4, 2], [7, 1], [3]]
+
+
+def test_prompt_indices_cover_each_epoch_once_across_ranks() -> None:
+    n, per_rank, world = 10, 2, 2  # 4 prompts per step; 10 prompts -> epoch boundary mid-step
+    seen = []
+    for step in range(5):  # 20 positions = exactly two epochs
+        for rank in range(world):
+            seen += prompt_indices(
+                step, per_rank=per_rank, rank=rank, world_size=world, num_prompts=n, seed=3
+            )
+    assert sorted(seen[:10]) == list(range(10)) and sorted(seen[10:]) == list(range(10))
+    assert seen[:10] == epoch_permutation(10, 0, 3)
+    assert seen[:10] != seen[10:]  # each epoch is reshuffled
+
+
+def test_pass_at_k_hand_computed() -> None:
+    # n = 4 samples, c = 1 correct: pass@1 = 1/4; pass@2 = 1 - C(3,2)/C(4,2) = 1 - 3/6 = 0.5
+    assert pass_at_k(4, 1, 1) == pytest.approx(0.25)
+    assert pass_at_k(4, 1, 2) == pytest.approx(0.5)
+    assert pass_at_k(4, 0, 4) == 0.0
+    assert pass_at_k(4, 3, 2) == 1.0  # n - c = 1 < k
+    with pytest.raises(ValueError, match="k must be in"):
+        pass_at_k(4, 1, 5)

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import get_args
+
+import pytest
+
+from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS
+from lightrft.domain.aggregation import AGGREGATIONS
+from lightrft.domain.kl import KL_CONTROLLERS, KL_ESTIMATORS
+from lightrft.domain.policy_losses import POLICY_LOSSES
+from lightrft.entrypoints.config.loading import ConfigError, dump_config, load_config
+from lightrft.entrypoints.config.presets import PRESETS
+from lightrft.entrypoints.config.sections import (
+    AdvantageName,
+    AggName,
+    AlgorithmConfig,
+    KLEstimatorName,
+    PolicyLossName,
+)
+
+
+def test_config_choices_equal_registry_keys() -> None:
+    assert set(get_args(AdvantageName)) == set(ADVANTAGE_ESTIMATORS.choices())
+    assert set(get_args(PolicyLossName)) == set(POLICY_LOSSES.choices())
+    assert set(get_args(KLEstimatorName)) == set(KL_ESTIMATORS.choices())
+    assert set(get_args(AggName)) == set(AGGREGATIONS.choices())
+    controller = AlgorithmConfig.model_fields["kl_controller"].annotation
+    assert set(get_args(controller)) == set(KL_CONTROLLERS.choices())
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_validates_and_translates(name: str) -> None:
+    config = load_config(algorithm=name)
+    settings = config.to_domain()
+    assert settings.algorithm.advantage_estimator == PRESETS[name]["algorithm.advantage_estimator"]
+    assert settings.algorithm.policy_loss == PRESETS[name]["algorithm.policy_loss"]
+
+
+def test_precedence_preset_file_overrides(tmp_path: Path) -> None:
+    file = tmp_path / "run.yaml"
+    file.write_text("rollout:\n  n_samples_per_prompt: 6\n  temperature: 0.7\noptim:\n  lr: 2.0e-6\n")
+    config = load_config(file, ["optim.lr=3e-6", "--top_p", "0.9"], algorithm="dapo")
+    assert config.algorithm.policy_loss == "dapo"  # preset
+    assert config.rollout.n_samples_per_prompt == 6  # file
+    assert config.rollout.temperature == 0.7  # file
+    assert config.optim.lr == 3e-6  # override beats file
+    assert config.rollout.top_p == 0.9  # flag alias
+    domain = config.to_domain()
+    assert domain.algorithm.resolved_loss.clip_eps_high == 0.28  # DAPO clip-higher default
+    assert domain.rollout.sampling.n == 6
+
+
+def test_lightrft_flag_aliases() -> None:
+    config = load_config(overrides=[
+        "--advantage_estimator", "rloo", "--n_samples_per_prompt=5", "--kl_estimator", "k2",
+        "--init_kl_coef", "0.02", "--rollout_batch_size", "3", "--train_batch_size", "15",
+        "--micro_train_batch_size", "5", "--eps_clip", "0.1", "--bf16",
+    ])
+    assert config.algorithm.advantage_estimator == "rloo"
+    assert config.rollout.n_samples_per_prompt == 5
+    assert config.algorithm.kl_estimator == "k2" and config.algorithm.kl_coef == 0.02
+    assert config.rollout.prompts_per_step == 3
+    assert config.train.mini_batch_size == 15 and config.train.micro_batch_size == 5
+    assert config.algorithm.clip_eps_low == config.algorithm.clip_eps_high == 0.1
+    assert config.model.dtype == "bf16"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["algorithm.policy_loss=foo"], "algorithm.policy_loss: Input should be 'ppo'"),
+        (["model.colour=red"], "model.colour: unknown key"),
+        (["optim.lr=-1"], "optim.lr: Input should be greater than 0 (got -1)"),
+        (["--no_such_flag", "1"], "unknown option --no_such_flag"),
+        (["rollout.n_samples_per_prompt=1"], "n_samples_per_prompt must be >= 2"),
+        (["algorithm.kl_controller=adaptive", "algorithm.kl_coef=0.1"], "needs kl_target"),
+        (["reward.sources=[{type: python}]"], "needs function"),
+        (["optim=3"], "optim"),
+    ],
+)
+def test_bad_values_name_the_key(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=None) as info:
+        load_config(overrides=overrides)
+    assert message in str(info.value)
+
+
+def test_missing_file_and_unknown_algorithm(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+    with pytest.raises(ConfigError, match="unknown algorithm 'grpoo'; valid choices: cpgd"):
+        load_config(algorithm="grpoo")
+
+
+def test_dump_round_trips(tmp_path: Path) -> None:
+    config = load_config(algorithm="gspo", overrides=["train.total_steps=7"])
+    file = tmp_path / "resolved.yaml"
+    file.write_text(dump_config(config))
+    assert load_config(file) == config
