@@ -5,7 +5,7 @@ Shape letters as in :mod:`lightrft.domain.types`: B samples, T tokens, R respons
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,11 +84,18 @@ class HfPolicy:
         adapter = self._model.active_adapter
         yield from merged_weights(full_state, lora_layers(self._model), adapter)
 
-    def export_hf(self, directory: str | Path) -> Path:
+    def export_hf(
+        self, directory: str | Path, *, state: Mapping[str, Tensor] | None = None
+    ) -> Path:
         """Writes a plain ``transformers`` directory (LoRA merged) that ``from_pretrained``
-        loads without PEFT; also the tokenizer when the policy has one."""
+        loads without PEFT; also the tokenizer when the policy has one.
+
+        ``state`` is the module's full state dict when a sharded strategy gathered it (the
+        local module then holds shards only); by default the local state dict is used.
+        """
         directory = Path(directory)
-        state = {name: tensor.detach() for name, tensor in self._model.state_dict().items()}
+        if state is None:
+            state = {name: tensor.detach() for name, tensor in self._model.state_dict().items()}
         merged = dict(self.weights_for_sync(state.items()))
         base: Any = self._model
         if isinstance(base, PeftModel):

@@ -79,17 +79,28 @@ class RunConfig(Section):
     def sampling(self) -> SamplingParams:
         r = self.rollout
         return SamplingParams(
-            n=r.n_samples_per_prompt, temperature=r.temperature, top_p=r.top_p, top_k=r.top_k,
-            min_p=r.min_p, max_new_tokens=r.max_new_tokens, stop_strings=tuple(r.stop),
-            seed=self.train.seed, first_token_temperature=r.first_token_temperature,
+            n=r.n_samples_per_prompt,
+            temperature=r.temperature,
+            top_p=r.top_p,
+            top_k=r.top_k,
+            min_p=r.min_p,
+            max_new_tokens=r.max_new_tokens,
+            stop_strings=tuple(r.stop),
+            seed=self.train.seed,
+            first_token_temperature=r.first_token_temperature,
         )
 
     def optimizer_params(self) -> OptimizerParams:
         o = self.optim
         return OptimizerParams(
-            lr=o.lr, weight_decay=o.weight_decay, betas=o.betas, max_grad_norm=o.max_grad_norm,
-            warmup_steps=o.warmup_steps, total_steps=self._optimizer_steps(),
-            schedule=o.schedule, min_lr_ratio=o.min_lr_ratio,
+            lr=o.lr,
+            weight_decay=o.weight_decay,
+            betas=o.betas,
+            max_grad_norm=o.max_grad_norm,
+            warmup_steps=o.warmup_steps,
+            total_steps=self._optimizer_steps(),
+            schedule=o.schedule,
+            min_lr_ratio=o.min_lr_ratio,
         )
 
     def _optimizer_steps(self) -> int:
@@ -105,8 +116,11 @@ class RunConfig(Section):
         overrides: dict[str, Any] = {
             key: value
             for key, value in {
-                "clip_eps_low": a.clip_eps_low, "clip_eps_high": a.clip_eps_high,
-                "dual_clip": a.dual_clip, "agg": a.agg, "tis_cap": a.tis_cap,
+                "clip_eps_low": a.clip_eps_low,
+                "clip_eps_high": a.clip_eps_high,
+                "dual_clip": a.dual_clip,
+                "agg": a.agg,
+                "tis_cap": a.tis_cap,
                 "drift_coef": a.drift_coef,
             }.items()
             if value is not None
@@ -114,38 +128,56 @@ class RunConfig(Section):
         algorithm = AlgorithmParams(
             advantage_estimator=a.advantage_estimator,
             advantage=AdvantageParams(gamma=a.gamma, lam=a.lam),
-            policy_loss=a.policy_loss, loss=replace(loss_defaults, **overrides),
-            kl_estimator=a.kl_estimator, kl_coef=a.kl_coef, kl_controller=a.kl_controller,
-            kl_target=a.kl_target, kl_horizon=a.kl_horizon, entropy_coef=a.entropy_coef,
-            high_entropy_fraction=a.high_entropy_fraction, value_clip=a.value_clip,
+            policy_loss=a.policy_loss,
+            loss=replace(loss_defaults, **overrides),
+            kl_estimator=a.kl_estimator,
+            kl_coef=a.kl_coef,
+            kl_controller=a.kl_controller,
+            kl_target=a.kl_target,
+            kl_horizon=a.kl_horizon,
+            entropy_coef=a.entropy_coef,
+            high_entropy_fraction=a.high_entropy_fraction,
+            value_clip=a.value_clip,
             max_response_length=self.rollout.max_new_tokens,
         )
         rw = self.reward
         shaping = RewardShapingParams(
             weights={s.name or s.type: s.weight for s in rw.sources},
-            overlong_buffer=rw.overlong_buffer, overlong_factor=rw.overlong_factor,
-            normalize=rw.normalize, reward_clip=rw.reward_clip, advantage_clip=rw.advantage_clip,
+            overlong_buffer=rw.overlong_buffer,
+            overlong_factor=rw.overlong_factor,
+            normalize=rw.normalize,
+            reward_clip=rw.reward_clip,
+            advantage_clip=rw.advantage_clip,
         )
         r, t, e = self.rollout, self.train, self.eval
         return CycleSettings(
             rollout=RolloutParams(
-                prompts_per_step=r.prompts_per_step, sampling=self.sampling(),
-                dynamic_sampling=r.dynamic_sampling, max_sampling_rounds=r.max_sampling_rounds,
-                pad_token_id=pad_token_id, forward_micro_batch_size=r.forward_micro_batch_size,
+                prompts_per_step=r.prompts_per_step,
+                sampling=self.sampling(),
+                dynamic_sampling=r.dynamic_sampling,
+                max_sampling_rounds=r.max_sampling_rounds,
+                pad_token_id=pad_token_id,
+                forward_micro_batch_size=r.forward_micro_batch_size,
             ),
             algorithm=algorithm,
             shaping=shaping,
             train=TrainParams(
-                epochs=t.epochs, mini_batch_size=t.mini_batch_size,
+                epochs=t.epochs,
+                mini_batch_size=t.mini_batch_size,
                 micro_batch_size=t.micro_batch_size,
-                max_tokens_per_micro_batch=t.max_tokens_per_micro_batch, seed=t.seed,
+                max_tokens_per_micro_batch=t.max_tokens_per_micro_batch,
+                seed=t.seed,
             ),
             cycle=CycleParams(
-                total_steps=t.total_steps, seed=t.seed,
+                total_steps=t.total_steps,
+                seed=t.seed,
                 eval_every=e.every if self.data.eval is not None else None,
                 eval_sampling=SamplingParams(
-                    n=e.n_samples, temperature=e.temperature, max_new_tokens=r.max_new_tokens,
-                    stop_strings=tuple(r.stop), seed=t.seed,
+                    n=e.n_samples,
+                    temperature=e.temperature,
+                    max_new_tokens=r.max_new_tokens,
+                    stop_strings=tuple(r.stop),
+                    seed=t.seed,
                 ),
                 eval_max_prompts=e.max_prompts,
                 checkpoint_every=self.checkpoint.every,

@@ -12,12 +12,22 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 AdvantageName = Literal[
-    "grpo", "group_norm", "dr_grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline", "gae",
-    "cpgd", "remax", "opo",
+    "grpo",
+    "group_norm",
+    "dr_grpo",
+    "rloo",
+    "reinforce_pp",
+    "reinforce_pp_baseline",
+    "gae",
+    "cpgd",
+    "remax",
+    "opo",
 ]
 PolicyLossName = Literal["ppo", "dapo", "gspo", "gspo_token", "gmpo", "cpgd", "reinforce"]
 KLEstimatorName = Literal["k1", "k2", "k3"]
-AggName = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"]
+AggName = Literal[
+    "token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"
+]
 
 
 class Section(BaseModel):
@@ -41,24 +51,33 @@ class ModelConfig(Section):
         description="Local HF model directory, hub-cache directory or .gguf file; "
         "null uses the embedded default SmolLM2-135M-Instruct.",
     )
-    dtype: Literal["fp32", "bf16", "fp16"] = Field("fp32", description="Weights dtype for training.")
+    dtype: Literal["fp32", "bf16", "fp16"] = Field(
+        "fp32", description="Weights dtype for training."
+    )
     attn_implementation: Literal["sdpa", "eager", "flash_attention_2"] = Field(
         "sdpa", description="Attention kernel; flash_attention_2 needs flash-attn and a GPU."
     )
     gradient_checkpointing: bool = Field(False, description="Recompute activations in backward.")
     trust_remote_code: bool = Field(False, description="Run model code shipped with the weights.")
     packing: bool = Field(False, description="Pack variable-length samples into one row.")
-    logprob_chunk_size: int = Field(1024, gt=0, description="Rows per chunk of the log-prob kernel.")
+    logprob_chunk_size: int = Field(
+        1024, gt=0, description="Rows per chunk of the log-prob kernel."
+    )
     lora: LoraConfig = Field(default_factory=LoraConfig)
 
 
 class DatasetConfig(Section):
     path: str | None = Field(
-        None, description="jsonl/json/parquet/arrow file or load_from_disk directory; "
-        "null uses the built-in task."
+        None,
+        description="jsonl/json/parquet/arrow file or load_from_disk directory; "
+        "null uses the built-in task.",
     )
-    builtin: Literal["arithmetic", "gsm8k-style"] = Field(
+    builtin: Literal["arithmetic"] = Field(
         "arithmetic", description="Built-in prompt set used when path is null."
+    )
+    difficulty: int = Field(1, ge=1, le=3, description="Built-in arithmetic difficulty (1-3).")
+    instruction: str | None = Field(
+        None, description="Text appended to each question (None: the task's default)."
     )
     preprocessor: Literal["none", "gsm8k"] = Field(
         "none", description="gsm8k: 'question' -> prompt, answer after '####' -> reference."
@@ -71,12 +90,13 @@ class DatasetConfig(Section):
     max_samples: int | None = Field(None, gt=0, description="Use at most this many rows.")
     on_bad_row: Literal["error", "skip"] = Field("error", description="What a malformed row does.")
     num_builtin: int = Field(512, gt=0, description="How many built-in prompts to generate.")
+    seed: int = Field(0, description="Seed of the built-in prompt generator.")
 
 
 class DataConfig(Section):
     train: DatasetConfig = Field(default_factory=DatasetConfig)
     eval: DatasetConfig | None = Field(
-        default_factory=lambda: DatasetConfig(num_builtin=64),
+        default_factory=lambda: DatasetConfig(num_builtin=64, seed=10_000),
         description="Held-out prompts; null disables evaluation.",
     )
 
@@ -84,15 +104,25 @@ class DataConfig(Section):
 class AlgorithmConfig(Section):
     advantage_estimator: AdvantageName = Field("grpo", description="Advantage estimator name.")
     policy_loss: PolicyLossName = Field("ppo", description="Policy loss name.")
-    clip_eps_low: float | None = Field(None, gt=0, description="Lower clip range (None: loss default).")
-    clip_eps_high: float | None = Field(None, gt=0, description="Upper clip range (None: loss default).")
+    clip_eps_low: float | None = Field(
+        None, gt=0, description="Lower clip range (None: loss default)."
+    )
+    clip_eps_high: float | None = Field(
+        None, gt=0, description="Upper clip range (None: loss default)."
+    )
     dual_clip: float | None = Field(None, gt=1, description="Dual-clip c for negative advantages.")
     agg: AggName | None = Field(None, description="Loss aggregation mode (None: loss default).")
-    tis_cap: float | None = Field(None, gt=0, description="Truncated IS cap C for rollout mismatch.")
+    tis_cap: float | None = Field(
+        None, gt=0, description="Truncated IS cap C for rollout mismatch."
+    )
     drift_coef: float | None = Field(None, ge=0, description="CPGD policy-drift coefficient.")
     kl_estimator: KLEstimatorName = Field("k3", description="KL estimator.")
-    kl_coef: float = Field(0.0, ge=0, description="Initial KL coefficient beta; 0 skips the reference.")
-    kl_controller: Literal["fixed", "adaptive"] = Field("fixed", description="KL coefficient controller.")
+    kl_coef: float = Field(
+        0.0, ge=0, description="Initial KL coefficient beta; 0 skips the reference."
+    )
+    kl_controller: Literal["fixed", "adaptive"] = Field(
+        "fixed", description="KL coefficient controller."
+    )
     kl_target: float | None = Field(None, gt=0, description="Target KL of the adaptive controller.")
     kl_horizon: float | None = Field(None, gt=0, description="Horizon of the adaptive controller.")
     entropy_coef: float = Field(0.0, ge=0, description="Entropy bonus coefficient.")
@@ -113,7 +143,7 @@ class AlgorithmConfig(Section):
 
 
 class RolloutConfig(Section):
-    engine: Literal["hf", "vllm", "sglang"] = Field("hf", description="Generation engine.")
+    engine: Literal["hf"] = Field("hf", description="Generation engine (HF generate).")
     prompts_per_step: int = Field(8, gt=0, description="Prompts per step per rank (rollout batch).")
     n_samples_per_prompt: int = Field(4, gt=0, description="Samples per prompt (group size G).")
     temperature: float = Field(1.0, ge=0, description="Sampling temperature (0: greedy).")
@@ -122,10 +152,14 @@ class RolloutConfig(Section):
     min_p: float = Field(0.0, ge=0, lt=1, description="Min-p filter (0: off).")
     max_new_tokens: int = Field(256, gt=0, description="Generation budget L_max.")
     stop: list[str] = Field(default_factory=list, description="Stop strings.")
-    first_token_temperature: float | None = Field(None, gt=0, description="FIRE first-token temperature.")
+    first_token_temperature: float | None = Field(
+        None, gt=0, description="FIRE first-token temperature."
+    )
     dynamic_sampling: bool = Field(False, description="DAPO: refill until groups are informative.")
     max_sampling_rounds: int = Field(3, gt=0, description="Round limit of dynamic sampling.")
-    forward_micro_batch_size: int = Field(16, gt=0, description="Rows per no-grad log-prob forward.")
+    forward_micro_batch_size: int = Field(
+        16, gt=0, description="Rows per no-grad log-prob forward."
+    )
     max_batch_size: int | None = Field(None, gt=0, description="HF engine: rows generated at once.")
 
 
@@ -171,7 +205,9 @@ class RewardConfig(Section):
 class TrainConfig(Section):
     total_steps: int = Field(20, gt=0, description="RL steps (rollout + update) to run.")
     epochs: int = Field(1, gt=0, description="Passes over each experience batch.")
-    mini_batch_size: int | None = Field(None, gt=0, description="Samples per optimizer step per rank.")
+    mini_batch_size: int | None = Field(
+        None, gt=0, description="Samples per optimizer step per rank."
+    )
     micro_batch_size: int = Field(4, gt=0, description="Samples per forward/backward.")
     max_tokens_per_micro_batch: int | None = Field(None, gt=0, description="Dynamic batch size.")
     seed: int = Field(0, description="Seed of data order, sampling and shuffles.")
@@ -183,16 +219,24 @@ class OptimConfig(Section):
     betas: tuple[float, float] = Field((0.9, 0.999), description="AdamW betas.")
     max_grad_norm: float | None = Field(1.0, gt=0, description="Gradient clipping norm.")
     warmup_steps: int = Field(0, ge=0, description="Linear warmup steps.")
-    schedule: Literal["constant", "cosine", "linear"] = Field("constant", description="LR schedule.")
+    schedule: Literal["constant", "cosine", "linear"] = Field(
+        "constant", description="LR schedule."
+    )
     min_lr_ratio: float = Field(0.0, ge=0, le=1, description="Final LR as a fraction of the peak.")
 
 
 class BackendConfig(Section):
-    strategy: Literal["single", "fsdp2", "deepspeed"] = Field("single", description="Training backend.")
+    strategy: Literal["single", "fsdp2", "deepspeed"] = Field(
+        "single", description="Training backend."
+    )
     accelerator: Literal["auto", "cpu", "cuda", "npu"] = Field("auto", description="Device type.")
     zero_stage: Literal[0, 1, 2, 3] = Field(2, description="DeepSpeed ZeRO stage.")
-    cpu_offload: bool = Field(False, description="Offload parameters/optimizer to CPU (sharded backends).")
-    nproc_per_node: int = Field(1, gt=0, description="Processes per node (wraps torchrun when > 1).")
+    cpu_offload: bool = Field(
+        False, description="Offload parameters/optimizer to CPU (sharded backends)."
+    )
+    nproc_per_node: int = Field(
+        1, gt=0, description="Processes per node (wraps torchrun when > 1)."
+    )
 
 
 class LoggingConfig(Section):
@@ -207,7 +251,9 @@ class LoggingConfig(Section):
 
 
 class CheckpointConfig(Section):
-    every: int | None = Field(None, gt=0, description="Save run state every k steps (and at the end).")
+    every: int | None = Field(
+        None, gt=0, description="Save run state every k steps (and at the end)."
+    )
     keep_last: int = Field(2, gt=0, description="Checkpoints kept.")
     resume: bool = Field(False, description="Continue from the latest checkpoint in run_dir.")
     export_final: bool = Field(True, description="Write the final model in HF format.")

@@ -1,0 +1,86 @@
+"""The composition root: a dependency-injector container that wires adapters by config.
+
+Nothing is built at import or at construction: providers run when first asked for, and
+each one is a singleton for the life of the container. Another platform can override any
+provider (``container.engine.override(providers.Object(my_engine))``) before building the
+cycle; :mod:`lightrft.entrypoints.api` does this for keyword arguments.
+"""
+
+from __future__ import annotations
+
+from dependency_injector import containers, providers
+
+from lightrft.application.cycle import ColocatedRLCycle, CycleComponents
+from lightrft.entrypoints.wiring import data, models
+
+
+def _pad_token_id(tokenizer: object) -> int:
+    pad = getattr(tokenizer, "pad_token_id", None)
+    return int(pad) if pad is not None else 0
+
+
+class Container(containers.DeclarativeContainer):
+    """Adapters for one run, selected by ``config`` (a ``RunConfig``)."""
+
+    config = providers.Dependency()
+
+    accelerator = providers.Singleton(models.build_accelerator, config)
+    device = providers.Singleton(models.device_of, accelerator)
+    collective = providers.Singleton(models.build_collective, accelerator)
+    model_path = providers.Singleton(models.model_path, config)
+    tokenizer = providers.Singleton(models.build_tokenizer, config, model_path)
+
+    policy = providers.Singleton(models.build_policy, config, model_path, device, tokenizer)
+    reference = providers.Singleton(models.build_reference, config, model_path, device)
+    critic = providers.Singleton(models.build_critic, config, model_path, device)
+    engine = providers.Singleton(models.build_engine, config, model_path, device, tokenizer)
+    policy_strategy = providers.Singleton(
+        models.build_strategy, config, device, policy.provided.module
+    )
+    critic_strategy = providers.Singleton(
+        lambda config, device, critic: models.build_strategy(
+            config, device, None if critic is None else critic.module
+        ),
+        config,
+        device,
+        critic,
+    )
+
+    prompts = providers.Singleton(
+        lambda config, tokenizer: data.build_prompts(config.data.train, tokenizer),
+        config,
+        tokenizer,
+    )
+    eval_prompts = providers.Singleton(
+        lambda config, tokenizer: data.build_prompts(config.data.eval, tokenizer),
+        config,
+        tokenizer,
+    )
+    reward_sources = providers.Singleton(data.build_rewards, config)
+    tracker = providers.Singleton(data.build_tracker, config, collective.provided.rank)
+    checkpoints = providers.Singleton(
+        data.build_checkpoints, config, collective.provided.rank, collective.provided.world_size
+    )
+
+    components = providers.Singleton(
+        CycleComponents,
+        prompts=prompts,
+        engine=engine,
+        policy=policy,
+        policy_strategy=policy_strategy,
+        reward_sources=reward_sources,
+        collective=collective,
+        tracker=tracker,
+        checkpoints=checkpoints,
+        reference=reference,
+        critic=critic,
+        critic_strategy=critic_strategy,
+        accelerator=accelerator,
+        eval_prompts=eval_prompts,
+    )
+    settings = providers.Singleton(
+        lambda config, tokenizer: config.to_domain(pad_token_id=_pad_token_id(tokenizer)),
+        config,
+        tokenizer,
+    )
+    cycle = providers.Singleton(ColocatedRLCycle, components, settings)

@@ -1,0 +1,39 @@
+"""`lightrft eval`: accuracy and pass@k of a model on a prompt set with the rule rewards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from lightrft.application.evaluator import Evaluator
+from lightrft.entrypoints.api import build_container
+from lightrft.entrypoints.config import RunConfig
+
+
+def evaluate(config: RunConfig, output: Path | None = None) -> dict[str, Any]:
+    """Evaluates ``config.model`` on ``config.data.eval``; writes and returns the report."""
+    if config.data.eval is None:
+        raise ValueError("data.eval is null: nothing to evaluate on")
+    container = build_container(config)
+    engine = container.engine()
+    settings = container.settings()
+    sampling = settings.cycle.eval_sampling
+    evaluator = Evaluator(engine, container.reward_sources(), dict(settings.shaping.weights))
+    metrics = evaluator.evaluate(container.eval_prompts(), sampling, config.eval.max_prompts)
+    report: dict[str, Any] = {
+        "model": str(container.model_path()),
+        "dataset": config.data.eval.path or f"builtin:{config.data.eval.builtin}",
+        "n_samples": sampling.n,
+        "temperature": sampling.temperature,
+        "metrics": metrics,
+    }
+    target = output or Path(config.logging.run_dir) / "eval.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(report, indent=2))
+    report["path"] = str(target)
+    for source in container.reward_sources():
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
+    return report

@@ -1,0 +1,1 @@
+"""Factory functions the container calls: each builds one adapter from the config."""
