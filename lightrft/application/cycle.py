@@ -178,7 +178,9 @@ class ColocatedRLCycle:
         self._sync_engine()
         batch = self.maker.make(
             [c.prompts[i] for i in indices],
-            seed=(s.cycle.seed * 1_000_003 + step) * c.collective.world_size + c.collective.rank,
+            # the same on every rank: engines derive per-prompt streams from it, so a sample
+            # does not depend on which rank draws it
+            seed=s.cycle.seed * 1_000_003 + step,
             kl_coef=self.state.kl.value,
             moments=self.state.reward_moments,
         )
@@ -191,6 +193,7 @@ class ColocatedRLCycle:
         self.state = CycleState(step + 1, kl, batch.reward_moments)
         metrics.update(batch.metrics)
         metrics.update(self._speed_metrics(batch, time.perf_counter() - started))
+        metrics = self._mean_over_ranks(metrics)
         self._log_samples(batch, step + 1)
         return metrics
 
@@ -285,6 +288,16 @@ class ColocatedRLCycle:
         total_tokens = int(batch.experience.sequences.attention_mask.sum())
         metrics["throughput/tokens_per_s"] = total_tokens / elapsed if elapsed > 0 else 0.0
         return metrics
+
+    def _mean_over_ranks(self, metrics: dict[str, float]) -> dict[str, float]:
+        """Every metric averaged over data-parallel ranks (all ranks log the same keys)."""
+        collective = self.components.collective
+        if collective.world_size == 1:
+            return metrics
+        keys = sorted(metrics)
+        values = torch.tensor([metrics[k] for k in keys], dtype=torch.float64)
+        mean = collective.all_reduce_sum(values) / collective.world_size
+        return dict(zip(keys, mean.tolist(), strict=True))
 
     def _log(self, metrics: Mapping[str, float], step: int) -> None:
         if self.components.collective.rank == 0:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import torch
+from torch.distributed.tensor import DTensor
 import torch.distributed as dist
 from torch import Tensor, nn
 from torch.distributed.checkpoint.state_dict import (
@@ -208,18 +209,26 @@ class Fsdp2Strategy:
         self._state_devices = {}
         self._offloaded = False
 
-    def state_dict(self) -> dict[str, Any]:
-        """Sharded ``{"module", "optimizer", "scheduler"}`` state (DTensors keyed by HF name)."""
+    def _sharded_state(self) -> dict[str, Any]:
         return {
             "module": get_model_state_dict(self.module),
             "optimizer": get_optimizer_state_dict(self.module, self.optimizer),
             "scheduler": {"step": self._steps},
         }
 
+    def state_dict(self) -> dict[str, Any]:
+        """This rank's shards of ``{"module", "optimizer", "scheduler"}`` as plain tensors.
+
+        DTensors become their local shards, so the state is what ``torch.load`` with
+        ``weights_only=True`` accepts; :meth:`load_state_dict` re-wraps them (same world size).
+        """
+        return local_shards(self._sharded_state())
+
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restores :meth:`state_dict` output (same world size, after :meth:`prepare`)."""
-        set_model_state_dict(self.module, state["module"])
-        set_optimizer_state_dict(self.module, self.optimizer, state["optimizer"])
+        restored = reshard_like(self._sharded_state(), state)
+        set_model_state_dict(self.module, restored["module"])
+        set_optimizer_state_dict(self.module, self.optimizer, restored["optimizer"])
         self._steps = int(state["scheduler"]["step"])
 
     def save_sharded(self, directory: str | Path) -> None:
@@ -227,13 +236,15 @@ class Fsdp2Strategy:
 
         Collective. Resume with :meth:`load_sharded`.
         """
-        dcp_save(self.state_dict(), checkpoint_id=str(directory))
+        dcp_save(self._sharded_state(), checkpoint_id=str(directory))
 
     def load_sharded(self, directory: str | Path) -> None:
         """Reads what :meth:`save_sharded` wrote into the prepared module and optimizer."""
-        state = self.state_dict()
+        state = self._sharded_state()
         dcp_load(state, checkpoint_id=str(directory))
-        self.load_state_dict(state)
+        set_model_state_dict(self.module, state["module"])
+        set_optimizer_state_dict(self.module, self.optimizer, state["optimizer"])
+        self._steps = int(state["scheduler"]["step"])
 
     def export_full_state_dict(self) -> dict[str, Tensor]:
         """The full model state on the host of rank 0 (HF names), ``{}`` on other ranks.
@@ -259,3 +270,35 @@ class Fsdp2Strategy:
                     before[(id(param), key)] = value.device
                     param_state[key] = value.to(where(param, key))
         return before
+
+
+def local_shards(tree: Any) -> Any:
+    """``tree`` with every DTensor replaced by its local shard (a plain tensor)."""
+    if isinstance(tree, DTensor):
+        return tree.to_local().detach().clone()
+    if isinstance(tree, Mapping):
+        return {key: local_shards(value) for key, value in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(local_shards(value) for value in tree)
+    return tree
+
+
+def reshard_like(template: Any, tree: Any) -> Any:
+    """``tree`` (from :func:`local_shards`) with DTensors rebuilt where ``template`` has them."""
+    if isinstance(template, DTensor):
+        local = tree.to(device=template.to_local().device, dtype=template.dtype)
+        return DTensor.from_local(
+            local,
+            template.device_mesh,
+            template.placements,
+            shape=template.shape,
+            stride=template.stride(),
+        )
+    if isinstance(template, Mapping):
+        return {
+            key: reshard_like(template[key], value) if key in template else value
+            for key, value in tree.items()
+        }
+    if isinstance(template, (list, tuple)) and len(template) == len(tree):
+        return type(tree)(reshard_like(t, v) for t, v in zip(template, tree, strict=True))
+    return tree

@@ -37,6 +37,7 @@ from lightrft.adapters.hf.sampling import (
     StopStringMatcher,
     TokenDistribution,
     draw,
+    row_seed,
     sampling_logprobs,
 )
 from lightrft.adapters.hf.weights import ModelWeights, frozen_on
@@ -106,14 +107,20 @@ class HfRolloutEngine:
             )
         rows = [p.prompt_token_ids for p in prompts for _ in range(sampling.n)]
         owners = [i for i in range(len(prompts)) for _ in range(sampling.n)]
-        generator = None
-        if sampling.seed is not None:
-            generator = torch.Generator(device=self._device).manual_seed(sampling.seed)
+        generators: list[torch.Generator] | None = None
+        if sampling.seed is not None:  # one stream per completion: batching-independent
+            generators = [
+                torch.Generator(device=self._device).manual_seed(
+                    row_seed(sampling.seed, prompts[owner].uid, j % sampling.n)
+                )
+                for j, owner in enumerate(owners)
+            ]
         size = self._max_batch_size or max(len(rows), 1)
         results: list[tuple[list[int], list[float], FinishReason]] = []
         with torch.no_grad():
             for start in range(0, len(rows), size):
-                results.extend(self._decode(rows[start : start + size], sampling, generator))
+                chunk = None if generators is None else generators[start : start + size]
+                results.extend(self._decode(rows[start : start + size], sampling, chunk))
         texts = self._tokenizer.batch_decode(
             [ids for ids, _, _ in results], skip_special_tokens=True
         )
@@ -149,7 +156,7 @@ class HfRolloutEngine:
         self,
         rows: Sequence[Sequence[int]],
         sampling: SamplingParams,
-        generator: torch.Generator | None,
+        generator: Sequence[torch.Generator] | None,
     ) -> list[tuple[list[int], list[float], FinishReason]]:
         """Samples continuations of ``rows`` until each stops or reaches the budget."""
         input_ids, mask = self._left_pad(rows)  # [N, P] each

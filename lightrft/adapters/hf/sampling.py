@@ -20,6 +20,8 @@ decoding (temperature 0) takes the argmax and reports the plain log_softmax(logi
 
 from __future__ import annotations
 
+import hashlib
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -69,11 +71,34 @@ def _top_p(z: Tensor, top_p: float) -> Tensor:
     return z.masked_fill(drop, float("-inf"))
 
 
-def draw(logprobs: Tensor, greedy: bool, generator: torch.Generator | None) -> Tensor:
-    """One token per row: argmax if ``greedy`` else a draw. Shape: (N, V) -> (N,) long."""
+def draw(
+    logprobs: Tensor,
+    greedy: bool,
+    generator: torch.Generator | Sequence[torch.Generator] | None,
+) -> Tensor:
+    """One token per row: argmax if ``greedy`` else a draw. Shape: (N, V) -> (N,) long.
+
+    ``generator`` is one generator for the whole batch, or one per row (then each row's
+    draws do not depend on which other rows share the batch).
+    """
     if greedy:
         return logprobs.argmax(dim=-1)
-    return torch.multinomial(logprobs.exp(), 1, generator=generator).squeeze(-1)
+    probs = logprobs.exp()
+    if generator is None or isinstance(generator, torch.Generator):
+        return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return torch.cat(
+        [torch.multinomial(p, 1, generator=g) for p, g in zip(probs, generator, strict=True)]
+    )
+
+
+def row_seed(seed: int, prompt_uid: str, sample: int) -> int:
+    """A 63-bit seed for sample ``sample`` of prompt ``prompt_uid`` under base ``seed``.
+
+    Stable across processes and Python versions (SHA-256, not ``hash``), so a completion is
+    the same whatever the batch, the batch size or the data-parallel rank that draws it.
+    """
+    digest = hashlib.sha256(f"{seed}:{prompt_uid}:{sample}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
 
 
 class StopStringMatcher:

@@ -179,3 +179,17 @@ def test_stop_string_ends_generation() -> None:
     assert out.finish_reason == "stop"
     assert out.token_ids == free.token_ids[:end]
     assert out.text == tok.decode(list(out.token_ids)) and out.text.endswith(stop)
+
+
+def test_a_completion_does_not_depend_on_the_batch_it_is_drawn_in() -> None:
+    # Seeds are per (prompt uid, sample): drawing prompt B alone or next to prompt A gives
+    # the same completions, so data-parallel ranks reproduce a single-process run.
+    engine = HfRolloutEngine(tiny_model(), tiny_tokenizer(), torch.device("cpu"))
+    tok = tiny_tokenizer()
+    a = PromptRecord(uid="a", prompt_text="hi", prompt_token_ids=tuple(tok.encode("hello there")))
+    b = PromptRecord(uid="b", prompt_text="yo", prompt_token_ids=tuple(tok.encode("yo")))
+    sampling = SamplingParams(n=3, temperature=1.0, max_new_tokens=6, seed=11)
+    together = engine.generate([a, b], sampling)
+    alone = engine.generate([b], sampling)
+    assert [c.token_ids for c in together[3:]] == [c.token_ids for c in alone]
+    assert len({c.token_ids for c in alone}) > 1  # the samples of one prompt still differ

@@ -1,0 +1,13 @@
+"""Reward functions for tests (referenced as `tests.helpers.toy_rewards:NAME`)."""
+
+from __future__ import annotations
+
+
+def vowel_fraction(prompt: str, response: str, reference: str | None) -> float:
+    """Share of vowels in the response: varies between samples of a random tiny model."""
+    return sum(ch in "aeiou" for ch in response) / max(1, len(response))
+
+
+def text_checksum(prompt: str, response: str, reference: str | None) -> float:
+    """A deterministic score in [0, 1] that differs between almost any two responses."""
+    return (sum(map(ord, response)) % 97) / 96
