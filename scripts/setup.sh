@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 TORCH_VERSION=${LIGHTRFT_TORCH_VERSION:-2.13.0}
-EXTRAS=${LIGHTRFT_EXTRAS:-dev}
+EXTRAS=${LIGHTRFT_EXTRAS:-dev,deepspeed}
+# DeepSpeed must not try to prebuild CUDA ops at install time (it JIT-builds what it needs).
+export DS_BUILD_OPS=${DS_BUILD_OPS:-0}
 
 stamp="$VENV/.lightrft-setup"
 want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)-$EXTRAS

@@ -78,6 +78,7 @@ def _export(container: Any, directory: Path, main: bool) -> Path:
     """Writes the trained policy as a plain HF model directory (rank 0 writes)."""
     strategy = container.policy_strategy()
     policy = container.policy()
+    strategy.onload()  # the cycle put everything to sleep when it ended
     gather = getattr(strategy, "export_full_state_dict", None)
     if gather is not None:  # sharded backends: every rank joins the gather, rank 0 writes
         state = gather()
