@@ -108,6 +108,8 @@ class ColocatedRLCycle:
             shaping=s.shaping,
             reference=c.reference,
             critic=c.critic,
+            # one epoch, one optimizer step per batch: the old policy is the current one
+            recompute_old_logprobs=not (s.train.epochs == 1 and s.train.mini_batch_size is None),
         )
         self.optimizer = PolicyOptimizer(
             policy=c.policy,
@@ -188,7 +190,8 @@ class ColocatedRLCycle:
             metrics = self.optimizer.train(batch.experience, kl_coef=self.state.kl.value, step=step)
         if metrics.get("train/skipped_steps", 0.0) < 1.0:
             self.policy_version += 1
-        kl = self.state.kl.update(batch.metrics.get("kl/mean", 0.0), len(batch.experience))
+        observed_kl = batch.metrics.get("kl/mean", metrics.get("train/kl", 0.0))
+        kl = self.state.kl.update(observed_kl, len(batch.experience))
         metrics["kl/coef"] = self.state.kl.value
         self.state = CycleState(step + 1, kl, batch.reward_moments)
         metrics.update(batch.metrics)

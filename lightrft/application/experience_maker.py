@@ -72,6 +72,7 @@ class ExperienceMaker:
         shaping: RewardShapingParams,
         reference: ReferenceModel | None = None,
         critic: Critic | None = None,
+        recompute_old_logprobs: bool = True,
     ) -> None:
         if not reward_sources:
             raise ValueError("reward_sources is empty; need at least one reward source")
@@ -79,6 +80,7 @@ class ExperienceMaker:
         self.collective, self.phases = collective, phases
         self.rollout, self.algorithm, self.shaping = rollout, algorithm, shaping
         self.reference, self.critic = reference, critic
+        self.recompute_old_logprobs = recompute_old_logprobs
         self.estimator = ADVANTAGE_ESTIMATORS.get(algorithm.advantage_estimator)
         if self.estimator.needs_values and critic is None:
             raise ValueError(f"advantage estimator {self.estimator.name!r} needs a critic")
@@ -198,7 +200,17 @@ class ExperienceMaker:
         seq = tensors.sequences
         mask = seq.response_mask
         need_entropy = self.algorithm.high_entropy_fraction is not None
-        old, entropy = self._forward_no_grad(self.policy, seq, need_entropy)
+        kl_in_reward = self.estimator.kl_in_reward and kl_coef > 0 and self.reference is not None
+        need_old = (
+            self.recompute_old_logprobs
+            or kl_in_reward
+            or need_entropy
+            or self.algorithm.resolved_loss.tis_cap is not None
+        )
+        old: Tensor | None = None
+        entropy: Tensor | None = None
+        if need_old:
+            old, entropy = self._forward_no_grad(self.policy, seq, need_entropy)
         ref = None
         if self.reference is not None and kl_coef > 0:
             ref, _ = self._forward_no_grad(self.reference, seq, False)
@@ -215,7 +227,7 @@ class ExperienceMaker:
                 )
         metrics: dict[str, float] = {}
         kl = None
-        if ref is not None:
+        if ref is not None and old is not None:
             kl = kl_estimate(self.algorithm.kl_estimator, old, ref, mask)
             metrics["kl/mean"] = float(kl.sum() / mask.sum())
         use_kl_in_reward = self.estimator.kl_in_reward and kl is not None

@@ -139,7 +139,9 @@ class PolicyOptimizer:
             self.algorithm.policy_loss,
             PolicyLossInputs(
                 logprobs=out.logprobs,
-                old_logprobs=micro.old_logprobs,
+                old_logprobs=(
+                    micro.old_logprobs if micro.old_logprobs is not None else out.logprobs.detach()
+                ),
                 advantages=micro.advantages,
                 response_mask=mask,
                 rollout_logprobs=micro.rollout_logprobs,

@@ -157,11 +157,13 @@ class Experience:
 
     Shapes: ``sequences`` as :class:`SequenceBatch`; ``old_logprobs``, ``ref_logprobs``,
     ``rollout_logprobs``, ``advantages``, ``returns``, ``values`` (B, R);
-    ``rewards``, ``group_index`` (B,).
+    ``rewards``, ``group_index`` (B,). ``old_logprobs`` is ``None`` for strictly on-policy
+    training (one optimizer step per batch): the old policy is then the current one, and the
+    optimizer uses the current log-probs, detached, instead of a second forward pass.
     """
 
     sequences: SequenceBatch
-    old_logprobs: Tensor
+    old_logprobs: Tensor | None
     advantages: Tensor
     returns: Tensor
     rewards: Tensor

@@ -165,3 +165,15 @@ def test_non_finite_loss_skips_the_step_with_a_logged_reason() -> None:
 def test_bad_wiring_is_refused() -> None:
     with pytest.raises(ValueError, match="needs a reference model"):
         build_rig(AlgorithmParams(kl_coef=0.1), with_reference=False)
+
+
+def test_on_policy_shortcut_skips_the_old_logprob_pass_without_changing_the_update() -> None:
+    # one epoch, one optimizer step: old log-probs equal the current ones, so the cycle
+    # skips their forward pass; a single mini-batch of the full size recomputes them.
+    shortcut = build_rig("grpo", total_steps=2)
+    recomputed = build_rig("grpo", total_steps=2, mini_batch_size=32)  # 8 prompts x 4 = 32
+    shortcut.cycle.run()
+    recomputed.cycle.run()
+    for name, value in _params(recomputed).items():
+        torch.testing.assert_close(_params(shortcut)[name], value, atol=1e-6, rtol=1e-5)
+    assert shortcut.policy.forward_calls < recomputed.policy.forward_calls
