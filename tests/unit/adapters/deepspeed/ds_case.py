@@ -1,112 +1,12 @@
-"""Shared setup of the DeepSpeed tests: tiny Llama, deterministic batches, loss, schedule.
-
-Imported by the test modules (the single-process reference) and by ``ds_worker.py`` (the
-2-rank runs), so both train the same model on the same data.
-Shapes: B = 8 sequences of T = 10 tokens whose last R = 6 are the response.
-"""
+"""Setup of the DeepSpeed tests: the shared sharded-strategy case plus DeepSpeed settings."""
 
 from __future__ import annotations
 
-import math
+from tests.helpers.sharded_case import *  # noqa: F403
+from tests.helpers.sharded_case import __all__ as _shared
 
-import torch
-from torch import Tensor, nn
-from transformers import LlamaConfig, LlamaForCausalLM
-
-from lightrft.domain.aggregation import LossNormalizer, aggregate
-from lightrft.domain.types import OptimizerParams
-
-VOCAB, B, T, R, MICRO = 64, 8, 10, 6, 2
-STEPS = 5  # optimizer steps of the whole run
-CKPT_AT = 3  # checkpoint and state_dict are taken before step 3
-OPTIM = OptimizerParams(
-    lr=1e-2,
-    weight_decay=0.1,
-    max_grad_norm=0.5,
-    warmup_steps=2,
-    total_steps=6,
-    schedule="cosine",
-    min_lr_ratio=0.1,
-)
 # ZeRO-3 keeps parameters below this many elements whole on every rank (default 1e5, i.e.
 # all of the tiny model): 0 makes it really partition every parameter.
 EXTRA_CONFIG = {"zero_optimization": {"stage3_param_persistence_threshold": 0}}
 
-
-def cosine(p: float) -> float:
-    """0.1 + 0.9 (1 + cos(pi p)) / 2, the schedule after warmup (min_lr_ratio 0.1)."""
-    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p))
-
-
-# warmup (s + 1) / 2 for s < 2, then cosine with progress (s - 2) / (6 - 2)
-EXPECTED_LRS = [1e-2 * f for f in (0.5, 1.0, cosine(0.0), cosine(0.25), cosine(0.5))]
-
-
-def tiny_model(seed: int = 0) -> LlamaForCausalLM:
-    """A random 2-layer Llama (fp32), deterministic given ``seed``."""
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=32,
-    )
-    return LlamaForCausalLM(config)
-
-
-def global_batch(step: int) -> tuple[Tensor, Tensor]:
-    """input_ids (B, T) and response_mask (B, R) of optimizer step ``step``.
-
-    Response lengths differ per row, so the two halves hold different token counts.
-    """
-    gen = torch.Generator().manual_seed(1000 + step)
-    input_ids = torch.randint(3, VOCAB, (B, T), generator=gen)
-    lengths = torch.randint(1, R + 1, (B,), generator=gen)
-    response_mask = torch.arange(R)[None, :] < lengths[:, None]  # [B, R]
-    return input_ids, response_mask
-
-
-def nll_loss(
-    model: nn.Module, input_ids: Tensor, response_mask: Tensor, normalizer: LossNormalizer
-) -> Tensor:
-    """Token-mean negative log-likelihood of the response tokens (global denominator)."""
-    logits = model(input_ids=input_ids).logits[:, -R - 1 : -1]  # [b, R, V], predicts response
-    logprobs = torch.log_softmax(logits.float(), dim=-1)
-    token_logprobs = logprobs.gather(-1, input_ids[:, -R:, None]).squeeze(-1)  # [b, R]
-    return aggregate(-token_logprobs, response_mask, "token-mean", normalizer)
-
-
-def reference_run(steps: int = STEPS) -> tuple[dict[str, Tensor], list[float]]:
-    """Plain torch on one process: the whole batch per step, clip_grad_norm_, AdamW with
-    no decay on 1-D tensors. Returns the final state and the pre-clip norms."""
-    model = tiny_model(0)
-    params = list(model.parameters())
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": [p for p in params if p.ndim >= 2], "weight_decay": OPTIM.weight_decay},
-            {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
-        ],
-        lr=OPTIM.lr,
-        betas=OPTIM.betas,
-        eps=OPTIM.eps,
-    )
-    norms = []
-    for step, lr in enumerate(EXPECTED_LRS[:steps]):
-        input_ids, mask = global_batch(step)
-        nll_loss(model, input_ids, mask, LossNormalizer.from_mask(mask)).backward()
-        norms.append(float(torch.nn.utils.clip_grad_norm_(params, OPTIM.max_grad_norm)))
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        optimizer.step()
-        optimizer.zero_grad()
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    return state, norms
-
-
-def max_diff(a: dict[str, Tensor], b: dict[str, Tensor]) -> float:
-    """Largest absolute difference over tensors of the same names (names must match)."""
-    assert sorted(a) == sorted(b), (sorted(a), sorted(b))
-    return max(float((a[k].float() - b[k].float()).abs().max()) for k in a)
+__all__ = [*_shared, "EXTRA_CONFIG"]
