@@ -24,8 +24,31 @@ from lightrft.entrypoints.config.presets import PRESETS
 
 EXIT_USAGE = 2
 
-DEMO_OVERRIDES = ["logging.run_dir=runs/demo"]
-"""`lightrft demo` is `lightrft train grpo` with the defaults (tuned for a 2-core CPU)."""
+DEMO_OVERRIDES = [
+    "logging.run_dir=runs/demo",
+    # built-in arithmetic word problems; the model is asked for the bare number
+    "data.train.difficulty=1",
+    "data.train.num_builtin=2000",
+    "data.train.instruction=Answer with just the number.",
+    "data.train.system_prompt=Reply with only the final number.",
+    "data.eval.difficulty=1",
+    "data.eval.num_builtin=100",
+    "data.eval.instruction=Answer with just the number.",
+    "data.eval.system_prompt=Reply with only the final number.",
+    # GRPO: 8 prompts x 8 samples of at most 16 tokens, full fine-tuning in fp32
+    "rollout.prompts_per_step=8",
+    "rollout.n_samples_per_prompt=8",
+    "rollout.max_new_tokens=16",
+    "rollout.temperature=0.8",
+    "train.total_steps=10",
+    "train.micro_batch_size=16",
+    "optim.lr=5e-5",
+    "eval.every=10",
+    "eval.max_prompts=100",
+    "checkpoint.every=5",
+]
+"""`lightrft demo`: `lightrft train grpo` sized for a 2-core CPU (about 15 minutes) on the
+embedded SmolLM2-135M-Instruct; held-out greedy accuracy is measured before and after."""
 
 
 def _parser() -> argparse.ArgumentParser:
