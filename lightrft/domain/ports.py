@@ -192,7 +192,8 @@ class Strategy(Protocol):
         ...
 
     def state_dict(self) -> dict[str, Any]:
-        """Optimizer, scheduler and module state for checkpoints."""
+        """Optimizer, scheduler and module state for checkpoints: a snapshot that later
+        training does not change, holding only what ``torch.load(weights_only=True)`` reads."""
         ...
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:

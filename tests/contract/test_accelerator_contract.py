@@ -6,11 +6,16 @@ from collections.abc import Callable
 
 import pytest
 
+from lightrft.adapters.accelerators import CpuAccelerator, CudaAccelerator
 from lightrft.adapters.fakes import FakeAccelerator
 from lightrft.domain.ports import Accelerator
 from lightrft.domain.types import MemoryStats
 
-IMPLEMENTATIONS: list[object] = [pytest.param(FakeAccelerator, id="fake")]
+IMPLEMENTATIONS: list[object] = [
+    pytest.param(FakeAccelerator, id="fake"),
+    pytest.param(CpuAccelerator, id="cpu"),
+    pytest.param(lambda: CudaAccelerator(0), id="cuda", marks=pytest.mark.gpu),
+]
 BACKENDS = {"cuda": "nccl", "npu": "hccl", "cpu": "gloo"}
 
 

@@ -7,10 +7,22 @@ from collections.abc import Callable
 import pytest
 import torch
 
+from lightrft.adapters.distributed import LocalCollective
 from lightrft.adapters.fakes import FakeCollective
+from lightrft.adapters.single_device import SingleDeviceStrategy
 from lightrft.domain.ports import Collective
+from lightrft.domain.types import OptimizerParams
 
-IMPLEMENTATIONS: list[object] = [pytest.param(FakeCollective, id="fake")]
+
+def make_single_device_strategy() -> Collective:
+    return SingleDeviceStrategy(torch.device("cpu"), OptimizerParams())
+
+
+IMPLEMENTATIONS: list[object] = [
+    pytest.param(FakeCollective, id="fake"),
+    pytest.param(LocalCollective, id="local"),
+    pytest.param(make_single_device_strategy, id="single-device-strategy"),
+]
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)

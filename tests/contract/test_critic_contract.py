@@ -10,7 +10,9 @@ import torch
 from torch import nn
 
 from lightrft.adapters.fakes import FakeCritic, make_sequence_batch
+from lightrft.adapters.hf.critic import HfCritic
 from lightrft.domain.ports import Critic
+from tests.contract.real_adapters import ORDINARY_IDS, randomize, tiny_model
 
 
 @dataclass
@@ -24,7 +26,17 @@ def make_fake_critic() -> CriticSubject:
     return CriticSubject(FakeCritic(seed=0), token_ids=tuple(range(3, 16)))
 
 
-IMPLEMENTATIONS: list[object] = [pytest.param(make_fake_critic, id="fake")]
+def make_hf_critic() -> CriticSubject:
+    critic = HfCritic(tiny_model(0))
+    # The value head starts at zero (every value 0); a trained critic's head is not.
+    randomize(critic.module.get_submodule("value_head"), seed=1)
+    return CriticSubject(critic, ORDINARY_IDS)
+
+
+IMPLEMENTATIONS: list[object] = [
+    pytest.param(make_fake_critic, id="fake"),
+    pytest.param(make_hf_critic, id="hf"),
+]
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)

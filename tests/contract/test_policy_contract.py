@@ -15,8 +15,10 @@ import torch
 from torch import nn
 
 from lightrft.adapters.fakes import FakePolicy, make_sequence_batch
+from lightrft.adapters.hf import HfPolicy
 from lightrft.domain.ports import Policy
 from lightrft.domain.types import SequenceBatch
+from tests.contract.real_adapters import ORDINARY_IDS, VOCAB_SIZE, lora_policy, tiny_model
 
 
 @dataclass
@@ -31,7 +33,24 @@ def make_fake_policy() -> PolicySubject:
     return PolicySubject(FakePolicy(seed=0), token_ids=tuple(range(3, 16)), vocab_size=16)
 
 
-IMPLEMENTATIONS: list[object] = [pytest.param(make_fake_policy, id="fake")]
+def make_hf_policy() -> PolicySubject:
+    return PolicySubject(HfPolicy(tiny_model(0)), ORDINARY_IDS, VOCAB_SIZE)
+
+
+def make_hf_packed_policy() -> PolicySubject:
+    return PolicySubject(HfPolicy(tiny_model(0), packing=True), ORDINARY_IDS, VOCAB_SIZE)
+
+
+def make_hf_lora_policy() -> PolicySubject:
+    return PolicySubject(lora_policy(0), ORDINARY_IDS, VOCAB_SIZE)
+
+
+IMPLEMENTATIONS: list[object] = [
+    pytest.param(make_fake_policy, id="fake"),
+    pytest.param(make_hf_policy, id="hf-padded"),
+    pytest.param(make_hf_packed_policy, id="hf-packed"),
+    pytest.param(make_hf_lora_policy, id="hf-lora"),
+]
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)

@@ -1,27 +1,54 @@
-"""Contract of the ``PromptSource`` port. Append real sources to ``IMPLEMENTATIONS``."""
+"""Contract of the ``PromptSource`` port. Append real sources to ``IMPLEMENTATIONS``.
+
+A factory takes an empty directory it may write to (data files, caches) and returns the
+source.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from lightrft.adapters.datasets import HfPromptDataset, InMemoryPromptSource, arithmetic_prompts
 from lightrft.adapters.fakes import synthetic_prompts
 from lightrft.domain.ports import PromptSource
 from lightrft.domain.types import PromptRecord
+from tests.contract.real_adapters import PROMPT_ROWS, tiny_tokenizer
 
 
-def make_fake_source() -> PromptSource:
+def make_fake_source(_directory: Path) -> PromptSource:
     return synthetic_prompts(7, seed=0)
 
 
-IMPLEMENTATIONS: list[object] = [pytest.param(make_fake_source, id="fake")]
+def make_in_memory_source(_directory: Path) -> PromptSource:
+    return InMemoryPromptSource(PROMPT_ROWS, tiny_tokenizer())
+
+
+def make_arithmetic_source(_directory: Path) -> PromptSource:
+    return arithmetic_prompts(8, tokenizer=tiny_tokenizer())
+
+
+def make_jsonl_dataset(directory: Path) -> PromptSource:
+    path = directory / "prompts.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in PROMPT_ROWS), encoding="utf-8")
+    return HfPromptDataset(path, tiny_tokenizer(), cache_dir=directory / "cache")
+
+
+IMPLEMENTATIONS: list[object] = [
+    pytest.param(make_fake_source, id="fake"),
+    pytest.param(make_in_memory_source, id="in-memory"),
+    pytest.param(make_arithmetic_source, id="arithmetic"),
+    pytest.param(make_jsonl_dataset, id="hf-jsonl"),
+]
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
-def source(request: pytest.FixtureRequest) -> PromptSource:
-    factory: Callable[[], PromptSource] = request.param
-    return factory()
+def source(request: pytest.FixtureRequest, tmp_path: Path) -> PromptSource:
+    factory: Callable[[Path], PromptSource] = request.param
+    return factory(tmp_path)
 
 
 def test_random_access_records(source: PromptSource) -> None:

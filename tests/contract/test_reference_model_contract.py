@@ -13,8 +13,10 @@ import pytest
 import torch
 
 from lightrft.adapters.fakes import FakePolicy, FakeReferenceModel, make_sequence_batch
+from lightrft.adapters.hf import HfPolicy, HfReferenceModel
 from lightrft.domain.ports import Policy, ReferenceModel
 from lightrft.domain.types import SequenceBatch
+from tests.contract.real_adapters import CPU, ORDINARY_IDS, tiny_model
 
 
 @dataclass
@@ -30,7 +32,21 @@ def make_fake_reference() -> ReferenceSubject:
     return ReferenceSubject(FakeReferenceModel(policy.module), policy, tuple(range(3, 16)))
 
 
-IMPLEMENTATIONS: list[object] = [pytest.param(make_fake_reference, id="fake")]
+def make_hf_reference() -> ReferenceSubject:
+    reference = HfReferenceModel(tiny_model(0), CPU)
+    return ReferenceSubject(reference, HfPolicy(tiny_model(0)), ORDINARY_IDS)
+
+
+def make_hf_packed_reference() -> ReferenceSubject:
+    reference = HfReferenceModel(tiny_model(0), CPU, packing=True)
+    return ReferenceSubject(reference, HfPolicy(tiny_model(0)), ORDINARY_IDS)
+
+
+IMPLEMENTATIONS: list[object] = [
+    pytest.param(make_fake_reference, id="fake"),
+    pytest.param(make_hf_reference, id="hf"),
+    pytest.param(make_hf_packed_reference, id="hf-packed"),
+]
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)

@@ -1,26 +1,35 @@
 """Contract of the ``RewardSource`` port. Append real sources to ``IMPLEMENTATIONS``.
 
-A factory returns a :class:`RewardSubject`: the source and samples it can judge. The
-protocol followed here is the colocated cycle's: onload -> score -> offload.
+A factory returns a :class:`RewardSubject`: the source, samples it can judge and the scores
+it must give them (worked out by hand). The protocol followed here is the colocated cycle's:
+onload -> score -> offload. A source with a ``close()`` method is closed after each test.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
 import torch
 
 from lightrft.adapters.fakes import FakeModelReward, FakeRuleReward, task
+from lightrft.adapters.rewards import (
+    FormatReward,
+    LengthReward,
+    MathAnswerReward,
+    PythonFunctionReward,
+)
 from lightrft.domain.ports import RewardSource
 from lightrft.domain.types import Completion, RewardSample
+from tests.contract.real_adapters import REWARD_RESPONSES, reward_samples
 
 
 @dataclass
 class RewardSubject:
     source: RewardSource
     samples: list[RewardSample]
+    expected: tuple[float, ...]  # the score of each sample
 
 
 def _task_samples() -> list[RewardSample]:
@@ -29,24 +38,61 @@ def _task_samples() -> list[RewardSample]:
     return [RewardSample(prompt, Completion(0, r, task.decode(r), "stop", None)) for r in responses]
 
 
+_TASK_SCORES = (1.0, 0.0, 0.0, 0.0)  # only "8 EOS" answers 4 + 7 (no EOS: wrong)
+
+
 def make_rule_reward() -> RewardSubject:
-    return RewardSubject(FakeRuleReward(), _task_samples())
+    return RewardSubject(FakeRuleReward(), _task_samples(), _TASK_SCORES)
 
 
 def make_model_reward() -> RewardSubject:
-    return RewardSubject(FakeModelReward(), _task_samples())
+    return RewardSubject(FakeModelReward(), _task_samples(), _TASK_SCORES)
+
+
+# The real sources judge REWARD_RESPONSES to "2+5=" (reference "7"):
+#   "#### 7", "7", "<think>3 plus 4</think> #### 7", "#### 8", "no idea", ""
+# each as its byte tokens then EOS: 7, 2, 31, 7, 8 and 1 tokens.
+
+
+def make_math_reward() -> RewardSubject:
+    return RewardSubject(MathAnswerReward(), reward_samples(), (1.0, 1.0, 1.0, 0.0, 0.0, 0.0))
+
+
+def make_format_reward() -> RewardSubject:
+    return RewardSubject(FormatReward(), reward_samples(), (0.0, 0.0, 1.0, 0.0, 0.0, 0.0))
+
+
+def make_length_reward() -> RewardSubject:
+    # No penalty up to 8 - 4 = 4 tokens, then -(length - 4) / 4 down to -1 at 8 and beyond.
+    source = LengthReward(max_length=8, cache_length=4)
+    return RewardSubject(source, reward_samples(), (-0.75, 0.0, -1.0, -0.75, -1.0, 0.0))
+
+
+def make_python_function_reward() -> RewardSubject:
+    # text_checksum: (sum of the response's character codes mod 97) / 96.
+    expected = tuple((sum(map(ord, text)) % 97) / 96 for text in REWARD_RESPONSES)
+    source = PythonFunctionReward("tests.helpers.toy_rewards:text_checksum")
+    return RewardSubject(source, reward_samples(), expected)
 
 
 IMPLEMENTATIONS: list[object] = [
     pytest.param(make_rule_reward, id="fake-rule"),
     pytest.param(make_model_reward, id="fake-model"),
+    pytest.param(make_math_reward, id="math"),
+    pytest.param(make_format_reward, id="format"),
+    pytest.param(make_length_reward, id="length"),
+    pytest.param(make_python_function_reward, id="python-function"),
 ]
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
-def subject(request: pytest.FixtureRequest) -> RewardSubject:
+def subject(request: pytest.FixtureRequest) -> Iterator[RewardSubject]:
     factory: Callable[[], RewardSubject] = request.param
-    return factory()
+    made = factory()
+    yield made
+    close = getattr(made.source, "close", None)
+    if callable(close):
+        close()
 
 
 def _score(subject: RewardSubject, samples: list[RewardSample]) -> torch.Tensor:
@@ -71,6 +117,7 @@ def test_one_finite_score_per_sample(subject: RewardSubject) -> None:
     assert scores.shape == (len(subject.samples),)
     assert scores.is_floating_point() and torch.isfinite(scores).all()
     assert not scores.requires_grad
+    assert scores.tolist() == pytest.approx(subject.expected, abs=1e-6)
 
 
 def test_deterministic_and_order_preserving(subject: RewardSubject) -> None:

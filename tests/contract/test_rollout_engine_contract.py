@@ -4,6 +4,10 @@ Append a factory to ``IMPLEMENTATIONS`` (GPU-only engines marked ``pytest.mark.g
 factory returns an :class:`EngineSubject`: an awake engine, prompts it can answer, and a
 policy whose weights differ from the engine's (``load_weights`` of its
 ``weights_for_sync`` must change the outputs, and then agree with its log-probs).
+
+An engine whose ``sleep`` drops the weights (vLLM's level-2 sleep, ``HfRolloutEngine`` with
+``sleep_mode="discard"``) sets ``reload_weights``: after ``wake_up`` it must refuse to
+generate (``RuntimeError``) until ``load_weights(reload_weights())`` gave the weights back.
 """
 
 from __future__ import annotations
@@ -20,8 +24,11 @@ from lightrft.adapters.fakes import (
     completions_batch,
     synthetic_prompts,
 )
-from lightrft.domain.ports import Policy, RolloutEngine
+from lightrft.adapters.hf import HfPolicy, HfRolloutEngine
+from lightrft.adapters.hf.rollout import SleepMode
+from lightrft.domain.ports import NamedTensors, Policy, RolloutEngine
 from lightrft.domain.types import PromptRecord, SamplingParams
+from tests.contract.real_adapters import CPU, short_prompts, tiny_model, tiny_tokenizer
 
 
 @dataclass
@@ -30,6 +37,7 @@ class EngineSubject:
     prompts: list[PromptRecord]
     policy: Policy  # weights different from the engine's
     logprob_atol: float = 1e-4  # engine vs trainer log-prob tolerance (bf16 engines: ~0.1)
+    reload_weights: Callable[[], NamedTensors] | None = None  # engines that drop weights
 
 
 def make_fake_engine() -> EngineSubject:
@@ -39,9 +47,36 @@ def make_fake_engine() -> EngineSubject:
     )
 
 
-IMPLEMENTATIONS: list[object] = [pytest.param(make_fake_engine, id="fake")]
+def make_hf_engine(sleep_mode: SleepMode) -> EngineSubject:
+    model = tiny_model(0)
+    initial = [(name, p.detach().clone()) for name, p in model.named_parameters()]
+    engine = HfRolloutEngine(model, tiny_tokenizer(), CPU, sleep_mode=sleep_mode)
+    reload = (lambda: iter(initial)) if sleep_mode == "discard" else None
+    return EngineSubject(engine, short_prompts(), HfPolicy(tiny_model(1)), reload_weights=reload)
+
+
+IMPLEMENTATIONS: list[object] = [
+    pytest.param(make_fake_engine, id="fake"),
+    pytest.param(lambda: make_hf_engine("offload"), id="hf-offload"),
+    pytest.param(lambda: make_hf_engine("discard"), id="hf-discard"),
+]
 
 SAMPLING = SamplingParams(n=3, max_new_tokens=5, seed=7)
+
+# (test, implementation id) -> open adapter bug. Strict: a fixed bug fails until removed here.
+_EMPTY_BUG = (
+    "HfRolloutEngine.generate([]) raises ValueError: transformers 5's "
+    "tokenizer.batch_decode([]) returns [''], which zip(strict=True) rejects"
+)
+KNOWN_BUGS: dict[tuple[str, str], str] = {}
+
+
+@pytest.fixture(autouse=True)
+def _known_bugs(request: pytest.FixtureRequest) -> None:
+    callspec = getattr(request.node, "callspec", None)
+    key = (request.node.originalname, callspec.id if callspec else None)
+    if key in KNOWN_BUGS:
+        request.applymarker(pytest.mark.xfail(reason=KNOWN_BUGS[key], strict=True))
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
@@ -74,6 +109,9 @@ def test_n_completions_per_prompt_grouped(subject: EngineSubject) -> None:
         assert c.logprobs is not None and len(c.logprobs) == len(c.token_ids)
         assert all(lp <= 1e-6 for lp in c.logprobs)
         assert isinstance(c.text, str)
+
+
+def test_no_prompts_no_completions(subject: EngineSubject) -> None:
     assert subject.engine.generate([], SAMPLING) == []
 
 
@@ -104,6 +142,10 @@ def test_sleep_wake_round_trip_keeps_outputs(subject: EngineSubject) -> None:
     before = subject.engine.generate(subject.prompts, SAMPLING)
     subject.engine.sleep()
     subject.engine.wake_up()
+    if subject.reload_weights is not None:
+        with pytest.raises(RuntimeError):
+            subject.engine.generate(subject.prompts, SAMPLING)
+        subject.engine.load_weights(subject.reload_weights())
     after = subject.engine.generate(subject.prompts, SAMPLING)
     assert [c.token_ids for c in after] == [c.token_ids for c in before]
     for a, b in zip(after, before, strict=True):

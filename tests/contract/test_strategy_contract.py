@@ -6,14 +6,17 @@ it on a small ``nn.Module`` of their own.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
 from torch import nn
 
 from lightrft.adapters.fakes import FakeStrategy
+from lightrft.adapters.single_device import SingleDeviceStrategy
 from lightrft.domain.ports import Strategy
 from lightrft.domain.types import OptimizerParams
 
@@ -24,8 +27,32 @@ def make_fake_strategy(params: OptimizerParams) -> Strategy:
     return FakeStrategy(params)
 
 
-IMPLEMENTATIONS: list[object] = [pytest.param(make_fake_strategy, id="fake")]
+def make_single_device_strategy(params: OptimizerParams) -> Strategy:
+    return SingleDeviceStrategy(torch.device("cpu"), params)
+
+
+def make_cuda_single_device_strategy(params: OptimizerParams) -> Strategy:
+    return SingleDeviceStrategy(torch.device("cuda", 0), params)
+
+
+IMPLEMENTATIONS: list[object] = [
+    pytest.param(make_fake_strategy, id="fake"),
+    pytest.param(make_single_device_strategy, id="single-device"),
+    pytest.param(make_cuda_single_device_strategy, id="single-device-cuda", marks=pytest.mark.gpu),
+]
 PARAMS = OptimizerParams(lr=0.05, warmup_steps=1, total_steps=20, schedule="cosine")
+
+# (test, implementation id) -> open adapter issue. Strict: once fixed, the test fails until
+# the entry is removed.
+KNOWN_BUGS: dict[tuple[str, str], str] = {}
+
+
+@pytest.fixture(autouse=True)
+def _known_bugs(request: pytest.FixtureRequest) -> None:
+    callspec = getattr(request.node, "callspec", None)
+    key = (request.node.originalname, callspec.id if callspec else None)
+    if key in KNOWN_BUGS:
+        request.applymarker(pytest.mark.xfail(reason=KNOWN_BUGS[key], strict=True))
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
@@ -95,11 +122,13 @@ def test_non_finite_gradient_skips(factory: StrategyFactory) -> None:
     _train(strategy, module, 1)  # the next step works
 
 
-def test_state_dict_resumes_exactly(factory: StrategyFactory) -> None:
+def _check_resume(factory: StrategyFactory, keep: Callable[[dict[str, Any]], Any]) -> None:
+    """Trains 3 steps, keeps ``keep(state_dict())``, trains 3 more; a fresh strategy on
+    another module that loads what was kept must repeat those 3 steps exactly."""
     strategy, module = factory(PARAMS), _module(0)
     strategy.prepare(module)
     _train(strategy, module, 3)
-    saved = strategy.state_dict()
+    saved = keep(strategy.state_dict())
     expected_losses = _train(strategy, module, 3)
     expected = _params(strategy)
 
@@ -109,6 +138,23 @@ def test_state_dict_resumes_exactly(factory: StrategyFactory) -> None:
     assert _train(resumed, other, 3) == pytest.approx(expected_losses, rel=1e-5)
     for name, tensor in _params(resumed).items():
         torch.testing.assert_close(tensor, expected[name])
+
+
+def _saved_and_loaded(state: dict[str, Any]) -> Any:
+    """What a checkpoint store does at once: ``torch.save``, then a weights-only load."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=True)
+
+
+def test_state_dict_resumes_exactly(factory: StrategyFactory) -> None:
+    _check_resume(factory, lambda state: state)  # the state is a snapshot: later steps
+    # must not change it
+
+
+def test_state_dict_saved_at_once_resumes_exactly(factory: StrategyFactory) -> None:
+    _check_resume(factory, _saved_and_loaded)
 
 
 def test_offload_onload_round_trip(factory: StrategyFactory) -> None:

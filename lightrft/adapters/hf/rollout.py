@@ -99,6 +99,8 @@ class HfRolloutEngine:
         """``sampling.n`` completions per prompt; prompt i owns rows [i*n, (i+1)*n)."""
         if not self._awake:
             raise RuntimeError("the rollout engine is asleep; call wake_up() first")
+        if not prompts:
+            return []
         missing = self._weights.missing
         if missing:
             raise RuntimeError(

@@ -9,6 +9,8 @@ schedule position are left unchanged; gradients are zeroed).
 
 from __future__ import annotations
 
+import copy
+
 import contextlib
 import math
 from collections.abc import Callable, Iterator, Mapping
@@ -147,13 +149,18 @@ class SingleDeviceStrategy:
         self._state_devices = {}
 
     def state_dict(self) -> dict[str, Any]:
-        """``{"module", "optimizer", "scheduler"}`` states (live tensors, not copies)."""
+        """A snapshot of the ``{"module", "optimizer", "scheduler"}`` states.
+
+        Tensors are copies: training after the call does not change what was returned.
+        """
         optimizer, scheduler = self._built()
-        return {
-            "module": self.module.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-        }
+        return copy.deepcopy(
+            {
+                "module": self.module.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+            }
+        )
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restores :meth:`state_dict` output (after :meth:`prepare` of the same module)."""
