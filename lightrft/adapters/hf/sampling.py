@@ -21,7 +21,6 @@ decoding (temperature 0) takes the argmax and reports the plain log_softmax(logi
 from __future__ import annotations
 
 import hashlib
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 

@@ -9,9 +9,8 @@ schedule position are left unchanged; gradients are zeroed).
 
 from __future__ import annotations
 
-import copy
-
 import contextlib
+import copy
 import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
