@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import torch
-from torch.distributed.tensor import DTensor
 import torch.distributed as dist
 from torch import Tensor, nn
 from torch.distributed.checkpoint.state_dict import (
@@ -30,6 +29,7 @@ from torch.distributed.checkpoint.state_dict import (
 from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+from torch.distributed.tensor import DTensor
 
 from lightrft.adapters.common.lr_schedule import learning_rate
 from lightrft.adapters.fsdp.gather import clean_name, full_state
