@@ -10,8 +10,8 @@ and after, trains until --steps or --train-budget-s, and prints per-step phase t
 from __future__ import annotations
 
 import argparse
-import logging
 import json
+import logging
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -142,13 +142,21 @@ def build(args: argparse.Namespace) -> tuple[ColocatedRLCycle, PrintTracker, Any
     instruction = INSTRUCTIONS.get(args.instruction, args.instruction)
     fmt = PromptFormat(system_prompt=args.system_prompt) if args.system_prompt else None
     train = arithmetic_prompts(
-        args.train_prompts, args.data_seed, args.difficulty,
-        tokenizer=tok, prompt_format=fmt, instruction=instruction,
+        args.train_prompts,
+        args.data_seed,
+        args.difficulty,
+        tokenizer=tok,
+        prompt_format=fmt,
+        instruction=instruction,
     )
     eval_diff = args.eval_difficulty or args.difficulty
     heldout = arithmetic_prompts(
-        args.eval_prompts, 10_000 + args.data_seed, eval_diff,
-        tokenizer=tok, prompt_format=fmt, instruction=instruction,
+        args.eval_prompts,
+        10_000 + args.data_seed,
+        eval_diff,
+        tokenizer=tok,
+        prompt_format=fmt,
+        instruction=instruction,
     )
     lora = None
     if args.lora_rank:
@@ -162,7 +170,9 @@ def build(args: argparse.Namespace) -> tuple[ColocatedRLCycle, PrintTracker, Any
     strategy = SingleDeviceStrategy(
         CPU,
         OptimizerParams(
-            lr=args.lr, max_grad_norm=args.max_grad_norm, warmup_steps=args.warmup,
+            lr=args.lr,
+            max_grad_norm=args.max_grad_norm,
+            warmup_steps=args.warmup,
             weight_decay=0.0,
         ),
     )
@@ -184,7 +194,9 @@ def build(args: argparse.Namespace) -> tuple[ColocatedRLCycle, PrintTracker, Any
         rollout=RolloutParams(
             prompts_per_step=args.prompts_per_step,
             sampling=SamplingParams(
-                n=args.n, temperature=args.temperature, top_p=args.top_p,
+                n=args.n,
+                temperature=args.temperature,
+                top_p=args.top_p,
                 max_new_tokens=args.max_new_tokens,
             ),
             dynamic_sampling=args.dynamic_sampling,
@@ -196,15 +208,18 @@ def build(args: argparse.Namespace) -> tuple[ColocatedRLCycle, PrintTracker, Any
         ),
         shaping=RewardShapingParams(),
         train=TrainParams(
-            epochs=args.epochs, mini_batch_size=args.mini_batch,
-            micro_batch_size=args.micro_batch, seed=args.seed,
+            epochs=args.epochs,
+            mini_batch_size=args.mini_batch,
+            micro_batch_size=args.micro_batch,
+            seed=args.seed,
         ),
         cycle=CycleParams(
             total_steps=max(args.steps, 1),
             seed=args.seed,
             eval_every=None,
             eval_sampling=SamplingParams(
-                n=1, temperature=0.0,
+                n=1,
+                temperature=0.0,
                 max_new_tokens=args.eval_max_new_tokens or args.max_new_tokens,
             ),
             log_samples_per_step=args.show_samples,
@@ -249,21 +264,33 @@ def main() -> None:
             if args.train_budget_s and time.perf_counter() - t_train > args.train_budget_s:
                 break
             cycle.run(resume=False, max_steps=1)
-            if args.eval_every and cycle.state.step % args.eval_every == 0 and (
-                cycle.state.step < args.steps
+            if (
+                args.eval_every
+                and cycle.state.step % args.eval_every == 0
+                and (cycle.state.step < args.steps)
             ):
-                curve.append((cycle.state.step, evaluate(cycle, f"step {cycle.state.step}", 0)["eval/accuracy"]))
+                curve.append(
+                    (
+                        cycle.state.step,
+                        evaluate(cycle, f"step {cycle.state.step}", 0)["eval/accuracy"],
+                    )
+                )
         train_s = time.perf_counter() - t_train
         after = evaluate(cycle, "after", args.show_eval)
         curve.append((cycle.state.step, after["eval/accuracy"]))
         steps = [m for _, m in tracker.rows if "time/step_s" in m]
         mean = {
             k: sum(m.get(k, 0.0) for m in steps) / max(len(steps), 1)
-            for k in ["time/step_s"] + [f"time/{p}_s" for p in PHASES[:5]]
+            for k in ["time/step_s"]
+            + [f"time/{p}_s" for p in PHASES[:5]]
             + ["reward/mean", "response_length/mean", "throughput/generated_tokens_per_s"]
         }
         result.update(
-            after=after, steps=len(steps), train_s=train_s, mean_step=mean, curve=curve,
+            after=after,
+            steps=len(steps),
+            train_s=train_s,
+            mean_step=mean,
+            curve=curve,
             reward_curve=[m.get("reward/mean", 0.0) for m in steps],
         )
         print(
