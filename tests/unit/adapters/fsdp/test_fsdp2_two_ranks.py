@@ -21,13 +21,12 @@ import torch
 from transformers import LlamaForCausalLM
 
 from lightrft.adapters.distributed import free_port
-from lightrft.domain.aggregation import LossNormalizer
+from tests.helpers.sharded_case import reference_run as shared_reference_run
 from tests.unit.adapters.fsdp.fsdp_case import (
     CKPT_AT,
     EXPECTED_LRS,
     OPTIM,
     global_batch,
-    nll_loss,
     tiny_model,
 )
 from tests.unit.adapters.fsdp.fsdp_worker import run_rank
@@ -46,27 +45,7 @@ class Reference:
 
 def reference_run() -> Reference:
     """Plain torch: one forward over all B rows per step, clip_grad_norm_, AdamW."""
-    model = tiny_model(0)
-    params = list(model.parameters())
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": [p for p in params if p.ndim >= 2], "weight_decay": OPTIM.weight_decay},
-            {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
-        ],
-        lr=OPTIM.lr,
-        betas=OPTIM.betas,
-        eps=OPTIM.eps,
-    )
-    norms = []
-    for step, lr in enumerate(EXPECTED_LRS):
-        input_ids, mask = global_batch(step)
-        nll_loss(model, input_ids, mask, LossNormalizer.from_mask(mask)).backward()
-        norms.append(float(torch.nn.utils.clip_grad_norm_(params, OPTIM.max_grad_norm)))
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        optimizer.step()
-        optimizer.zero_grad()
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    state, norms = shared_reference_run(len(EXPECTED_LRS))
     return Reference(state, norms)
 
 
