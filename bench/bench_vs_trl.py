@@ -183,6 +183,7 @@ def run_ours(a: argparse.Namespace) -> dict[str, Any]:
     if a.worker == "proto":
         passes += f"; patched: {a.patch}"
     return {
+        "threads": [torch.get_num_threads()],
         "side": a.worker,
         "steps": steps,
         "setup_rss_mb": setup_rss,
@@ -296,6 +297,7 @@ def run_trl(a: argparse.Namespace) -> dict[str, Any]:
     _wrap_timer(trainer, "training_step", timers, "train_fb_s")
 
     marks: list[float] = []
+    threads_seen: set[int] = set()
     cpu_marks: list[float] = []
     snapshots: list[dict[str, float]] = []
 
@@ -305,6 +307,7 @@ def run_trl(a: argparse.Namespace) -> dict[str, Any]:
             cpu_marks.append(time.process_time())
 
         def on_step_end(self, *args: Any, **kwargs: Any) -> None:
+            threads_seen.add(torch.get_num_threads())
             marks.append(time.perf_counter())
             cpu_marks.append(time.process_time())
             snapshots.append(dict(timers))
@@ -343,6 +346,7 @@ def run_trl(a: argparse.Namespace) -> dict[str, Any]:
         "setup_rss_mb": setup_rss,
         "peak_rss_mb": _proc_status_mb("VmHWM"),
         "prompt_ids": prompt_ids,
+        "threads": sorted(threads_seen),
         "passes": "generate (HF generate), reward, fwd(fused head, all positions)+bwd per "
         "micro-batch, AdamW",
     }
@@ -364,7 +368,8 @@ def _wrap_timer(obj: Any, name: str, timers: dict[str, float], key: str) -> None
 def _print_step(side: str, i: int, warmup: int, s: dict[str, float]) -> None:
     tag = "warmup" if i < warmup else "timed"
     print(
-        f"[{side}] step {i} ({tag}): {s['step_s']:.2f}s cpu {s['cpu_s']:.2f}s gen {s['gen_s']:.2f}s "
+        f"[{side}] step {i} ({tag}): {s['step_s']:.2f}s cpu {s['cpu_s']:.2f}s "
+        f"gen {s['gen_s']:.2f}s "
         f"train {s['train_s']:.2f}s tokens {s['gen_tokens']:.0f} max_len {s['max_len']:.0f} "
         f"reward {s['reward']:.2f}",
         file=sys.stderr,
@@ -390,6 +395,7 @@ def _summary(runs: Sequence[dict[str, Any]], warmup: int) -> dict[str, float]:
         "step_s": med("step_s"),
         "min_step_s": min(s["step_s"] for s in timed),
         "cpu_s": med("cpu_s"),
+        "cores": _median([s["cpu_s"] / s["step_s"] for s in timed]),
         "gen_s": med("gen_s"),
         "train_s": med("train_s"),
         "other_s": _median([s["step_s"] - s["gen_s"] - s["train_s"] for s in timed]),
@@ -417,6 +423,7 @@ ROWS = [
     ("generation tokens/s", "gen_tok_s", "{:.1f}"),
     ("setup RSS (MB)", "setup_rss_mb", "{:.0f}"),
     ("peak RSS (MB)", "peak_rss_mb", "{:.0f}"),
+    ("CPU time / wall time (cores obtained)", "cores", "{:.2f}"),
     ("machine load average during the run", "load", "{:.2f}"),
 ]
 
