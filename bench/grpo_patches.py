@@ -14,6 +14,8 @@ response columns, G group size):
   generator, so a sample does not depend on the batch (the engine's guarantee).
 - ``prefill``: the prompt prefill runs once per distinct prompt (U rows instead of N = U x
   n); the KV cache and the first logits are then expanded to the n samples.
+- ``compile_decode``: decode steps run ``torch.compile(model, dynamic=True)`` (about 100 s
+  of compilation on 2 cores, paid in the warm-up step); the prefill stays eager.
 - ``share_weights``: the engine's model uses the policy's parameter tensors (same device,
   same dtype, no LoRA): no second copy of the weights and no weight sync copy.
 - ``group_order``: the optimizer shuffles whole groups instead of rows, so a micro-batch
@@ -107,6 +109,29 @@ def _patch_prefill(container: Any) -> None:
         return logits.index_select(0, expand)
 
     engine._decode = decode
+    engine._step = step
+
+
+@patch("compile_decode")
+def _patch_compile_decode(container: Any) -> None:
+    """Decode steps (one new token per row) run a ``torch.compile(dynamic=True)`` model."""
+    engine = container.engine()
+    compiled = torch.compile(engine.module, dynamic=True)
+    original_step = engine._step
+
+    def step(input_ids: Tensor, mask: Tensor, positions: Tensor, cache: Any) -> Tensor:
+        if input_ids.shape[1] != 1:  # prefill: eager
+            return original_step(input_ids, mask, positions, cache)
+        out = compiled(
+            input_ids=input_ids,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        return out.logits[:, -1]
+
     engine._step = step
 
 

@@ -1,7 +1,7 @@
 """Profiles one LightRFT GRPO step (the ``bench_vs_trl.py`` workload) on CPU.
 
 Run: ``OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=2 .venv/bin/python bench/profile_grpo_step.py``
-(same size flags as ``bench_vs_trl.py``). After ``--warmup`` steps it profiles one step with
+(same size flags as ``bench_vs_trl.py``; ``--proto`` applies its ``--patch`` prototypes). After ``--warmup`` steps it profiles one step with
 ``cProfile`` (Python functions, sorted by cumulative and by own time) and/or
 ``torch.profiler`` (aten ops by self CPU time), ``--mode cprofile|torch|both``.
 ``--top`` sets the rows printed; ``--dump PATH`` writes the cProfile stats for snakeviz.
@@ -27,6 +27,7 @@ def main() -> None:
     extra.add_argument("--mode", default="both", choices=["cprofile", "torch", "both"])
     extra.add_argument("--top", type=int, default=30)
     extra.add_argument("--dump", default=None)
+    extra.add_argument("--proto", action="store_true", help="apply --patch (grpo_patches.py)")
     mine, rest = extra.parse_known_args()
     a = bvt.parse_args(rest)
 
@@ -40,6 +41,10 @@ def main() -> None:
     bvt._quiet_logs()
     container = build_container(bvt._load_config(a, tempfile.mkdtemp(prefix="profile_grpo_")))
     cycle = container.cycle()
+    if mine.proto:
+        import grpo_patches
+
+        grpo_patches.apply(a.patch.split(","), container)
     for _ in range(a.warmup):
         cycle.train_step()
     if mine.mode in ("cprofile", "both"):
