@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
@@ -20,4 +22,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "gpu" in item.keywords and not torch.cuda.is_available():
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU; none is available here"))
         if "npu" in item.keywords and not _has_npu():
-            item.add_marker(pytest.mark.skip(reason="needs an Ascend NPU (torch_npu); not installed"))
+            item.add_marker(
+                pytest.mark.skip(reason="needs an Ascend NPU (torch_npu); not installed")
+            )
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A saved tiny random HF model + tokenizer directory (``model.path`` for CLI runs)."""
+    from tests.unit.adapters.hf.hf_tiny import tiny_model, tiny_tokenizer
+
+    path = tmp_path_factory.mktemp("tiny") / "model"
+    tiny_model().save_pretrained(path)
+    tiny_tokenizer().save_pretrained(path)
+    return path
+
+
+@pytest.fixture
+def one_rank_group(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A one-process gloo group on the CPU (FSDP2 needs a process group), torn down after."""
+    from lightrft.adapters.accelerators import CpuAccelerator
+    from lightrft.adapters.distributed import init_process_group_from_env, shutdown_process_group
+
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(var, raising=False)
+    init_process_group_from_env(CpuAccelerator(), single_process_group=True)
+    yield
+    shutdown_process_group()

@@ -32,6 +32,19 @@ DEFAULT_PLAN: Mapping[str, frozenset[str]] = {
 """Components awake per phase; everything else is asleep (offloaded)."""
 
 
+def engine_on_policy_plan(
+    plan: Mapping[str, frozenset[str]] = DEFAULT_PLAN,
+) -> dict[str, frozenset[str]]:
+    """``plan`` for an engine that runs the policy's own weights (no copy of them).
+
+    Wherever the engine is awake the policy must be too: offloading the policy would take
+    the engine's weights off the device.
+    """
+    return {
+        phase: names | {"policy"} if "engine" in names else names for phase, names in plan.items()
+    }
+
+
 @dataclass(frozen=True)
 class Switch:
     """How to wake (``on``) and put to sleep (``off``) one component."""

@@ -3,7 +3,10 @@
 Shapes: B samples, R response tokens. Loss = policy loss + KL loss (when the estimator keeps
 KL out of the reward) + entropy term, each aggregated with a normalizer computed once per
 mini-batch over every micro-batch and rank, so the gradient does not depend on how the
-mini-batch is split (ALGORITHMS.md, "Loss aggregation modes").
+mini-batch is split (ALGORITHMS.md, "Loss aggregation modes"). That is why the rows of a
+mini-batch may be reordered so the samples of one group (one prompt) sit together before the
+micro-batch split: a micro-batch then holds whole groups, and a policy that runs each
+distinct prompt once (prefix sharing) shares it across the group.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from lightrft.application.batching import split_by_count, split_by_tokens
 from lightrft.application.params import AlgorithmParams, TrainParams
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS
 from lightrft.domain.aggregation import LossNormalizer
+from lightrft.domain.groups import dense_group_ids
 from lightrft.domain.kl import kl_loss
 from lightrft.domain.policy_losses import PolicyLossInputs, compute_policy_loss
 from lightrft.domain.ports import Collective, Critic, Policy, Strategy
@@ -75,6 +79,7 @@ class PolicyOptimizer:
         return torch.randperm(b, generator=gen)
 
     def _micro_batches(self, experience: Experience, rows: Tensor) -> list[Tensor]:
+        rows = group_contiguous(rows, experience.group_index[rows])
         budget = self.train_params.max_tokens_per_micro_batch
         if budget is None:
             return split_by_count(rows, self.train_params.micro_batch_size)
@@ -194,3 +199,16 @@ class PolicyOptimizer:
         metrics = {key: float(value) for key, value in out.metrics.items()}
         metrics["critic/loss"] = float(out.loss.detach())
         return metrics
+
+
+def group_contiguous(rows: Tensor, group_index: Tensor) -> Tensor:
+    """``rows`` reordered so rows of one group are adjacent (stable).
+
+    Groups keep the order of their first row, rows keep their order within a group.
+    Shape: rows (N,), group_index (N,) the group of each row -> (N,).
+    """
+    ids, k = dense_group_ids(group_index.cpu())
+    position = torch.arange(len(rows))
+    first = torch.full((k,), len(rows), dtype=torch.long)
+    first = first.scatter_reduce(0, ids, position, reduce="amin")  # [K] first row of each group
+    return rows[torch.argsort(first[ids], stable=True).to(rows.device)]

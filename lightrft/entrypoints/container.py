@@ -11,6 +11,7 @@ from __future__ import annotations
 from dependency_injector import containers, providers
 
 from lightrft.application.cycle import ColocatedRLCycle, CycleComponents
+from lightrft.application.phases import DEFAULT_PLAN, engine_on_policy_plan
 from lightrft.entrypoints.wiring import data, models
 
 
@@ -33,7 +34,9 @@ class Container(containers.DeclarativeContainer):
     policy = providers.Singleton(models.build_policy, config, model_path, device, tokenizer)
     reference = providers.Singleton(models.build_reference, config, model_path, device)
     critic = providers.Singleton(models.build_critic, config, model_path, device)
-    engine = providers.Singleton(models.build_engine, config, model_path, device, tokenizer)
+    engine = providers.Singleton(
+        models.build_engine, config, model_path, device, tokenizer, policy.provider
+    )
     policy_strategy = providers.Singleton(
         models.build_strategy, config, device, policy.provided.module
     )
@@ -83,4 +86,13 @@ class Container(containers.DeclarativeContainer):
         config,
         tokenizer,
     )
-    cycle = providers.Singleton(ColocatedRLCycle, components, settings)
+    # an engine running the policy's own weights needs the policy awake whenever it is
+    plan = providers.Singleton(
+        lambda engine: (
+            engine_on_policy_plan()
+            if getattr(engine, "shares_policy_weights", False)
+            else DEFAULT_PLAN
+        ),
+        engine,
+    )
+    cycle = providers.Singleton(ColocatedRLCycle, components, settings, plan)

@@ -5,6 +5,10 @@ factory returns an :class:`EngineSubject`: an awake engine, prompts it can answe
 policy whose weights differ from the engine's (``load_weights`` of its
 ``weights_for_sync`` must change the outputs, and then agree with its log-probs).
 
+An engine that runs the policy's own module (``HfRolloutEngine(shares_policy_weights=True)``)
+sets ``update_policy``: the test changes the policy's weights with it instead of holding a
+second policy, and syncs by passing the module's own tensors (no copies).
+
 An engine whose ``sleep`` drops the weights (vLLM's level-2 sleep, ``HfRolloutEngine`` with
 ``sleep_mode="discard"``) sets ``reload_weights``: after ``wake_up`` it must refuse to
 generate (``RuntimeError``) until ``load_weights(reload_weights())`` gave the weights back.
@@ -38,6 +42,7 @@ class EngineSubject:
     policy: Policy  # weights different from the engine's
     logprob_atol: float = 1e-4  # engine vs trainer log-prob tolerance (bf16 engines: ~0.1)
     reload_weights: Callable[[], NamedTensors] | None = None  # engines that drop weights
+    update_policy: Callable[[], None] | None = None  # engines sharing the policy's weights
 
 
 def make_fake_engine() -> EngineSubject:
@@ -55,10 +60,23 @@ def make_hf_engine(sleep_mode: SleepMode) -> EngineSubject:
     return EngineSubject(engine, short_prompts(), HfPolicy(tiny_model(1)), reload_weights=reload)
 
 
+def make_shared_hf_engine() -> EngineSubject:
+    model = tiny_model(0)
+    engine = HfRolloutEngine(model, tiny_tokenizer(), CPU, shares_policy_weights=True)
+    other = tiny_model(1).state_dict()
+    return EngineSubject(
+        engine,
+        short_prompts(),
+        HfPolicy(model),
+        update_policy=lambda: model.load_state_dict(other),
+    )
+
+
 IMPLEMENTATIONS: list[object] = [
     pytest.param(make_fake_engine, id="fake"),
     pytest.param(lambda: make_hf_engine("offload"), id="hf-offload"),
     pytest.param(lambda: make_hf_engine("discard"), id="hf-discard"),
+    pytest.param(make_shared_hf_engine, id="hf-shared"),
 ]
 
 SAMPLING = SamplingParams(n=3, max_new_tokens=5, seed=7)
@@ -87,7 +105,10 @@ def subject(request: pytest.FixtureRequest) -> EngineSubject:
 
 def _sync(subject: EngineSubject) -> None:
     module = subject.policy.module
-    full_state = ((n, p.detach().clone()) for n, p in module.named_parameters())
+    if subject.update_policy is not None:  # shared weights: the engine's own tensors
+        full_state = ((n, p.detach()) for n, p in module.named_parameters())
+    else:
+        full_state = ((n, p.detach().clone()) for n, p in module.named_parameters())
     subject.engine.load_weights(subject.policy.weights_for_sync(full_state))
 
 
@@ -155,6 +176,8 @@ def test_sleep_wake_round_trip_keeps_outputs(subject: EngineSubject) -> None:
 def test_load_weights_changes_outputs_and_matches_policy(subject: EngineSubject) -> None:
     greedy = SamplingParams(temperature=0.0, max_new_tokens=4)
     before = subject.engine.generate(subject.prompts, greedy)
+    if subject.update_policy is not None:
+        subject.update_policy()
     _sync(subject)
     after = subject.engine.generate(subject.prompts, greedy)
     assert [(c.token_ids, c.logprobs) for c in after] != [(c.token_ids, c.logprobs) for c in before]

@@ -15,7 +15,6 @@ import torch
 from safetensors.torch import load_file
 
 from lightrft.entrypoints.cli import main
-from tests.unit.adapters.hf.hf_tiny import tiny_model, tiny_tokenizer
 
 TINY_RUN = [
     "train.total_steps=4",
@@ -28,14 +27,6 @@ TINY_RUN = [
     "data.eval.num_builtin=4",
     "logging.progress=false",
 ]
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("tiny") / "model"
-    tiny_model().save_pretrained(path)
-    tiny_tokenizer().save_pretrained(path)
-    return path
 
 
 @pytest.mark.parametrize(

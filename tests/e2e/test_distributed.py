@@ -17,28 +17,32 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 
-from tests.unit.adapters.hf.hf_tiny import tiny_model, tiny_tokenizer
-
 COMMON = [
-    "rollout.max_new_tokens=6", "rollout.n_samples_per_prompt=2", "eval.every=null",
-    "data.eval=null", "optim.lr=1e-3", "data.train.num_builtin=16", "logging.progress=false",
+    "rollout.max_new_tokens=6",
+    "rollout.n_samples_per_prompt=2",
+    "eval.every=null",
+    "data.eval=null",
+    "optim.lr=1e-3",
+    "data.train.num_builtin=16",
+    "logging.progress=false",
     "train.micro_batch_size=1",
     "reward.sources=[{type: python, function: 'tests.helpers.toy_rewards:text_checksum'}]",
 ]
 
 
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("tiny") / "model"
-    tiny_model().save_pretrained(path)
-    tiny_tokenizer().save_pretrained(path)
-    return path
-
-
 def _train(tiny_dir: Path, run_dir: Path, *extra: str) -> None:
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "lightrft.entrypoints.cli", "train", "grpo",
-               f"model.path={tiny_dir}", f"logging.run_dir={run_dir}", *COMMON, *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "lightrft.entrypoints.cli",
+        "train",
+        "grpo",
+        f"model.path={tiny_dir}",
+        f"logging.run_dir={run_dir}",
+        *COMMON,
+        *extra,
+    ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
 
@@ -55,9 +59,12 @@ def _max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
 BACKENDS = [
     pytest.param(["backend.strategy=fsdp2"], id="fsdp2"),
     pytest.param(
-        ["backend.strategy=deepspeed", "backend.zero_stage=3"], id="deepspeed-zero3",
-        marks=pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None,
-                                 reason="deepspeed is not installed (pip install 'lightrft[deepspeed]')"),
+        ["backend.strategy=deepspeed", "backend.zero_stage=3"],
+        id="deepspeed-zero3",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("deepspeed") is None,
+            reason="deepspeed is not installed (pip install 'lightrft[deepspeed]')",
+        ),
     ),
 ]
 
@@ -68,17 +75,31 @@ def test_two_processes_match_one_process_on_the_same_global_batch(
 ) -> None:
     single, double = tmp_path / "single", tmp_path / "double"
     _train(tiny_dir, single, "train.total_steps=3", "rollout.prompts_per_step=2")
-    _train(tiny_dir, double, "--nproc-per-node", "2", *backend, "train.total_steps=3",
-           "rollout.prompts_per_step=1")  # per rank: 2 ranks x 1 = the same 2 prompts a step
+    _train(
+        tiny_dir,
+        double,
+        "--nproc-per-node",
+        "2",
+        *backend,
+        "train.total_steps=3",
+        "rollout.prompts_per_step=1",
+    )  # per rank: 2 ranks x 1 = the same 2 prompts a step
     base = AutoModelForCausalLM.from_pretrained(tiny_dir).state_dict()
     moved = _max_diff(_weights(single), {k: base[k] for k in _weights(single)})
     assert moved > 1e-4  # the steps really changed the model
     assert _max_diff(_weights(single), _weights(double)) < 1e-5
 
 
-def test_sharded_checkpoint_with_two_ranks_resumes_identically(tiny_dir: Path, tmp_path: Path) -> None:
-    args = ["--nproc-per-node", "2", "backend.strategy=fsdp2", "rollout.prompts_per_step=1",
-            "checkpoint.every=2"]
+def test_sharded_checkpoint_with_two_ranks_resumes_identically(
+    tiny_dir: Path, tmp_path: Path
+) -> None:
+    args = [
+        "--nproc-per-node",
+        "2",
+        "backend.strategy=fsdp2",
+        "rollout.prompts_per_step=1",
+        "checkpoint.every=2",
+    ]
     full, split = tmp_path / "full", tmp_path / "split"
     _train(tiny_dir, full, *args, "train.total_steps=4")
     _train(tiny_dir, split, *args, "train.total_steps=2")

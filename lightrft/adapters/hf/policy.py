@@ -14,8 +14,12 @@ from torch import Tensor, nn
 from transformers import PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from lightrft.adapters.hf.logprobs import response_logprobs
 from lightrft.adapters.hf.lora import LoraParams, apply_lora, lora_layers, merged_weights
+from lightrft.adapters.hf.prefix_sharing import (
+    DEFAULT_MAX_ROW_TOKENS,
+    PrefixSharing,
+    PrefixSharingMode,
+)
 from lightrft.domain.ports import NamedTensors, PolicyOutput
 from lightrft.domain.types import SequenceBatch
 
@@ -29,6 +33,12 @@ class HfPolicy:
             train, and :meth:`weights_for_sync` / :meth:`export_hf` merge them into the base.
         packing: run each forward as one packed row of all samples (no padding compute);
             results equal the padded path.
+        prefix_sharing: run each distinct prompt of a batch once, its responses packed after
+            it under a 4-D mask (:mod:`~lightrft.adapters.hf.prefix_sharing`); results equal
+            the padded path. "auto": when the attention is sdpa or eager, some prompt
+            repeats and no packed row exceeds ``max_shared_row_tokens`` (else the padded or
+            packed path); "on": always (refuses flash_attention_2); "off": never.
+        max_shared_row_tokens: the longest packed row "auto" shares.
         chunk_size: rows per chunk of the log-softmax (bounds the float32 logits memory).
         tokenizer: saved next to the weights by :meth:`export_hf` when given.
 
@@ -41,11 +51,15 @@ class HfPolicy:
         *,
         lora: LoraParams | None = None,
         packing: bool = False,
+        prefix_sharing: PrefixSharingMode = "auto",
+        max_shared_row_tokens: int = DEFAULT_MAX_ROW_TOKENS,
         chunk_size: int = 1024,
         tokenizer: PreTrainedTokenizerBase | None = None,
     ) -> None:
         self._model: nn.Module = apply_lora(model, lora) if lora is not None else model
         self._packing = packing
+        self._prefix_sharing = PrefixSharing(prefix_sharing, max_shared_row_tokens)
+        self._prefix_sharing.check_model(self._model)
         self._chunk_size = chunk_size
         self._tokenizer = tokenizer
 
@@ -63,7 +77,7 @@ class HfPolicy:
         self, batch: SequenceBatch, *, temperature: float = 1.0, with_entropy: bool = False
     ) -> PolicyOutput:
         """Log-probs (B, R) of the response tokens (0 on padding), entropy (B, R) if asked."""
-        return response_logprobs(
+        return self._prefix_sharing.logprobs(
             self._model,
             batch,
             temperature=temperature,

@@ -9,7 +9,11 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
-from lightrft.adapters.hf.logprobs import response_logprobs
+from lightrft.adapters.hf.prefix_sharing import (
+    DEFAULT_MAX_ROW_TOKENS,
+    PrefixSharing,
+    PrefixSharingMode,
+)
 from lightrft.adapters.hf.weights import frozen_on
 from lightrft.domain.ports import PolicyOutput
 from lightrft.domain.types import SequenceBatch
@@ -24,6 +28,8 @@ class HfReferenceModel:
     under ``torch.no_grad``. :meth:`offload` moves the weights to host memory between uses
     and :meth:`onload` brings them back to ``device``; ``offloads`` / ``onloads`` count the
     moves. Calling :meth:`forward` while offloaded raises ``RuntimeError``.
+    ``packing``, ``prefix_sharing`` and ``max_shared_row_tokens`` choose the forward path as
+    in ``HfPolicy`` (all paths give the same log-probs).
     """
 
     def __init__(
@@ -32,12 +38,17 @@ class HfReferenceModel:
         device: torch.device,
         *,
         packing: bool = False,
+        prefix_sharing: PrefixSharingMode = "auto",
+        max_shared_row_tokens: int = DEFAULT_MAX_ROW_TOKENS,
         chunk_size: int = 1024,
     ) -> None:
+        sharing = PrefixSharing(prefix_sharing, max_shared_row_tokens)
+        sharing.check_model(model)
         frozen_on(model, device)
         self._model: nn.Module = model
         self._device = device
         self._packing = packing
+        self._prefix_sharing = sharing
         self._chunk_size = chunk_size
         self._offloaded = False
         self.offloads = 0
@@ -60,7 +71,7 @@ class HfReferenceModel:
         if self._offloaded:
             raise RuntimeError("the reference model is offloaded; call onload() first")
         with torch.no_grad():
-            return response_logprobs(
+            return self._prefix_sharing.logprobs(
                 self._model,
                 batch,
                 temperature=temperature,

@@ -2,9 +2,12 @@
 
 Shape letters: N rows being generated (prompts x n), P prompt tokens (left-padded), V vocab.
 
-The engine owns its own model instance (load it separately from the policy, e.g. with
-:func:`~lightrft.adapters.hf.loading.load_causal_lm`), so it can sleep, wake and take new
-weights independently of the trained module. Decoding is our own loop over
+By default the engine owns its own model instance (load it separately from the policy, e.g.
+with :func:`~lightrft.adapters.hf.loading.load_causal_lm`), so it can sleep, wake and take
+new weights independently of the trained module. With ``shares_policy_weights=True`` it
+runs the policy's own module instead (one device, no LoRA): no second copy of the weights
+and nothing to copy at a weight sync; see :class:`HfRolloutEngine`. Decoding is our own loop
+over
 ``model(..., past_key_values=cache)`` so that the reported log-probs are exactly those of
 the distribution each token was drawn from (see :mod:`lightrft.adapters.hf.sampling`),
 including the FIRE first token (``SamplingParams.first_token_temperature``,
@@ -15,6 +18,10 @@ Completions: ``token_ids`` run up to and including the EOS / stop token (nothing
 ``finish_reason`` is ``"stop"`` (EOS, a stop token id or a stop string) or ``"length"``.
 Given ``SamplingParams.seed`` the output is deterministic for the same prompts, weights and
 ``max_batch_size``.
+
+Work saved per batch: the prompt prefill runs once per distinct prompt of a chunk (the n
+samples of a prompt then copy its KV cache and first-token logits), and rows that have
+stopped leave the batch (their KV cache is dropped) once they are a quarter of it.
 
 Sleep modes: ``"offload"`` moves the weights to host memory and back (outputs unchanged
 after wake-up); ``"discard"`` frees them entirely (nothing kept anywhere except the small
@@ -48,15 +55,24 @@ SleepMode = Literal["offload", "discard"]
 
 
 class HfRolloutEngine:
-    """Batched sampling with a KV cache on a private copy of a causal LM.
+    """Batched sampling with a KV cache on a causal LM.
 
     Args:
-        model: the engine's own model instance (not the policy's module).
+        model: the engine's own model instance, or the policy's module when
+            ``shares_policy_weights``.
         tokenizer: decodes completions and defines EOS and padding.
         device: where the model runs while awake.
         sleep_mode: ``"offload"`` (weights kept in host memory) or ``"discard"`` (weights
             dropped; ``load_weights`` is required after ``wake_up``).
         max_batch_size: rows decoded together (``None``: all prompts x n at once).
+        shares_policy_weights: ``model`` is the trained policy's module (same device, no
+            LoRA wrapper). The engine then leaves its parameters, gradients and device
+            alone: ``sleep``/``wake_up`` only gate ``generate`` (the weights are the
+            policy's, and the KV cache is freed after every call); ``load_weights`` only
+            checks that each tensor is the engine's own parameter (what the policy's
+            ``weights_for_sync`` yields without LoRA) and refuses anything else, since
+            copying it would overwrite the policy. Generation runs the module in eval
+            mode under ``no_grad`` and restores its train/eval mode afterwards.
     """
 
     def __init__(
@@ -67,12 +83,17 @@ class HfRolloutEngine:
         *,
         sleep_mode: SleepMode = "offload",
         max_batch_size: int | None = None,
+        shares_policy_weights: bool = False,
     ) -> None:
         if sleep_mode not in ("offload", "discard"):
             raise ValueError(f"sleep_mode must be 'offload' or 'discard', got {sleep_mode!r}")
         if max_batch_size is not None and max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
-        frozen_on(model, device)
+        if shares_policy_weights:
+            _check_shareable(model, device)
+        else:
+            frozen_on(model, device)
+        self._shared = shares_policy_weights
         self._model = model
         self._weights = ModelWeights(self._model, device)
         self._tokenizer = tokenizer
@@ -92,6 +113,11 @@ class HfRolloutEngine:
     def module(self) -> PreTrainedModel:
         """The engine's model."""
         return self._model
+
+    @property
+    def shares_policy_weights(self) -> bool:
+        """Whether the engine runs the policy's own module (no copy of the weights)."""
+        return self._shared
 
     def generate(
         self, prompts: Sequence[PromptRecord], sampling: SamplingParams
@@ -119,10 +145,15 @@ class HfRolloutEngine:
             ]
         size = self._max_batch_size or max(len(rows), 1)
         results: list[tuple[list[int], list[float], FinishReason]] = []
-        with torch.no_grad():
-            for start in range(0, len(rows), size):
-                chunk = None if generators is None else generators[start : start + size]
-                results.extend(self._decode(rows[start : start + size], sampling, chunk))
+        was_training = self._model.training
+        self._model.train(False)  # a shared policy module may be in train mode
+        try:
+            with torch.no_grad():
+                for start in range(0, len(rows), size):
+                    chunk = None if generators is None else generators[start : start + size]
+                    results.extend(self._decode(rows[start : start + size], sampling, chunk))
+        finally:
+            self._model.train(was_training)
         texts = self._tokenizer.batch_decode(
             [ids for ids, _, _ in results], skip_special_tokens=True
         )
@@ -132,15 +163,24 @@ class HfRolloutEngine:
         ]
 
     def load_weights(self, weights: NamedTensors) -> None:
-        """Copies ``weights`` (base-model names, e.g. ``HfPolicy.weights_for_sync``) in place."""
-        self._weights.load(weights)
+        """Copies ``weights`` (base-model names, e.g. ``HfPolicy.weights_for_sync``) in place.
+
+        When the engine shares the policy's weights, checks instead that every tensor is
+        already the engine's own (nothing to copy) and raises ``ValueError`` otherwise.
+        """
+        if self._shared:
+            self._check_aliases(weights)
+        else:
+            self._weights.load(weights)
         self.weight_loads += 1
 
     def sleep(self) -> None:
         """Frees device memory: weights to host memory or dropped (see ``sleep_mode``)."""
         if not self._awake:
             return
-        if self._sleep_mode == "offload":
+        if self._shared:  # the weights are the policy's: only generation is gated
+            pass
+        elif self._sleep_mode == "offload":
             self._weights.offload()
         else:
             self._weights.discard()
@@ -151,8 +191,24 @@ class HfRolloutEngine:
         """Brings the weights back (``offload``) or reallocates them empty (``discard``)."""
         if self._awake:
             return
-        self._weights.restore()
+        if not self._shared:
+            self._weights.restore()
         self._awake = True
+
+    def _check_aliases(self, weights: NamedTensors) -> None:
+        """Every (name, tensor) must be the engine's own tensor of that name."""
+        own = dict(self._model.named_parameters(remove_duplicate=False))
+        own.update(self._model.named_buffers())
+        for name, tensor in weights:
+            target = own.get(name)
+            if target is None:
+                raise KeyError(f"the engine's model has no parameter or buffer {name!r}")
+            if target.data_ptr() != tensor.data_ptr() or target.shape != tensor.shape:
+                raise ValueError(
+                    f"{name}: this engine shares the policy's weights and cannot take other "
+                    "tensors (a LoRA merge or another model); build it with "
+                    "shares_policy_weights=False to load separate weights"
+                )
 
     def _decode(
         self,
@@ -161,35 +217,63 @@ class HfRolloutEngine:
         generator: Sequence[torch.Generator] | None,
     ) -> list[tuple[list[int], list[float], FinishReason]]:
         """Samples continuations of ``rows`` until each stops or reaches the budget."""
-        input_ids, mask = self._left_pad(rows)  # [N, P] each
-        positions = position_ids_from_mask(mask)
         cache = DynamicCache(config=self._model.config)
-        logits = self._step(input_ids, mask, positions, cache)  # [N, V]
+        logits, mask, positions = self._prefill(rows, cache)  # [N, V], [N, P], [N, P]
         next_position = positions[:, -1:] + 1  # [N, 1]
         stop_ids = torch.tensor(self._stop_token_ids(sampling), device=self._device)
         matcher = StopStringMatcher(self._tokenizer, sampling.stop_strings)
         tokens: list[list[int]] = [[] for _ in rows]
         logprobs: list[list[float]] = [[] for _ in rows]
         stopped = [False] * len(rows)
+        active = list(range(len(rows)))  # row of each batch entry
+        gens = None if generator is None else list(generator)
         for step in range(sampling.max_new_tokens):
             dist = _distribution(sampling, first=step == 0)
-            step_logprobs = sampling_logprobs(logits, dist)  # [N, V]
-            token = draw(step_logprobs, dist.temperature == 0, generator)  # [N]
-            chosen = step_logprobs.gather(-1, token[:, None]).squeeze(-1)  # [N]
+            step_logprobs = sampling_logprobs(logits, dist)  # [A, V]
+            token = draw(step_logprobs, dist.temperature == 0, gens)  # [A]
+            chosen = step_logprobs.gather(-1, token[:, None]).squeeze(-1)  # [A]
             is_stop = torch.isin(token, stop_ids).tolist()
-            for i, (tok, lp) in enumerate(zip(token.tolist(), chosen.tolist(), strict=True)):
+            for j, (tok, lp) in enumerate(zip(token.tolist(), chosen.tolist(), strict=True)):
+                i = active[j]
                 if stopped[i]:
                     continue
                 tokens[i].append(tok)
                 logprobs[i].append(lp)
-                stopped[i] = is_stop[i] or (bool(matcher) and matcher.hit(tokens[i]))
-            if all(stopped) or step + 1 == sampling.max_new_tokens:
+                stopped[i] = is_stop[j] or (bool(matcher) and matcher.hit(tokens[i]))
+            done = sum(stopped[i] for i in active)
+            if done == len(active) or step + 1 == sampling.max_new_tokens:
                 break
-            mask = torch.cat([mask, mask.new_ones(len(rows), 1)], dim=1)
+            if 4 * done >= len(active):  # drop finished rows once they are a quarter
+                keep = [j for j, i in enumerate(active) if not stopped[i]]
+                index = torch.tensor(keep, device=self._device)
+                cache.reorder_cache(index)
+                mask, next_position, token = mask[index], next_position[index], token[index]
+                active = [active[j] for j in keep]
+                gens = None if gens is None else [gens[j] for j in keep]
+            mask = torch.cat([mask, mask.new_ones(len(active), 1)], dim=1)
             logits = self._step(token[:, None], mask, next_position, cache)
             next_position = next_position + 1
         reasons: list[FinishReason] = ["stop" if s else "length" for s in stopped]
         return list(zip(tokens, logprobs, reasons, strict=True))
+
+    def _prefill(
+        self, rows: Sequence[Sequence[int]], cache: DynamicCache
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Runs each distinct prompt of ``rows`` once and copies its cache to its samples.
+
+        Returns the next-token logits (N, V), attention mask (N, P) and position ids (N, P)
+        of every row; ``cache`` then holds N rows.
+        """
+        distinct: dict[tuple[int, ...], int] = {}
+        owner = [distinct.setdefault(tuple(row), len(distinct)) for row in rows]
+        input_ids, mask = self._left_pad(list(distinct))  # [U, P] each
+        positions = position_ids_from_mask(mask)
+        logits = self._step(input_ids, mask, positions, cache)  # [U, V]
+        if len(distinct) == len(rows):
+            return logits, mask, positions
+        index = torch.tensor(owner, device=self._device)  # [N] row -> distinct prompt
+        cache.reorder_cache(index)
+        return logits[index], mask[index], positions[index]
 
     def _step(
         self, input_ids: Tensor, mask: Tensor, positions: Tensor, cache: DynamicCache
@@ -229,6 +313,21 @@ class HfRolloutEngine:
         elif config_eos is not None:
             ids.update(int(i) for i in config_eos)
         return sorted(ids) or [-1]
+
+
+def _check_shareable(model: PreTrainedModel, device: torch.device) -> None:
+    """A module the engine may share with the policy: plain HF model on ``device``."""
+    if hasattr(model, "peft_config"):
+        raise ValueError(
+            "shares_policy_weights needs the policy's plain model; a LoRA policy syncs merged "
+            "weights, so give the engine its own model instead"
+        )
+    devices = {p.device for p in model.parameters()}
+    if any(d.type != device.type or d.index not in (None, device.index) for d in devices):
+        raise ValueError(
+            f"shares_policy_weights: the module's parameters are on {sorted(map(str, devices))}, "
+            f"not on the engine's device {device}"
+        )
 
 
 def _distribution(sampling: SamplingParams, *, first: bool) -> TokenDistribution:

@@ -78,16 +78,28 @@ def draw(
     """One token per row: argmax if ``greedy`` else a draw. Shape: (N, V) -> (N,) long.
 
     ``generator`` is one generator for the whole batch, or one per row (then each row's
-    draws do not depend on which other rows share the batch).
+    draws do not depend on which other rows share the batch). A draw is an inverse-CDF
+    search: one uniform u per row, the token is the first whose cumulative probability
+    exceeds u times the row's total (a filtered token, p = 0, adds no width and is never
+    chosen). One uniform per row keeps the per-row streams cheap; the search over all rows
+    is one vectorized call.
     """
     if greedy:
         return logprobs.argmax(dim=-1)
-    probs = logprobs.exp()
+    n = logprobs.shape[0]
+    device = logprobs.device
     if generator is None or isinstance(generator, torch.Generator):
-        return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
-    return torch.cat(
-        [torch.multinomial(p, 1, generator=g) for p, g in zip(probs, generator, strict=True)]
-    )
+        u = torch.rand(n, 1, generator=generator, device=device)
+    else:
+        if len(generator) != n:
+            raise ValueError(f"got {len(generator)} generators for {n} rows")
+        u = torch.cat([torch.rand(1, generator=g, device=device) for g in generator])[:, None]
+    cdf = logprobs.exp().cumsum(dim=-1)  # [N, V] float32
+    total = cdf[:, -1:]  # [N, 1]
+    # u * total may round up to total; the float just below it still finds the last token
+    # with p > 0 (searching the total itself would run past the end)
+    target = torch.minimum(u * total, torch.nextafter(total, torch.zeros_like(total)))
+    return torch.searchsorted(cdf, target, right=True).squeeze(-1)  # [N]
 
 
 def row_seed(seed: int, prompt_uid: str, sample: int) -> int:

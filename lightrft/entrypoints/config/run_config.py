@@ -69,7 +69,22 @@ class RunConfig(Section):
             )
         if self.model.lora.rank == 0 and self.model.lora.target_modules != "all-linear":
             raise ValueError("model.lora.target_modules is set but model.lora.rank is 0")
+        if self.rollout.share_policy_weights == "on" and not self.engine_can_share_weights():
+            raise ValueError(
+                "rollout.share_policy_weights 'on' needs backend.strategy 'single' (got "
+                f"{self.backend.strategy!r}) and model.lora.rank 0 (got {self.model.lora.rank})"
+            )
         return self
+
+    def engine_can_share_weights(self) -> bool:
+        """Whether the rollout engine can run the policy's own module: one unsharded copy
+        of the plain weights (a LoRA policy syncs merged weights)."""
+        return self.backend.strategy == "single" and self.model.lora.rank == 0
+
+    def engine_shares_weights(self) -> bool:
+        """Whether the rollout engine runs the policy's own module (``share_policy_weights``)."""
+        choice = self.rollout.share_policy_weights
+        return choice == "on" or (choice == "auto" and self.engine_can_share_weights())
 
     def _agg(self) -> str:
         return self.algorithm.agg or POLICY_LOSSES.get(self.algorithm.policy_loss).defaults.agg

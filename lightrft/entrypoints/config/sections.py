@@ -60,10 +60,26 @@ class ModelConfig(Section):
     gradient_checkpointing: bool = Field(False, description="Recompute activations in backward.")
     trust_remote_code: bool = Field(False, description="Run model code shipped with the weights.")
     packing: bool = Field(False, description="Pack variable-length samples into one row.")
+    prefix_sharing: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Run each distinct prompt of a training/reference forward once, its "
+        "responses packed after it under a 4-D mask (same results as padding). auto: with "
+        "sdpa/eager attention when a prompt repeats and the packed row is <= 4096 tokens; "
+        "on: always (not with flash_attention_2); off: never.",
+    )
     logprob_chunk_size: int = Field(
         1024, gt=0, description="Rows per chunk of the log-prob kernel."
     )
     lora: LoraConfig = Field(default_factory=LoraConfig)
+
+    @model_validator(mode="after")
+    def _prefix_sharing_needs_a_dense_mask(self) -> ModelConfig:
+        if self.prefix_sharing == "on" and self.attn_implementation == "flash_attention_2":
+            raise ValueError(
+                "prefix_sharing 'on' needs sdpa or eager attention (flash_attention_2 takes "
+                "no 4-D mask); use prefix_sharing 'auto' or 'off'"
+            )
+        return self
 
 
 class DatasetConfig(Section):
@@ -161,6 +177,11 @@ class RolloutConfig(Section):
         16, gt=0, description="Rows per no-grad log-prob forward."
     )
     max_batch_size: int | None = Field(None, gt=0, description="HF engine: rows generated at once.")
+    share_policy_weights: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="HF engine runs the policy's own module (no weight copy, no sync copy); "
+        "auto: when backend.strategy is single and model.lora.rank is 0.",
+    )
 
 
 RewardType = Literal["math", "format", "length", "python"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,7 @@ def build_policy(config: RunConfig, path: Path, device: torch.device, tokenizer:
         _load(config, path, device, train=True),
         lora=params,
         packing=config.model.packing,
+        prefix_sharing=config.model.prefix_sharing,
         chunk_size=config.model.logprob_chunk_size,
         tokenizer=tokenizer,
     )
@@ -90,6 +92,7 @@ def build_reference(config: RunConfig, path: Path, device: torch.device) -> HfRe
         _load(config, path, device, train=False),
         device,
         packing=config.model.packing,
+        prefix_sharing=config.model.prefix_sharing,
         chunk_size=config.model.logprob_chunk_size,
     )
 
@@ -103,14 +106,22 @@ def build_critic(config: RunConfig, path: Path, device: torch.device) -> HfCriti
 
 
 def build_engine(
-    config: RunConfig, path: Path, device: torch.device, tokenizer: Any
+    config: RunConfig,
+    path: Path,
+    device: torch.device,
+    tokenizer: Any,
+    policy: Callable[[], HfPolicy],
 ) -> HfRolloutEngine:
+    """The rollout engine: on the policy's own module when the config shares weights (then
+    ``policy`` is called), else on a model of its own."""
+    shared = config.engine_shares_weights()
     return HfRolloutEngine(
-        _load(config, path, device, train=False),
+        policy().module if shared else _load(config, path, device, train=False),  # type: ignore[arg-type]
         tokenizer,
         device,
         sleep_mode="offload",
         max_batch_size=config.rollout.max_batch_size,
+        shares_policy_weights=shared,
     )
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from lightrft.application.phases import PhaseSwitcher, Switch
+from lightrft.application.phases import DEFAULT_PLAN, PhaseSwitcher, Switch, engine_on_policy_plan
 
 
 class _Component:
@@ -48,3 +48,12 @@ def test_nested_and_unknown_phases_are_refused() -> None:
                 pass
     with pytest.raises(ValueError, match="unknown components"):
         PhaseSwitcher({}, plan={"rollout": frozenset({"gpu"})})
+
+
+def test_an_engine_on_the_policy_weights_keeps_the_policy_awake_with_it() -> None:
+    plan = engine_on_policy_plan(DEFAULT_PLAN)
+    assert plan["rollout"] == {"engine", "policy"}
+    assert plan["eval"] == {"engine", "policy"}
+    assert plan["weight_sync"] == {"engine", "policy"}
+    for phase in ("reward", "reference", "train", "eval_reward"):  # no engine: unchanged
+        assert plan[phase] == DEFAULT_PLAN[phase]

@@ -39,7 +39,9 @@ def test_every_preset_validates_and_translates(name: str) -> None:
 
 def test_precedence_preset_file_overrides(tmp_path: Path) -> None:
     file = tmp_path / "run.yaml"
-    file.write_text("rollout:\n  n_samples_per_prompt: 6\n  temperature: 0.7\noptim:\n  lr: 2.0e-6\n")
+    file.write_text(
+        "rollout:\n  n_samples_per_prompt: 6\n  temperature: 0.7\noptim:\n  lr: 2.0e-6\n"
+    )
     config = load_config(file, ["optim.lr=3e-6", "--top_p", "0.9"], algorithm="dapo")
     assert config.algorithm.policy_loss == "dapo"  # preset
     assert config.rollout.n_samples_per_prompt == 6  # file
@@ -52,11 +54,26 @@ def test_precedence_preset_file_overrides(tmp_path: Path) -> None:
 
 
 def test_lightrft_flag_aliases() -> None:
-    config = load_config(overrides=[
-        "--advantage_estimator", "rloo", "--n_samples_per_prompt=5", "--kl_estimator", "k2",
-        "--init_kl_coef", "0.02", "--rollout_batch_size", "3", "--train_batch_size", "15",
-        "--micro_train_batch_size", "5", "--eps_clip", "0.1", "--bf16",
-    ])
+    config = load_config(
+        overrides=[
+            "--advantage_estimator",
+            "rloo",
+            "--n_samples_per_prompt=5",
+            "--kl_estimator",
+            "k2",
+            "--init_kl_coef",
+            "0.02",
+            "--rollout_batch_size",
+            "3",
+            "--train_batch_size",
+            "15",
+            "--micro_train_batch_size",
+            "5",
+            "--eps_clip",
+            "0.1",
+            "--bf16",
+        ]
+    )
     assert config.algorithm.advantage_estimator == "rloo"
     assert config.rollout.n_samples_per_prompt == 5
     assert config.algorithm.kl_estimator == "k2" and config.algorithm.kl_coef == 0.02

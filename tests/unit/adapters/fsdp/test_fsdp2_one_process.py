@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 
 import pytest
 import torch
 from torch import nn
 from torch.distributed.tensor import DTensor
 
-from lightrft.adapters.accelerators import CpuAccelerator, CudaAccelerator
+from lightrft.adapters.accelerators import CudaAccelerator
 from lightrft.adapters.distributed import init_process_group_from_env, shutdown_process_group
 from lightrft.adapters.fsdp import Fsdp2Strategy, clean_name, layer_class_names, transformer_blocks
 from lightrft.domain.aggregation import LossNormalizer
@@ -18,15 +17,6 @@ from lightrft.domain.ports import Strategy
 from tests.unit.adapters.fsdp.fsdp_case import OPTIM, global_batch, nll_loss, tiny_model
 
 HOST = torch.device("cpu")
-
-
-@pytest.fixture
-def one_rank_group(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
-        monkeypatch.delenv(var, raising=False)
-    init_process_group_from_env(CpuAccelerator(), single_process_group=True)
-    yield
-    shutdown_process_group()
 
 
 def train_step(strategy: Fsdp2Strategy, step: int, device: torch.device = HOST) -> None:

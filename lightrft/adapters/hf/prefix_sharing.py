@@ -1,0 +1,419 @@
+"""Prefix sharing: each distinct prompt of a batch runs through the causal LM once.
+
+Shape letters: B samples, T = P + R columns (left-padded prompt, right-padded response,
+see :mod:`lightrft.domain.types`), R response columns, U distinct prompts (= packed rows),
+N tokens per packed row, K scored response tokens, H hidden size, V vocabulary.
+
+In GRPO each prompt has G sampled responses and the padded forward runs the prompt G times.
+Here the rows whose unpadded prompts are equal become one packed row
+``[prompt, response_1, ..., response_k]``, padded at the end to the longest packed row N.
+A boolean mask (U, 1, N, N) lets a prompt token attend causally within the prompt, a response
+token attend to the whole prompt and to the earlier tokens of its own response, and a padding
+token attend to itself only (a query row with no key at all gives NaN). Position ids of a
+response continue from the prompt length, as in its unpadded sequence.
+
+Why the results equal the padded path: in a causal decoder the hidden state of a token is a
+function of the tokens it attends to and their position ids only (RoPE scores depend on
+position differences; masked keys get softmax weight exactly 0). Each response token attends
+to exactly the tokens before it in its own unpadded sequence, at the same positions, so its
+hidden state, logits, log-prob and entropy are the same functions of the parameters, and so
+are their gradients (a prompt token's hidden state feeds every response of its group: its
+gradient is the sum of what the G copies of the padded path receive). Only the order of
+floating-point sums differs.
+
+The model runs through its own ``forward``, so wrappers keep their hooks (calling the decoder
+directly would skip FSDP2's gather of the root group's weights and DeepSpeed's engine
+forward), and a forward pre-hook on the output embeddings (the LM head) replaces
+its input (U, N, H) by the K hidden states that predict a scored token: only those go
+through the head, giving logits (1, K, V) for the domain's chunked ``token_logprobs``.
+
+Needs an attention kernel that takes a dense 4-D mask (``sdpa``: boolean; ``eager``: additive
+float); ``flash_attention_2`` takes none. The mask holds U * N * N booleans (N = 4096: 16 MiB
+per distinct prompt; four bytes per entry for eager in float32).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+import torch
+from torch import Tensor, nn
+
+from lightrft.adapters.hf.logprobs import response_logprobs
+from lightrft.domain.ports import PolicyOutput
+from lightrft.domain.token_logprobs import token_logprobs
+from lightrft.domain.types import SequenceBatch
+
+PrefixSharingMode = Literal["auto", "on", "off"]
+DEFAULT_MAX_ROW_TOKENS = 4096
+"""Longest packed row "auto" shares (the dense mask grows with its square)."""
+DENSE_MASK_ATTENTION = ("sdpa", "eager")
+"""Attention implementations that accept a 4-D mask."""
+
+_PROMPT, _PADDING = 0, -1  # segment ids; the response of sample b is segment b + 1
+
+
+@dataclass(frozen=True)
+class PromptGroups:
+    """The samples of a batch grouped by equal unpadded prompt.
+
+    ``group`` (B,): packed row of each sample, numbered by first appearance;
+    ``first_rows`` (U,): the first sample of each group; ``prompt_lengths``,
+    ``response_lengths`` (B,): attended tokens; ``row_lengths`` (U,): tokens of each packed row.
+    """
+
+    group: Tensor
+    first_rows: Tensor
+    prompt_lengths: Tensor
+    response_lengths: Tensor
+    row_lengths: Tensor
+
+    @property
+    def count(self) -> int:
+        """U, the number of distinct prompts."""
+        return int(self.first_rows.shape[0])
+
+    @property
+    def longest_row(self) -> int:
+        """N, the length of the longest packed row (0 for an empty batch)."""
+        return int(self.row_lengths.max()) if self.count else 0
+
+
+def group_prompts(batch: SequenceBatch) -> PromptGroups:
+    """Groups the samples of ``batch`` whose attended prompt tokens are equal."""
+    ids, attn = batch.input_ids, batch.attention_mask.bool()
+    b, p = ids.shape[0], ids.shape[1] - batch.response_length
+    prompt_attn = attn[:, :p]
+    canonical = ids[:, :p].masked_fill(~prompt_attn, -1)  # [B, P]; -1 is never a token id
+    unique, by_value = torch.unique(canonical, dim=0, return_inverse=True)  # [B] sorted ids
+    u = unique.shape[0]
+    rows = torch.arange(b, device=ids.device)
+    first = torch.full((u,), b, dtype=torch.long, device=ids.device)
+    first = first.scatter_reduce(0, by_value, rows, reduce="amin")  # [U] by sorted id
+    renumber = torch.empty_like(first)
+    renumber[first.argsort()] = torch.arange(u, device=ids.device)  # sorted id -> appearance
+    group = renumber[by_value]
+    prompt_lengths = prompt_attn.sum(-1)
+    response_lengths = attn[:, p:].sum(-1)
+    first_rows = first.sort().values
+    responses = torch.zeros(u, dtype=torch.long, device=ids.device).index_add_(
+        0, group, response_lengths
+    )
+    return PromptGroups(
+        group, first_rows, prompt_lengths, response_lengths, prompt_lengths[first_rows] + responses
+    )
+
+
+def worth_sharing(groups: PromptGroups, max_row_tokens: int = DEFAULT_MAX_ROW_TOKENS) -> bool:
+    """True when some prompt repeats and every packed row has at most ``max_row_tokens``."""
+    return groups.count < groups.group.shape[0] and groups.longest_row <= max_row_tokens
+
+
+def layout_problem(batch: SequenceBatch) -> str | None:
+    """Why prefix sharing cannot reproduce the padded path on ``batch``, or None.
+
+    It needs a text-only batch whose rows attend one contiguous run of tokens holding a
+    non-empty prompt (the last prompt column predicts the first response token).
+    """
+    if batch.multimodal:
+        return "the batch has multimodal inputs"
+    p = batch.input_ids.shape[1] - batch.response_length
+    if p < 1:
+        return "the batch has no prompt column"
+    attn = batch.attention_mask.bool()
+    runs = attn[:, 0].long() + (attn[:, 1:] & ~attn[:, :-1]).sum(-1)  # [B] attended runs
+    if bool((runs > 1).any()):
+        return f"the attention mask of row {int((runs > 1).nonzero()[0])} has holes"
+    if not bool(attn[:, p - 1].all()):
+        return f"row {int((~attn[:, p - 1]).nonzero()[0])} has an empty prompt"
+    return None
+
+
+@dataclass(frozen=True)
+class PrefixPlan:
+    """Inputs of the prefix-shared forward.
+
+    ``input_ids``, ``position_ids``, ``segment_ids`` (U, N): packed rows (pad id 0), their
+    positions, and what each token is (0 prompt, b + 1 response of sample b, -1 padding);
+    ``head_rows``, ``head_cols`` (K,): the packed token that predicts each scored token;
+    ``labels`` (K,): the scored tokens, in row-major order of ``scored`` (B, R).
+    """
+
+    input_ids: Tensor
+    position_ids: Tensor
+    segment_ids: Tensor
+    head_rows: Tensor
+    head_cols: Tensor
+    labels: Tensor
+    scored: Tensor
+
+    def attention_mask(self, dtype: torch.dtype | None = None) -> Tensor:
+        """Shape (U, 1, N, N): True (boolean) or 0 (additive ``dtype``) where a query may
+        attend a key; the additive form holds ``finfo(dtype).min`` elsewhere."""
+        seg = self.segment_ids
+        n, device = seg.shape[1], seg.device
+        query, key = seg[:, :, None], seg[:, None, :]  # [U, N, 1], [U, 1, N]
+        causal = torch.ones(n, n, dtype=torch.bool, device=device).tril()
+        allowed = causal & (query != _PADDING) & ((key == _PROMPT) | (key == query))
+        allowed |= torch.eye(n, dtype=torch.bool, device=device)  # padding: itself only
+        allowed = allowed[:, None]  # [U, 1, N, N]
+        if dtype is None:
+            return allowed
+        additive = torch.zeros(allowed.shape, dtype=dtype, device=device)
+        return additive.masked_fill_(~allowed, torch.finfo(dtype).min)
+
+
+def plan_prefix_sharing(batch: SequenceBatch, groups: PromptGroups | None = None) -> PrefixPlan:
+    """Packed rows, positions, segments and LM-head gather indices for ``batch``.
+
+    Raises ``ValueError`` when :func:`layout_problem` finds one.
+    """
+    problem = layout_problem(batch)
+    if problem is not None:
+        raise ValueError(f"prefix sharing cannot run this batch: {problem}")
+    g = groups if groups is not None else group_prompts(batch)
+    ids, attn = batch.input_ids, batch.attention_mask.bool()
+    b, r = ids.shape[0], batch.response_length
+    p = ids.shape[1] - r
+    u, n, device = g.count, g.longest_row, ids.device
+    response_start = _response_starts(g)  # [B]
+    packed = ids.new_zeros((u, n))
+    positions = ids.new_zeros((u, n))
+    segments = ids.new_full((u, n), _PADDING)
+    # prompt tokens, from the first sample of each group
+    prompt_attn = attn[g.first_rows, :p]  # [U, P]
+    index = prompt_attn.long().cumsum(-1) - 1  # [U, P] index in the prompt = position
+    row = torch.arange(u, device=device)[:, None].expand(u, p)
+    at = (row[prompt_attn], index[prompt_attn])
+    packed[at] = ids[g.first_rows, :p][prompt_attn]
+    positions[at] = index[prompt_attn]
+    segments[at] = _PROMPT
+    # response tokens of every sample
+    response_attn = attn[:, p:]  # [B, R]
+    index = response_attn.long().cumsum(-1) - 1  # [B, R] index in the response
+    column = response_start[:, None] + index  # [B, R]
+    row = g.group[:, None].expand(b, r)
+    at = (row[response_attn], column[response_attn])
+    packed[at] = ids[:, p:][response_attn]
+    positions[at] = (g.prompt_lengths[:, None] + index)[response_attn]
+    segments[at] = (torch.arange(b, device=device)[:, None] + 1).expand(b, r)[response_attn]
+    # a response's first token is predicted by the last prompt token, the others by the
+    # previous response token
+    scored = batch.response_mask.bool() & response_attn
+    predictor = torch.where(index == 0, g.prompt_lengths[:, None] - 1, column - 1)  # [B, R]
+    return PrefixPlan(
+        input_ids=packed,
+        position_ids=positions,
+        segment_ids=segments,
+        head_rows=row[scored],
+        head_cols=predictor[scored],
+        labels=ids[:, p:][scored],
+        scored=scored,
+    )
+
+
+def _response_starts(groups: PromptGroups) -> Tensor:
+    """The packed column (B,) of each sample's first response token: after its prompt and
+    the responses of the earlier samples of its group."""
+    order = torch.argsort(groups.group, stable=True)  # [B] samples, group after group
+    lengths = groups.response_lengths[order]
+    before = torch.cumsum(lengths, 0) - lengths  # [B] response tokens before, in `order`
+    sorted_group = groups.group[order]
+    first = torch.searchsorted(sorted_group, torch.arange(groups.count, device=order.device))
+    starts = torch.empty_like(before)
+    starts[order] = groups.prompt_lengths[order] + before - before[first][sorted_group]
+    return starts
+
+
+def prefix_shared_logprobs(
+    model: nn.Module,
+    batch: SequenceBatch,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    chunk_size: int = 1024,
+    plan: PrefixPlan | None = None,
+) -> PolicyOutput:
+    """Log-probs (B, R) of the response tokens of ``batch`` (0 on padding), each distinct
+    prompt run once; ``entropy`` (B, R) when ``with_entropy``.
+
+    Equal to ``response_logprobs`` up to float rounding (module docstring). ``plan``
+    reuses a :func:`plan_prefix_sharing` result. Autograd follows the caller's grad mode.
+    """
+    attention = attention_implementation(model)
+    if attention not in DENSE_MASK_ATTENTION:
+        raise ValueError(
+            f"prefix sharing needs an attention implementation that takes a dense 4-D mask "
+            f"{DENSE_MASK_ATTENTION}; the model uses {attention!r}"
+        )
+    plan = plan if plan is not None else plan_prefix_sharing(batch)
+    base: Any = unwrap_peft(model)
+    dtype = None if attention == "sdpa" else base.get_input_embeddings().weight.dtype
+    logits = _head_logits(
+        model,
+        plan,
+        input_ids=plan.input_ids,
+        attention_mask=plan.attention_mask(dtype),
+        position_ids=plan.position_ids,
+        use_cache=False,
+    )
+    out = token_logprobs(
+        logits,
+        plan.labels[None],
+        temperature=temperature,
+        with_entropy=with_entropy,
+        chunk_size=chunk_size,
+    )
+    return PolicyOutput(
+        _scatter(out.logprobs[0], plan.scored),
+        None if out.entropy is None else _scatter(out.entropy[0], plan.scored),
+    )
+
+
+@dataclass(frozen=True)
+class PrefixSharing:
+    """The ``prefix_sharing`` option of ``HfPolicy`` and ``HfReferenceModel``.
+
+    ``"auto"``: share when the attention takes a dense mask, some prompt repeats and no
+    packed row exceeds ``max_row_tokens``; ``"on"``: share every batch (refuses models whose
+    attention takes no dense mask); ``"off"``: never.
+    """
+
+    mode: PrefixSharingMode = "auto"
+    max_row_tokens: int = DEFAULT_MAX_ROW_TOKENS
+
+    def __post_init__(self) -> None:
+        if self.mode not in get_args(PrefixSharingMode):
+            raise ValueError(
+                f"prefix_sharing must be one of {get_args(PrefixSharingMode)}, got {self.mode!r}"
+            )
+        if self.max_row_tokens < 1:
+            raise ValueError(f"max_row_tokens must be >= 1, got {self.max_row_tokens}")
+
+    def check_model(self, model: nn.Module) -> None:
+        """Raises ``ValueError`` if the mode is "on" and the model's attention cannot share."""
+        attention = attention_implementation(model)
+        if self.mode == "on" and attention not in DENSE_MASK_ATTENTION:
+            raise ValueError(
+                f"prefix_sharing='on' needs an attention implementation that takes a dense "
+                f"4-D mask {DENSE_MASK_ATTENTION}, but the model uses {attention!r} "
+                "(flash_attention_2 takes none); use prefix_sharing='auto' or 'off'"
+            )
+
+    def plan(self, model: nn.Module, batch: SequenceBatch) -> PrefixPlan | None:
+        """The plan to run ``batch`` with prefix sharing, or None for the ordinary path.
+
+        Under "on", a batch that cannot be shared exactly raises ``ValueError``.
+        """
+        if self.mode == "off":
+            return None
+        on = self.mode == "on"
+        if not on and attention_implementation(model) not in DENSE_MASK_ATTENTION:
+            return None
+        problem = layout_problem(batch)
+        if problem is not None:
+            if on:
+                raise ValueError(f"prefix_sharing='on' cannot run this batch: {problem}")
+            return None
+        groups = group_prompts(batch)
+        window = _sliding_window(model)
+        if window is not None and groups.longest_row > window:
+            if on:
+                raise ValueError(
+                    f"prefix_sharing='on': a packed row of {groups.longest_row} tokens exceeds "
+                    f"the model's sliding window ({window}), which a dense mask does not apply"
+                )
+            return None
+        if not on and not worth_sharing(groups, self.max_row_tokens):
+            return None
+        return plan_prefix_sharing(batch, groups)
+
+    def logprobs(
+        self,
+        model: nn.Module,
+        batch: SequenceBatch,
+        *,
+        temperature: float,
+        with_entropy: bool,
+        packing: bool,
+        chunk_size: int,
+    ) -> PolicyOutput:
+        """Response log-probs (B, R) of ``batch``: prefix-shared when :meth:`plan` gives a
+        plan, else ``response_logprobs`` (padded, or packed when ``packing``)."""
+        plan = self.plan(model, batch)
+        if plan is not None:
+            return prefix_shared_logprobs(
+                model,
+                batch,
+                temperature=temperature,
+                with_entropy=with_entropy,
+                chunk_size=chunk_size,
+                plan=plan,
+            )
+        return response_logprobs(
+            model,
+            batch,
+            temperature=temperature,
+            with_entropy=with_entropy,
+            packing=packing,
+            chunk_size=chunk_size,
+        )
+
+
+def unwrap_peft(model: nn.Module) -> nn.Module:
+    """The ``transformers`` model inside a PEFT wrapper (LoRA layers stay active), else
+    ``model``."""
+    unwrap: Any = getattr(model, "get_base_model", None)
+    base: nn.Module = unwrap() if callable(unwrap) else model
+    return base
+
+
+def attention_implementation(model: nn.Module) -> str:
+    """``config._attn_implementation`` of the (unwrapped) model, e.g. "sdpa"."""
+    config = getattr(unwrap_peft(model), "config", None)
+    return str(getattr(config, "_attn_implementation", None))
+
+
+def _sliding_window(model: nn.Module) -> int | None:
+    """The model's attention window when it uses one (a dense mask ignores it)."""
+    config = getattr(unwrap_peft(model), "config", None)
+    window = getattr(config, "sliding_window", None)
+    if not window or getattr(config, "use_sliding_window", True) is False:
+        return None
+    return int(window)
+
+
+def _head_logits(model: nn.Module, plan: PrefixPlan, **inputs: Any) -> Tensor:
+    """Logits (1, K, V): the model's forward, with the LM head fed only the K hidden states
+    at ``plan.head_rows, plan.head_cols`` instead of all (U, N, H)."""
+    base: Any = unwrap_peft(model)
+    head = base.get_output_embeddings()
+    if not isinstance(head, nn.Module):
+        raise ValueError("prefix sharing needs a model with output embeddings (an LM head)")
+    calls = 0
+
+    def gather(module: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        nonlocal calls
+        calls += 1
+        hidden = args[0]  # [U, N, H]
+        if tuple(hidden.shape[:2]) != tuple(plan.input_ids.shape):
+            raise RuntimeError(
+                f"the LM head got hidden states of shape {tuple(hidden.shape)}, expected "
+                f"{tuple(plan.input_ids.shape)} + (H,): this model's forward slices them"
+            )
+        return (hidden[plan.head_rows, plan.head_cols][None], *args[1:])  # [1, K, H]
+
+    handle = head.register_forward_pre_hook(gather)
+    try:
+        logits: Tensor = model(**inputs).logits
+    finally:
+        handle.remove()
+    if calls != 1:
+        raise RuntimeError(f"the LM head ran {calls} times in one forward; expected once")
+    return logits
+
+
+def _scatter(values: Tensor, where: Tensor) -> Tensor:
+    """Places ``values`` (K,) at the True entries of ``where`` (B, R); zeros elsewhere."""
+    return values.new_zeros(where.shape).masked_scatter(where, values)
