@@ -1,7 +1,10 @@
 """GRPO step time, tokens/s and peak memory: LightRFT vs TRL's ``GRPOTrainer``, on CPU.
 
-Run: ``.venv/bin/python bench/bench_vs_trl.py`` (needs ``pip install trl``; about 5-8
-minutes on 2 cores). Prints a markdown table; ``--json PATH`` also writes the raw numbers.
+Run: ``.venv/bin/python bench/bench_vs_trl.py`` (needs ``pip install 'lightrft[bench]'``;
+about 5 minutes on 2 cores; ``--rounds 2`` repeats both sides in alternating order). Prints a
+markdown table; ``--json PATH`` also writes the raw numbers. ``--workload main-job`` (the
+default) is the sizes and prompts of ``lightrft demo``; ``--workload small-group`` is 4
+prompts x G=4 with 48 new tokens, where fewer samples share each prompt.
 ``--fixed-length`` makes both sides ignore EOS and generate exactly ``--max-new-tokens``
 tokens per row, so the work per step is identical whatever the samples.
 
@@ -11,11 +14,12 @@ peak RSS of one does not include the other; see ``--help`` for the sizes):
 - model: the embedded SmolLM2-135M-Instruct (the safetensors directory of
   ``lightrft.adapters.hf.default_model_path()``), float32, SDPA attention, no gradient
   checkpointing, ``torch.set_num_threads(--threads)`` (and ``OMP_NUM_THREADS``);
-- prompts: ``--prompts`` built-in arithmetic prompts rendered with the chat template, the
+- prompts: ``--prompts`` built-in arithmetic prompts (main-job: with the demo's
+  instruction and system prompt) rendered with the chat template, the
   same token ids on both sides (checked); every step uses all of them (one epoch per step);
 - sampling: ``--group`` samples per prompt, temperature ``--temperature``, top-p 1, no
-  top-k, at most ``--max-new-tokens`` tokens, stop at EOS (HF ``generate`` and our engine
-  both keep decoding the batch until every row has stopped, and drop tokens after EOS);
+  top-k, at most ``--max-new-tokens`` tokens, stop at EOS (HF ``generate`` decodes every
+  row until all have stopped and drops tokens after EOS; our engine drops finished rows);
 - reward: LightRFT's ``MathAnswerReward`` on both sides (TRL calls it as a reward function);
 - loss: GRPO advantages (group mean/std), PPO-clip eps 0.2, token-mean aggregation over
   the whole step's tokens (TRL ``loss_type="dapo"``), no KL (beta 0, no reference model),
@@ -31,11 +35,14 @@ batch the old policy is the current one, and both use the detached current log-p
   each micro-batch one forward through TRL's fused LM head (log-probs + entropy; on CPU it
   projects *every* position of the sequence, prompt included, through the LM head) and a
   backward; then the optimizer step.
-- LightRFT: weight sync policy -> engine (a separate model instance; from the second step
-  on), our KV-cached sampling loop, reward, advantages, then per micro-batch one forward
-  (``logits_to_keep`` = response positions only; log-probs + entropy with the chunked
-  kernel) and a backward; then the optimizer step. Phase switches (sleep/wake) are no-ops
-  on CPU.
+- LightRFT (its defaults for one CPU device): the rollout engine runs the policy's own module
+  (``rollout.share_policy_weights=auto``: no second copy of the weights, and the weight sync
+  copies nothing); our KV-cached sampling loop prefills each distinct prompt once and drops
+  finished rows; reward, advantages; then per micro-batch (rows of one prompt kept together)
+  one forward that runs each distinct prompt once (``model.prefix_sharing=auto``: one packed
+  row ``[prompt, response_1..response_k]`` with a 4-D mask) and puts only the response
+  positions through the LM head (log-probs + entropy with the chunked kernel), a backward;
+  then the optimizer step. Phase switches (sleep/wake) are no-ops on CPU.
 
 Timing: ``--warmup`` steps, then ``--steps`` timed steps. Step time = wall time of one whole
 RL step (TRL: between consecutive ``on_step_end`` callbacks; ours: ``cycle.train_step()``).
@@ -59,7 +66,32 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-DEFAULT_PATCHES = "draw,prefill,share_weights,group_order,prefix_train"
+DEFAULT_PATCHES = "compile_decode"
+
+_DEMO_INSTRUCTION = "Answer with just the number."
+_DEMO_SYSTEM = "Reply with only the final number."
+WORKLOADS: dict[str, dict[str, Any]] = {
+    "main-job": {  # `lightrft demo` (lightrft/entrypoints/cli.py DEMO_OVERRIDES)
+        "prompts": 8,
+        "group": 8,
+        "max_new_tokens": 16,
+        "temperature": 0.8,
+        "micro_batch": 16,
+        "lr": 5e-5,
+        "instruction": _DEMO_INSTRUCTION,
+        "system_prompt": _DEMO_SYSTEM,
+    },
+    "small-group": {
+        "prompts": 4,
+        "group": 4,
+        "max_new_tokens": 48,
+        "temperature": 1.0,
+        "micro_batch": 4,
+        "lr": 1e-6,
+        "instruction": None,
+        "system_prompt": None,
+    },
+}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -82,6 +114,8 @@ def _set_threads(threads: int) -> None:
 def _config_overrides(a: argparse.Namespace, run_dir: str) -> dict[str, Any]:
     return {
         "data.train.num_builtin": a.prompts,
+        **({"data.train.instruction": a.instruction} if a.instruction else {}),
+        **({"data.train.system_prompt": a.system_prompt} if a.system_prompt else {}),
         "data.train.difficulty": a.difficulty,
         "data.train.seed": a.seed,
         "data.eval": None,
@@ -179,7 +213,12 @@ def run_ours(a: argparse.Namespace) -> dict[str, Any]:
             }
         )
         _print_step(a.worker, i, a.warmup, steps[-1])
-    passes = "weight sync, generate (own KV loop), reward, fwd+bwd per micro-batch, AdamW"
+    config = container.config()
+    passes = (
+        "generate (own KV loop; engine shares the policy's weights: "
+        f"{container.engine().shares_policy_weights}), reward, fwd+bwd per micro-batch "
+        f"(prefix sharing {config.model.prefix_sharing}), AdamW"
+    )
     if a.worker == "proto":
         passes += f"; patched: {a.patch}"
     return {
@@ -474,12 +513,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--prompts", type=int, default=4, help="prompts per step")
-    p.add_argument("--group", type=int, default=4, help="samples per prompt (G)")
-    p.add_argument("--max-new-tokens", type=int, default=48)
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--micro-batch", type=int, default=4, help="samples per forward/backward")
-    p.add_argument("--lr", type=float, default=1e-6)
+    p.add_argument(
+        "--workload",
+        choices=sorted(WORKLOADS),
+        default="main-job",
+        help="size preset; the flags below override single values. main-job: the sizes and "
+        "prompts of `lightrft demo` (8 prompts x G=8, 16 new tokens, micro-batch 16, T=0.8, "
+        "lr 5e-5, 'Answer with just the number.'); small-group: 4 prompts x G=4, 48 new "
+        "tokens, micro-batch 4, T=1, lr 1e-6, the dataset's default instruction",
+    )
+    p.add_argument("--prompts", type=int, help="prompts per step")
+    p.add_argument("--group", type=int, help="samples per prompt (G)")
+    p.add_argument("--max-new-tokens", type=int)
+    p.add_argument("--temperature", type=float)
+    p.add_argument("--micro-batch", type=int, help="samples per forward/backward")
+    p.add_argument("--lr", type=float)
     p.add_argument("--difficulty", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--warmup", type=int, default=1)
@@ -521,7 +569,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--worker", choices=["ours", "proto", "trl"], help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
-    return p.parse_args(argv)
+    a = p.parse_args(argv)
+    for key, value in WORKLOADS[a.workload].items():
+        if getattr(a, key, None) is None:
+            setattr(a, key, value)
+    return a
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -539,7 +591,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     results = {side: r[0] for side, r in runs.items()}
     summaries = {side: _summary(r, a.warmup) for side, r in runs.items()}
     print(
-        f"\nGRPO on SmolLM2-135M-Instruct (fp32, CPU, {a.threads} threads): {a.prompts} prompts x "
+        f"\nGRPO on SmolLM2-135M-Instruct (fp32, CPU, {a.threads} threads), workload "
+        f"{a.workload}: {a.prompts} prompts x "
         f"G={a.group}, max {a.max_new_tokens} new tokens"
         f"{' (EOS ignored: fixed length)' if a.fixed_length else ''}, micro-batch {a.micro_batch}, "
         f"{a.warmup} warm-up + {a.steps} timed steps\n"
