@@ -47,7 +47,7 @@ DEMO_OVERRIDES = [
     "eval.max_prompts=100",
     "checkpoint.every=5",
 ]
-"""`lightrft demo`: `lightrft train grpo` sized for a 2-core CPU (about 15 minutes) on the
+"""`lightrft demo`: `lightrft train grpo` sized for a 2-core CPU (about 3 minutes idle) on the
 embedded SmolLM2-135M-Instruct; held-out greedy accuracy is measured before and after."""
 
 
