@@ -66,7 +66,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-DEFAULT_PATCHES = "compile_decode"
+DEFAULT_PATCHES = "no_entropy"
 
 _DEMO_INSTRUCTION = "Answer with just the number."
 _DEMO_SYSTEM = "Reply with only the final number."

@@ -4,10 +4,8 @@ Used by ``bench_vs_trl.py --sides ours,proto --patch NAME[,NAME...]`` (side ``pr
 to measure what a proposed library change would gain before building it; nothing here is
 imported by ``lightrft``. The earlier prototypes (vectorized draw, one prefill per distinct
 prompt, engine on the policy's weights, group-ordered micro-batches, prefix-shared
-training forward) are now part of the library and were removed from here.
+training forward, compiled decode steps) are now part of the library and were removed from here.
 
-- ``compile_decode``: decode steps run ``torch.compile(model, dynamic=True)`` (about 100 s
-  of compilation on 2 cores, paid in the warm-up step); the prefill stays eager.
 - ``no_entropy``: the training forward skips the entropy when no loss term uses it
   (entropy_coef 0, no high-entropy mask); the ``train/entropy`` metric is then absent.
 """
@@ -16,9 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import torch
-from torch import Tensor
 
 PATCHES: dict[str, Callable[[Any], None]] = {}
 
@@ -37,29 +32,6 @@ def apply(names: Sequence[str], container: Any) -> None:
         if name not in PATCHES:
             raise SystemExit(f"unknown patch {name!r}; known: {', '.join(PATCHES)}")
         PATCHES[name](container)
-
-
-@patch("compile_decode")
-def _patch_compile_decode(container: Any) -> None:
-    """Decode steps (one new token per row) run a ``torch.compile(dynamic=True)`` model."""
-    engine = container.engine()
-    compiled = torch.compile(engine.module, dynamic=True)
-    original_step = engine._step
-
-    def step(input_ids: Tensor, mask: Tensor, positions: Tensor, cache: Any) -> Tensor:
-        if input_ids.shape[1] != 1:  # prefill: eager
-            return original_step(input_ids, mask, positions, cache)
-        out = compiled(
-            input_ids=input_ids,
-            attention_mask=mask,
-            position_ids=positions,
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        return out.logits[:, -1]
-
-    engine._step = step
 
 
 @patch("no_entropy")

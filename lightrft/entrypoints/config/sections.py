@@ -182,6 +182,11 @@ class RolloutConfig(Section):
         description="HF engine runs the policy's own module (no weight copy, no sync copy); "
         "auto: when backend.strategy is single and model.lora.rank is 0.",
     )
+    compile_decode: bool = Field(
+        False,
+        description="HF engine: torch.compile the one-token decode step (minutes of "
+        "compilation on a small CPU; faster steps after).",
+    )
 
 
 RewardType = Literal["math", "format", "length", "python"]

@@ -122,6 +122,7 @@ def build_engine(
         sleep_mode="offload",
         max_batch_size=config.rollout.max_batch_size,
         shares_policy_weights=shared,
+        compile_decode=config.rollout.compile_decode,
     )
 
 

@@ -92,3 +92,11 @@ def test_sharing_does_not_change_training(tiny_dir: Path, tmp_path: Path) -> Non
     assert moved > 1e-4  # training did change the weights
     for key in on:
         torch.testing.assert_close(on[key], off[key], atol=1e-6, rtol=1e-5)
+
+
+def test_compile_decode_reaches_the_engine(tiny_dir: Path, tmp_path: Path) -> None:
+    for choice in (True, False):
+        container = build_container(
+            config(tiny_dir, tmp_path, **{"rollout.compile_decode": choice})
+        )
+        assert (container.engine()._decoder() is container.engine().module) is not choice
