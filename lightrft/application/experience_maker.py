@@ -161,8 +161,30 @@ class ExperienceMaker:
             )
         if not kept:
             assert last is not None
-            return last, metrics  # every group uninformative: advantages are 0, train on it
-        return _concat(kept), metrics
+            rollout = last  # every group uninformative: advantages are 0, train on it
+        else:
+            rollout = _concat(kept)
+        rollout, trimmed = self._same_group_count_on_every_rank(rollout)
+        metrics["dynamic_sampling/trimmed_groups"] = float(trimmed)
+        return rollout, metrics
+
+    def _same_group_count_on_every_rank(self, rollout: _Rollout) -> tuple[_Rollout, int]:
+        """Keeps the first k groups, k the fewest any rank kept; returns it and the drop count.
+
+        Dynamic sampling keeps a different number of groups on each rank; sharded
+        strategies (FSDP, ZeRO) need every rank to run the same number of forwards and
+        micro-batches, or their collectives wait forever.
+        """
+        c = self.collective
+        if c.world_size == 1:
+            return rollout, 0
+        counts = torch.zeros(c.world_size, dtype=torch.float64)
+        counts[c.rank] = len(rollout.prompts)
+        fewest = int(c.all_reduce_sum(counts).min())
+        dropped = len(rollout.prompts) - fewest
+        if dropped == 0:
+            return rollout, 0
+        return _select_groups(rollout, list(range(fewest))), dropped
 
     def _greedy_baseline(self, rollout: _Rollout) -> Tensor:
         """ReMax: the reward of one greedy rollout of each prompt, per sample (B,)."""
