@@ -344,11 +344,16 @@ def _check_shareable(model: PreTrainedModel, device: torch.device) -> None:
             "weights, so give the engine its own model instead"
         )
     devices = {p.device for p in model.parameters()}
-    if any(d.type != device.type or d.index not in (None, device.index) for d in devices):
+    if any(not _same_device(d, device) for d in devices):
         raise ValueError(
             f"shares_policy_weights: the module's parameters are on {sorted(map(str, devices))}, "
             f"not on the engine's device {device}"
         )
+
+
+def _same_device(actual: torch.device, wanted: torch.device) -> bool:
+    """Whether ``actual`` is ``wanted``; ``cuda`` (no index) matches any ``cuda:i``."""
+    return actual.type == wanted.type and (wanted.index is None or actual.index == wanted.index)
 
 
 def _distribution(sampling: SamplingParams, *, first: bool) -> TokenDistribution:

@@ -111,3 +111,24 @@ def test_a_lora_module_or_a_module_elsewhere_cannot_be_shared() -> None:
         HfRolloutEngine(
             tiny_model(0), tiny_tokenizer(), torch.device("meta"), shares_policy_weights=True
         )
+
+
+def test_device_matching_accepts_an_unindexed_device_of_the_same_type() -> None:
+    from lightrft.adapters.hf.rollout import _same_device
+
+    cuda0, cuda1, cuda = torch.device("cuda:0"), torch.device("cuda:1"), torch.device("cuda")
+    assert _same_device(cuda0, cuda) and _same_device(cuda0, cuda0)
+    assert not _same_device(cuda0, cuda1) and not _same_device(CPU, cuda)
+    assert _same_device(CPU, CPU)
+
+
+@pytest.mark.gpu
+def test_shares_a_cuda_module_and_matches_the_cpu_samples_on_cuda() -> None:
+    cuda = torch.device("cuda")
+    model = tiny_model(0).to(cuda)
+    eng = HfRolloutEngine(model, tiny_tokenizer(), cuda, shares_policy_weights=True)
+    greedy = SamplingParams(n=2, temperature=0.0, max_new_tokens=6)
+    on_gpu = eng.generate(PROMPTS, greedy)
+    on_cpu = shared(tiny_model(0)).generate(PROMPTS, greedy)
+    assert [c.token_ids for c in on_gpu] == [c.token_ids for c in on_cpu]
+    assert all(p.device.type == "cuda" for p in model.parameters())
