@@ -436,3 +436,23 @@ def test_optimizer_micro_batches_share_prefixes_and_match_one_micro_batch(
         grads.append(strategy.grads[0])
     assert shared_calls, "no micro-batch shared a prompt"  # group A (3 rows) spans <= 2
     torch.testing.assert_close(grads[1], grads[0], atol=1e-6, rtol=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cuda_sdpa_with_the_boolean_mask_matches_the_padded_path(dtype: torch.dtype) -> None:
+    cuda = torch.device("cuda")
+    model = llama(7).to(device=cuda, dtype=dtype)
+    cpu_batch = layout("grouped")
+    batch = SequenceBatch(
+        cpu_batch.input_ids.to(cuda),
+        cpu_batch.attention_mask.to(cuda),
+        cpu_batch.response_mask.to(cuda),
+    )
+    with torch.no_grad():
+        expected = response_logprobs(model, batch, with_entropy=True)
+        got = prefix_shared_logprobs(model, batch, with_entropy=True)
+    tol = 2e-5 if dtype == torch.float32 else 5e-2
+    torch.testing.assert_close(got.logprobs, expected.logprobs, atol=tol, rtol=tol)
+    assert got.entropy is not None and expected.entropy is not None
+    torch.testing.assert_close(got.entropy, expected.entropy, atol=tol, rtol=tol)
