@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import torch
 from safetensors.torch import load_file
 
 from lightrft.entrypoints.cli import main
+from tests.helpers.cli_runs import train_grpo_command
 
 TINY_RUN = [
     "train.total_steps=4",
@@ -106,19 +106,9 @@ def _metrics(run_dir: Path) -> dict[int, dict[str, float]]:
 
 
 def _train_command(tiny_dir: Path, run_dir: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "lightrft.entrypoints.cli",
-        "train",
-        "grpo",
-        f"model.path={tiny_dir}",
-        f"logging.run_dir={run_dir}",
-        "checkpoint.every=2",
-        "eval.every=2",
-        *TINY_RUN,
-        *extra,
-    ]
+    return train_grpo_command(
+        tiny_dir, run_dir, "checkpoint.every=2", "eval.every=2", *TINY_RUN, *extra
+    )
 
 
 def test_kill_and_resume_ends_bitwise_equal_to_an_uninterrupted_run(

@@ -9,13 +9,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
+
+from tests.helpers.cli_runs import train_grpo_command
 
 COMMON = [
     "rollout.max_new_tokens=6",
@@ -32,17 +33,7 @@ COMMON = [
 
 def _train(tiny_dir: Path, run_dir: Path, *extra: str) -> None:
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": "1"}
-    command = [
-        sys.executable,
-        "-m",
-        "lightrft.entrypoints.cli",
-        "train",
-        "grpo",
-        f"model.path={tiny_dir}",
-        f"logging.run_dir={run_dir}",
-        *COMMON,
-        *extra,
-    ]
+    command = train_grpo_command(tiny_dir, run_dir, *COMMON, *extra)
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
 
