@@ -89,14 +89,6 @@ _EMPTY_BUG = (
 KNOWN_BUGS: dict[tuple[str, str], str] = {}
 
 
-@pytest.fixture(autouse=True)
-def _known_bugs(request: pytest.FixtureRequest) -> None:
-    callspec = getattr(request.node, "callspec", None)
-    key = (request.node.originalname, callspec.id if callspec else None)
-    if key in KNOWN_BUGS:
-        request.applymarker(pytest.mark.xfail(reason=KNOWN_BUGS[key], strict=True))
-
-
 @pytest.fixture(params=IMPLEMENTATIONS)
 def subject(request: pytest.FixtureRequest) -> EngineSubject:
     factory: Callable[[], EngineSubject] = request.param

@@ -47,14 +47,6 @@ PARAMS = OptimizerParams(lr=0.05, warmup_steps=1, total_steps=20, schedule="cosi
 KNOWN_BUGS: dict[tuple[str, str], str] = {}
 
 
-@pytest.fixture(autouse=True)
-def _known_bugs(request: pytest.FixtureRequest) -> None:
-    callspec = getattr(request.node, "callspec", None)
-    key = (request.node.originalname, callspec.id if callspec else None)
-    if key in KNOWN_BUGS:
-        request.applymarker(pytest.mark.xfail(reason=KNOWN_BUGS[key], strict=True))
-
-
 @pytest.fixture(params=IMPLEMENTATIONS)
 def factory(request: pytest.FixtureRequest) -> StrategyFactory:
     return request.param  # type: ignore[no-any-return]

@@ -9,12 +9,14 @@ Shapes: B = 8 sequences of T = 10 tokens whose last R = 6 are the response.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from lightrft.domain.aggregation import LossNormalizer, aggregate
+from lightrft.domain.ports import Collective
 from lightrft.domain.types import OptimizerParams
 
 VOCAB, B, T, R, MICRO = 64, 8, 10, 6, 2
@@ -110,7 +112,23 @@ def max_diff(a: dict[str, Tensor], b: dict[str, Tensor]) -> float:
     return max(float((a[k].float() - b[k].float()).abs().max()) for k in a)
 
 
+def backward_batch(strategy: Any, coll: Collective, step: int, scale: float) -> None:
+    """This rank's half of global batch ``step``, in micro-batches of MICRO rows.
+
+    ``strategy`` is a prepared sharded strategy (FSDP2 or DeepSpeed) with its ``module``.
+    """
+    input_ids, mask = global_batch(step)
+    half = input_ids.shape[0] // coll.world_size
+    rows = slice(coll.rank * half, (coll.rank + 1) * half)
+    input_ids, mask = input_ids[rows], mask[rows]
+    normalizer = LossNormalizer.from_mask(mask, all_reduce_sum=coll.all_reduce_sum)
+    for start in range(0, half, MICRO):
+        micro = slice(start, start + MICRO)
+        loss = nll_loss(strategy.module, input_ids[micro], mask[micro], normalizer)
+        strategy.backward(loss * coll.world_size * scale)
+
+
 __all__ = [
-    "B", "CKPT_AT", "EXPECTED_LRS", "MICRO", "OPTIM", "R", "STEPS", "T", "VOCAB", "cosine",
+    "B", "CKPT_AT", "EXPECTED_LRS", "MICRO", "OPTIM", "R", "STEPS", "T", "VOCAB", "backward_batch", "cosine",
     "global_batch", "max_diff", "nll_loss", "reference_run", "tiny_model",
 ]

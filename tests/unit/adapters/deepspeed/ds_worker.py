@@ -26,16 +26,13 @@ from lightrft.adapters.distributed import (
     is_main_process,
     shutdown_process_group,
 )
-from lightrft.domain.aggregation import LossNormalizer
 from lightrft.domain.types import StepResult
+from tests.helpers.sharded_case import backward_batch
 from tests.unit.adapters.deepspeed.ds_case import (
     CKPT_AT,
     EXTRA_CONFIG,
-    MICRO,
     OPTIM,
     STEPS,
-    global_batch,
-    nll_loss,
     tiny_model,
 )
 
@@ -51,21 +48,6 @@ class Case(NamedTuple):
     def name(self) -> str:
         flags = ("-bf16" if self.bf16 else "") + ("-offload" if self.cpu_offload else "")
         return f"zero{self.zero_stage}{flags}"
-
-
-def backward_batch(
-    strategy: DeepSpeedStrategy, coll: TorchCollective, step: int, scale: float
-) -> None:
-    """This rank's half of global batch ``step``, in micro-batches of MICRO rows."""
-    input_ids, mask = global_batch(step)
-    half = input_ids.shape[0] // coll.world_size
-    rows = slice(coll.rank * half, (coll.rank + 1) * half)
-    input_ids, mask = input_ids[rows], mask[rows]
-    normalizer = LossNormalizer.from_mask(mask, all_reduce_sum=coll.all_reduce_sum)
-    for start in range(0, half, MICRO):
-        micro = slice(start, start + MICRO)
-        loss = nll_loss(strategy.module, input_ids[micro], mask[micro], normalizer)
-        strategy.backward(loss * coll.world_size * scale)
 
 
 def new_strategy(case: Case, seed: int) -> DeepSpeedStrategy:

@@ -26,30 +26,14 @@ from lightrft.adapters.distributed import (
     shutdown_process_group,
 )
 from lightrft.adapters.fsdp import Fsdp2Strategy
-from lightrft.domain.aggregation import LossNormalizer
 from lightrft.domain.types import StepResult
+from tests.helpers.sharded_case import backward_batch
 from tests.unit.adapters.fsdp.fsdp_case import (
     CKPT_AT,
-    MICRO,
     OPTIM,
     STEPS,
-    global_batch,
-    nll_loss,
     tiny_model,
 )
-
-
-def backward_batch(strategy: Fsdp2Strategy, coll: TorchCollective, step: int, scale: float) -> None:
-    """This rank's half of global batch ``step``, in micro-batches of MICRO rows."""
-    input_ids, mask = global_batch(step)
-    half = input_ids.shape[0] // coll.world_size
-    rows = slice(coll.rank * half, (coll.rank + 1) * half)
-    input_ids, mask = input_ids[rows], mask[rows]
-    normalizer = LossNormalizer.from_mask(mask, all_reduce_sum=coll.all_reduce_sum)
-    for start in range(0, half, MICRO):
-        micro = slice(start, start + MICRO)
-        loss = nll_loss(strategy.module, input_ids[micro], mask[micro], normalizer)
-        strategy.backward(loss * coll.world_size * scale)
 
 
 def gather_checks(strategy: Fsdp2Strategy) -> dict[str, float]:
