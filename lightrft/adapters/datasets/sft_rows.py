@@ -1,0 +1,207 @@
+"""Supervised fine-tuning rows -> :class:`~lightrft.domain.sft.SftExample`.
+
+Two row shapes, told apart per row:
+
+* chat: ``{"messages": [{"role", "content"}, ...]}``; every assistant message is trained,
+  everything else (system, user, tool turns, the template's role headers) is context;
+* prompt/completion: ``{"prompt": str or messages, "completion": str}``; the completion is
+  trained.
+
+With a chat template (``render`` "chat", or "auto" when the tokenizer has one) a
+prompt/completion row becomes the chat ``prompt + [assistant: completion]``. The chat is
+rendered once and tokenized with character offsets; the assistant spans are found by
+rendering the growing prefixes of the chat (``messages[:i]`` with the generation prompt,
+then ``messages[:i+1]``), so a token is trained exactly when it starts inside an assistant
+message's rendering (its end-of-turn marker included). Without a template the prompt is
+tokenized with the tokenizer's special tokens and the completion is appended with EOS.
+
+Rows longer than ``max_length`` tokens are cut at the right; a row left without trained
+tokens is dropped (counted in :class:`SftStats`). A malformed row raises
+:class:`~lightrft.adapters.datasets.prompt_rows.BadRowError` naming file, row and key, or is
+skipped with ``on_bad_row="skip"``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lightrft.adapters.datasets.hf_prompt_dataset import load_table
+from lightrft.adapters.datasets.prompt_rows import BadRowError, BadRowPolicy, RowRef
+from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
+from lightrft.domain.sft import SftExample
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class SftRowSpec:
+    """Keys of the two row shapes, the length bound and the bad-row policy."""
+
+    messages_key: str = "messages"
+    prompt_key: str = "prompt"
+    completion_key: str = "completion"
+    max_length: int | None = 1024
+    on_bad_row: BadRowPolicy = "error"
+
+    def __post_init__(self) -> None:
+        if self.max_length is not None and self.max_length < 2:
+            raise ValueError(f"max_length must be >= 2, got {self.max_length}")
+        if self.on_bad_row not in ("error", "skip"):
+            raise ValueError(f"on_bad_row must be error or skip, got {self.on_bad_row!r}")
+
+
+@dataclass(frozen=True)
+class SftStats:
+    """Rows read, kept, skipped as malformed, truncated, and dropped (nothing left to train)."""
+
+    rows: int
+    kept: int
+    skipped_bad_rows: int = 0
+    truncated: int = 0
+    dropped_empty: int = 0
+
+
+class SftDataset(Sequence[SftExample]):
+    """Tokenized SFT examples (a read-only sequence) and the :class:`SftStats` of building it."""
+
+    def __init__(self, examples: list[SftExample], stats: SftStats) -> None:
+        self._examples, self.stats = examples, stats
+
+    def __len__(self) -> int:
+        return len(self._examples)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._examples[index]
+
+
+def load_sft_dataset(
+    paths: PathLike | Sequence[PathLike],
+    tokenizer: Any,
+    *,
+    spec: SftRowSpec | None = None,
+    prompt_format: PromptFormat | None = None,
+    split: str = "train",
+) -> SftDataset:
+    """SFT examples from jsonl/json/parquet/arrow files or ``save_to_disk`` directories."""
+    files = [Path(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
+    if not files:
+        raise ValueError("paths must name at least one file or directory")
+
+    def refs() -> Iterator[RowRef]:
+        for file in files:
+            for index, row in enumerate(load_table(file, split=split)):
+                yield RowRef(uid=f"{file.stem}:{index}", where=f"{file} row {index}", row=row)
+
+    dataset = build_sft_examples(refs(), tokenizer, spec=spec, prompt_format=prompt_format)
+    if not dataset:
+        raise ValueError(f"no usable SFT rows in {[str(f) for f in files]}: {dataset.stats}")
+    return dataset
+
+
+def build_sft_examples(
+    rows: Iterable[RowRef],
+    tokenizer: Any,
+    *,
+    spec: SftRowSpec | None = None,
+    prompt_format: PromptFormat | None = None,
+) -> SftDataset:
+    """Tokenizes ``rows`` (see the module docstring) into an :class:`SftDataset`."""
+    spec = spec or SftRowSpec()
+    renderer = PromptRenderer(tokenizer, prompt_format)
+    examples: list[SftExample] = []
+    total = skipped = truncated = dropped = 0
+    for ref in rows:
+        total += 1
+        try:
+            ids, trained = _tokenize_row(ref, spec, renderer)
+        except BadRowError:
+            if spec.on_bad_row == "error":
+                raise
+            skipped += 1
+            continue
+        if spec.max_length is not None and len(ids) > spec.max_length:
+            ids, trained = ids[: spec.max_length], trained[: spec.max_length]
+            truncated += 1
+        example = _split(ref.uid, ids, trained)
+        if example is None:
+            dropped += 1
+            continue
+        examples.append(example)
+    return SftDataset(examples, SftStats(total, len(examples), skipped, truncated, dropped))
+
+
+def _split(uid: str, ids: list[int], trained: list[int]) -> SftExample | None:
+    """Cuts at the first trained token (keeping at least one context token)."""
+    if 1 not in trained[1:]:
+        return None
+    first = max(1, trained.index(1))
+    return SftExample(uid, tuple(ids[:first]), tuple(ids[first:]), tuple(trained[first:]))
+
+
+def _tokenize_row(
+    ref: RowRef, spec: SftRowSpec, renderer: PromptRenderer
+) -> tuple[list[int], list[int]]:
+    """Token ids of the row and a 0/1 trained flag per token."""
+    row = ref.row
+    if row.get(spec.messages_key) is not None:
+        chat = _messages(row[spec.messages_key], ref.where, spec.messages_key)
+        if not any(m["role"] == "assistant" for m in chat):
+            raise BadRowError(ref.where, spec.messages_key, "no assistant message in")
+        if not renderer.uses_chat_template:
+            raise BadRowError(ref.where, spec.messages_key, "a chat row needs a chat template for")
+        return _chat_tokens(renderer.messages(chat), renderer)
+    prompt, completion = row.get(spec.prompt_key), row.get(spec.completion_key)
+    if prompt is None:
+        raise BadRowError(ref.where, f"{spec.messages_key}' or '{spec.prompt_key}", "missing key")
+    if not isinstance(completion, str) or not completion:
+        raise BadRowError(ref.where, spec.completion_key, "expected a non-empty string in")
+    content: Any = (
+        prompt if isinstance(prompt, str) else _messages(prompt, ref.where, spec.prompt_key)
+    )
+    if isinstance(content, str) and not content.strip():
+        raise BadRowError(ref.where, spec.prompt_key, "empty prompt in")
+    if renderer.uses_chat_template:
+        chat = [*renderer.messages(content), {"role": "assistant", "content": completion}]
+        return _chat_tokens(chat, renderer)
+    tok = renderer.tokenizer
+    prompt_ids = renderer.tokenize([renderer.text(content)])[0]
+    completion_ids = list(tok(completion, add_special_tokens=False)["input_ids"])
+    if tok.eos_token_id is not None:
+        completion_ids.append(int(tok.eos_token_id))
+    return prompt_ids + completion_ids, [0] * len(prompt_ids) + [1] * len(completion_ids)
+
+
+def _messages(value: Any, where: str, key: str) -> list[dict[str, Any]]:
+    ok = isinstance(value, list) and bool(value)
+    ok = ok and all(isinstance(m, Mapping) and "role" in m and "content" in m for m in value)
+    if not ok:
+        raise BadRowError(where, key, "expected a list of {role, content} messages in")
+    return [dict(m) for m in value]
+
+
+def _chat_tokens(
+    chat: list[dict[str, Any]], renderer: PromptRenderer
+) -> tuple[list[int], list[int]]:
+    render = renderer.tokenizer.apply_chat_template
+    kwargs = dict(renderer.format.chat_template_kwargs)
+    full = str(render(chat, tokenize=False, **kwargs))
+    spans: list[tuple[int, int]] = []
+    for i, message in enumerate(chat):
+        if message["role"] != "assistant":
+            continue
+        head = str(render(chat[:i], tokenize=False, add_generation_prompt=True, **kwargs))
+        upto = str(render(chat[: i + 1], tokenize=False, **kwargs))
+        if not (upto.startswith(head) and full.startswith(upto)):
+            raise ValueError(
+                "the chat template does not render a chat as the concatenation of its turns; "
+                "SFT cannot locate the assistant tokens (use prompt/completion rows without a "
+                "chat template: data.apply_chat_template=false)"
+            )
+        spans.append((len(head), len(upto)))
+    encoded = renderer.tokenizer(full, add_special_tokens=False, return_offsets_mapping=True)
+    trained = [int(any(a <= start < b for a, b in spans)) for start, _ in encoded["offset_mapping"]]
+    return list(encoded["input_ids"]), trained

@@ -1,0 +1,236 @@
+"""SftTrainer: supervised fine-tuning over the ports (Policy, Strategy, CheckpointStore,
+Tracker, Collective).
+
+Loss of one optimizer step = sum of -log p(token) over the trained tokens of the step's
+examples (on every rank) / the number of those tokens (token mean over the whole step), so
+the gradient does not depend on how the step is cut into micro-batches or ranks. Micro-batches
+hold ``micro_batch_size`` examples or, with ``max_tokens_per_micro_batch``, as many examples
+as fit a token budget (the policy decides whether a micro-batch runs padded or packed into one
+row; both give the same log-probs).
+
+Data order: epoch e visits the examples in a permutation drawn from ``seed + e``; step s takes
+the s-th slice of ``batch_size x world_size`` examples (an epoch's last partial slice is
+dropped when ``drop_last``), and rank r the r-th part of it. The order is a function of the
+step number alone, which makes resuming exact.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+import torch
+from torch import Tensor
+
+from lightrft.application.batching import split_by_count, split_by_tokens
+from lightrft.domain.ports import CheckpointStore, Collective, Policy, Strategy, Tracker
+from lightrft.domain.sft import SftExample, masked_nll_sum, sft_batch
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class SftParams:
+    """Schedule of supervised fine-tuning. ``batch_size`` is examples per step per rank."""
+
+    epochs: int = 1
+    batch_size: int = 8
+    micro_batch_size: int = 4
+    max_tokens_per_micro_batch: int | None = None
+    total_steps: int | None = None  # None: every epoch in full
+    seed: int = 0
+    pad_token_id: int = 0
+    eval_every: int | None = None  # also before the first and after the last step
+    eval_batch_size: int = 8
+    checkpoint_every: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "micro_batch_size", "eval_batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("max_tokens_per_micro_batch", "total_steps", "eval_every", "checkpoint_every"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 or None, got {value}")
+
+
+class _OneRank:
+    rank, world_size = 0, 1
+
+    def all_reduce_sum(self, tensor: Tensor) -> Tensor:
+        return tensor.clone()
+
+
+class SftTrainer:
+    """Trains ``policy`` (through its prepared ``strategy``) on ``train_data``."""
+
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        strategy: Strategy,
+        train_data: Sequence[SftExample],
+        params: SftParams,
+        tracker: Tracker | None = None,
+        checkpoints: CheckpointStore | None = None,
+        eval_data: Sequence[SftExample] | None = None,
+        collective: Collective | None = None,
+    ) -> None:
+        self.policy, self.strategy, self.params = policy, strategy, params
+        self.train_data, self.eval_data = train_data, eval_data
+        self.tracker, self.checkpoints = tracker, checkpoints
+        self.collective: Collective = collective or _OneRank()
+        self.global_batch = params.batch_size * self.collective.world_size
+        if len(train_data) < self.global_batch:
+            raise ValueError(
+                f"{len(train_data)} training examples are fewer than one step's batch "
+                f"(batch_size {params.batch_size} x {self.collective.world_size} ranks)"
+            )
+        self.step = 0
+        self.history: list[dict[str, float]] = []
+
+    # -- schedule ---------------------------------------------------------------------
+
+    @property
+    def steps_per_epoch(self) -> int:
+        """Full global batches in one pass over the data (a partial last one is dropped)."""
+        return len(self.train_data) // self.global_batch
+
+    @property
+    def total_steps(self) -> int:
+        """``params.total_steps`` or every step of every epoch."""
+        return self.params.total_steps or self.params.epochs * self.steps_per_epoch
+
+    def step_indices(self, step: int) -> list[int]:
+        """This rank's example indices of optimizer step ``step``."""
+        epoch, within = divmod(step, self.steps_per_epoch)
+        gen = torch.Generator().manual_seed(self.params.seed * 1_000_003 + epoch)
+        order = torch.randperm(len(self.train_data), generator=gen)
+        start = within * self.global_batch + self.collective.rank * self.params.batch_size
+        return order[start : start + self.params.batch_size].tolist()
+
+    # -- training ---------------------------------------------------------------------
+
+    def run(self, *, resume: bool = True, max_steps: int | None = None) -> list[dict[str, float]]:
+        """Trains to ``total_steps`` (or ``max_steps`` more); returns the metric history."""
+        if resume:
+            self.resume()
+        evaluating = self.eval_data is not None and self.params.eval_every is not None
+        if evaluating and self.step == 0:
+            self._log(self.evaluate(), 0)
+        end = (
+            self.total_steps if max_steps is None else min(self.total_steps, self.step + max_steps)
+        )
+        every_ckpt, every_eval = self.params.checkpoint_every, self.params.eval_every
+        while self.step < end:
+            metrics = self.train_step()
+            last = self.step == self.total_steps
+            if (
+                self.checkpoints is not None
+                and every_ckpt
+                and (self.step % every_ckpt == 0 or last)
+            ):
+                self.save_checkpoint()
+            if evaluating and every_eval and (self.step % every_eval == 0 or last):
+                metrics.update(self.evaluate())
+            self._log(metrics, self.step)
+            self.history.append(metrics)
+        return self.history
+
+    def train_step(self) -> dict[str, float]:
+        """One optimizer step; returns its metrics and advances :attr:`step`."""
+        started = time.perf_counter()
+        examples = [self.train_data[i] for i in self.step_indices(self.step)]
+        local_tokens = sum(e.num_trained for e in examples)
+        counts = self.collective.all_reduce_sum(torch.tensor([float(local_tokens)]))
+        total_tokens = float(counts[0])
+        nll_total = 0.0
+        for micro in self._micro_batches(examples):
+            batch = sft_batch(micro, self.params.pad_token_id)
+            logprobs = self.policy.forward(batch).logprobs
+            nll = masked_nll_sum(logprobs, batch.response_mask.to(logprobs.device))
+            nll_total += float(nll.detach())
+            # strategies average gradients over ranks; the loss is already a global mean
+            self.strategy.backward(nll / total_tokens * self.collective.world_size)
+        result = self.strategy.step()
+        nll_global = float(self.collective.all_reduce_sum(torch.tensor([nll_total]))[0])
+        self.step += 1
+        elapsed = time.perf_counter() - started
+        return {
+            "train/loss": nll_global / total_tokens,
+            "train/tokens": total_tokens,
+            "train/grad_norm": result.grad_norm,
+            "train/lr": result.lr,
+            "train/skipped_steps": float(result.skipped),
+            "train/epoch": self.step / self.steps_per_epoch,
+            "time/step_s": elapsed,
+            "throughput/tokens_per_s": sum(e.num_tokens for e in examples) / max(elapsed, 1e-9),
+        }
+
+    def _micro_batches(self, examples: list[SftExample]) -> list[list[SftExample]]:
+        index = torch.arange(len(examples))
+        budget = self.params.max_tokens_per_micro_batch
+        if budget is None:
+            parts = split_by_count(index, self.params.micro_batch_size)
+        else:
+            sizes = torch.tensor([e.num_tokens for e in examples])
+            parts = split_by_tokens(index, sizes, budget)
+        return [[examples[i] for i in part.tolist()] for part in parts]
+
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, float]:
+        """``eval/loss`` (token mean of -log p over every trained eval token, all ranks)."""
+        if not self.eval_data:
+            raise ValueError("no evaluation examples")
+        data, size = self.eval_data, self.params.eval_batch_size
+        rank, world = self.collective.rank, self.collective.world_size
+        nll, tokens = 0.0, 0.0
+        for start in range(rank * size, len(data), size * world):
+            batch = sft_batch(data[start : start + size], self.params.pad_token_id)
+            logprobs = self.policy.forward(batch).logprobs
+            nll += float(masked_nll_sum(logprobs, batch.response_mask.to(logprobs.device)))
+            tokens += float(batch.response_mask.sum())
+        totals = self.collective.all_reduce_sum(torch.tensor([nll, tokens], dtype=torch.float64))
+        loss = float(totals[0] / totals[1])
+        return {"eval/loss": loss, "eval/perplexity": math.exp(min(loss, 50.0))}
+
+    # -- checkpoints ------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Step, strategy (weights, optimizer, schedule) and torch RNG state."""
+        return {
+            "step": self.step,
+            "strategy": self.strategy.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restores :meth:`state_dict`."""
+        self.step = int(state["step"])
+        self.strategy.load_state_dict(state["strategy"])
+        torch.set_rng_state(state["torch_rng"])
+
+    def save_checkpoint(self) -> None:
+        """Saves the state at the current step through the store."""
+        if self.checkpoints is None:
+            raise ValueError("no CheckpointStore was given")
+        self.checkpoints.save(self.step, self.state_dict())
+        log.info("sft.checkpoint_saved", step=self.step)
+
+    def resume(self) -> bool:
+        """Loads the newest checkpoint if there is one; returns whether it did."""
+        latest = None if self.checkpoints is None else self.checkpoints.latest_step()
+        if latest is None:
+            return False
+        assert self.checkpoints is not None
+        self.load_state_dict(self.checkpoints.load(latest))
+        log.info("sft.resumed", step=latest)
+        return True
+
+    def _log(self, metrics: Mapping[str, float], step: int) -> None:
+        if self.tracker is not None and self.collective.rank == 0:
+            self.tracker.log_metrics(dict(metrics), step)
