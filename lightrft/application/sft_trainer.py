@@ -92,6 +92,7 @@ class SftTrainer:
             )
         self.step = 0
         self.history: list[dict[str, float]] = []
+        self.initial_eval: dict[str, float] | None = None  # before the first step
 
     # -- schedule ---------------------------------------------------------------------
 
@@ -121,7 +122,8 @@ class SftTrainer:
             self.resume()
         evaluating = self.eval_data is not None and self.params.eval_every is not None
         if evaluating and self.step == 0:
-            self._log(self.evaluate(), 0)
+            self.initial_eval = self.evaluate()
+            self._log(self.initial_eval, 0)
         end = (
             self.total_steps if max_steps is None else min(self.total_steps, self.step + max_steps)
         )

@@ -55,7 +55,7 @@ def train(config: RunConfig) -> dict[str, Any]:
     if evals:
         summary["eval_accuracy_after"] = evals[-1]["eval/accuracy"]
     if config.checkpoint.export_final:
-        summary["final_model"] = str(_export(container, run_dir / "final_model", main))
+        summary["final_model"] = str(export_policy(container, run_dir / "final_model", main))
     if main:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log.info("run.done", **summary)
@@ -74,7 +74,7 @@ def _first_eval(run_dir: Path) -> float | None:
     return None
 
 
-def _export(container: Any, directory: Path, main: bool) -> Path:
+def export_policy(container: Any, directory: Path, main: bool) -> Path:
     """Writes the trained policy as a plain HF model directory (rank 0 writes)."""
     strategy = container.policy_strategy()
     policy = container.policy()

@@ -156,7 +156,8 @@ def _tokenize_row(
         return _chat_tokens(renderer.messages(chat), renderer)
     prompt, completion = row.get(spec.prompt_key), row.get(spec.completion_key)
     if prompt is None:
-        raise BadRowError(ref.where, f"{spec.messages_key}' or '{spec.prompt_key}", "missing key")
+        problem = f"no {spec.messages_key!r} chat and missing key"
+        raise BadRowError(ref.where, spec.prompt_key, problem)
     if not isinstance(completion, str) or not completion:
         raise BadRowError(ref.where, spec.completion_key, "expected a non-empty string in")
     content: Any = (

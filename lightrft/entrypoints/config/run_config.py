@@ -33,6 +33,7 @@ from lightrft.entrypoints.config.sections import (
     Section,
     TrainConfig,
 )
+from lightrft.entrypoints.config.sft_section import SftConfig
 
 
 class RunConfig(Section):
@@ -54,6 +55,9 @@ class RunConfig(Section):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
+    sft: SftConfig = Field(
+        default_factory=SftConfig, description="Supervised fine-tuning (lightrft sft)."
+    )
 
     @model_validator(mode="after")
     def _cross_checks(self) -> RunConfig:

@@ -66,7 +66,7 @@ def test_truncation_and_dropped_rows_are_counted() -> None:
         ({"prompt": "x", "completion": ""}, "completion"),
         ({"messages": [{"role": "user", "content": "x"}]}, "messages"),
         ({"messages": "not a list"}, "messages"),
-        ({"text": "x"}, "messages' or 'prompt"),
+        ({"text": "x"}, "prompt"),
     ],
 )
 def test_bad_rows_name_file_row_and_key(row: dict, key: str) -> None:

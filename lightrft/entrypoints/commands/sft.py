@@ -1,0 +1,57 @@
+"""`lightrft sft`: supervised fine-tuning on chat or prompt/completion rows.
+
+Loss on assistant/completion tokens only; `sft.*` keys set the data and schedule, `model.*`,
+`optim.*`, `backend.*`, `checkpoint.*` and `logging.*` as for `lightrft train`. The model
+written to RUN_DIR/final_model is what `lightrft train ALGORITHM model.path=...` loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+NAME = "sft"
+HELP = "supervised fine-tuning (chat or prompt/completion data)"
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="YAML config file")
+    parser.add_argument("--model", help="model path (model.path)")
+    parser.add_argument("--data", help="training rows (sft.train_data.path)")
+    parser.add_argument("--eval-data", help="held-out rows (sft.eval_data.path)")
+    parser.add_argument("--run-dir", help="run directory (logging.run_dir)")
+    parser.add_argument(
+        "--nproc-per-node",
+        type=int,
+        default=None,
+        help="processes on this node (relaunches under torchrun when > 1)",
+    )
+
+
+def run(args: argparse.Namespace, rest: list[str]) -> int:
+    from lightrft.entrypoints.config.loading import load_config
+
+    flags = {
+        "model.path": args.model,
+        "sft.train_data.path": args.data,
+        "sft.eval_data.path": args.eval_data,
+        "logging.run_dir": args.run_dir,
+        "backend.nproc_per_node": args.nproc_per_node,
+    }
+    overrides = list(rest) + [f"{key}={value}" for key, value in flags.items() if value is not None]
+    config = load_config(args.config, overrides)
+    if config.backend.nproc_per_node > 1:
+        from lightrft.adapters.distributed.launch import (
+            relaunch_with_torchrun,
+            running_under_torchrun,
+        )
+
+        if not running_under_torchrun():
+            argv = ["-m", "lightrft.entrypoints.cli", *sys.argv[1:]]
+            return relaunch_with_torchrun(config.backend.nproc_per_node, argv)
+    from lightrft.entrypoints.run_sft import sft
+
+    print(json.dumps(sft(config), indent=2))
+    return 0

@@ -1,0 +1,57 @@
+"""SFT examples for ``lightrft sft`` from its ``sft.train_data`` / ``sft.eval_data`` sections."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lightrft.adapters.datasets import arithmetic_problems
+from lightrft.adapters.datasets.prompt_rows import RowRef
+from lightrft.adapters.datasets.rendering import PromptFormat
+from lightrft.adapters.datasets.sft_rows import (
+    SftDataset,
+    SftRowSpec,
+    build_sft_examples,
+    load_sft_dataset,
+)
+from lightrft.entrypoints.config.sft_section import SftDataConfig
+
+
+def build_sft_data(section: SftDataConfig | None, tokenizer: Any) -> SftDataset | None:
+    """The tokenized examples ``section`` describes (``None`` stays ``None``)."""
+    if section is None:
+        return None
+    spec = SftRowSpec(
+        messages_key=section.messages_key,
+        prompt_key=section.prompt_key,
+        completion_key=section.completion_key,
+        max_length=section.max_length,
+        on_bad_row=section.on_bad_row,
+    )
+    fmt = PromptFormat(
+        system_prompt=section.system_prompt,
+        render="auto" if section.apply_chat_template else "plain",
+    )
+    if section.path is None:
+        rows = arithmetic_problems(section.num_builtin, section.seed, section.difficulty)
+        refs = [
+            RowRef(
+                uid=f"arithmetic-{section.seed}:{i}",
+                where=f"built-in arithmetic row {i}",
+                row={
+                    "prompt": f"{r['prompt']} {section.instruction}",
+                    "completion": r["reference"],
+                },
+            )
+            for i, r in enumerate(rows)
+        ]
+        data = build_sft_examples(refs, tokenizer, spec=spec, prompt_format=fmt)
+    else:
+        paths = [section.path] if isinstance(section.path, str) else list(section.path)
+        for path in paths:
+            if not Path(path).exists():
+                raise FileNotFoundError(f"SFT data {path} does not exist")
+        data = load_sft_dataset(paths, tokenizer, spec=spec, prompt_format=fmt)
+    if section.max_samples is not None and section.max_samples < len(data):
+        data = SftDataset(list(data)[: section.max_samples], data.stats)
+    return data
