@@ -12,6 +12,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from torch import Tensor, nn
 
+from lightrft.domain.eval_metrics import GradedAnswer
 from lightrft.domain.types import (
     Completion,
     MemoryStats,
@@ -278,4 +279,14 @@ class PromptSource(Protocol):
 
     def __getitem__(self, index: int) -> PromptRecord:
         """Prompt number ``index``."""
+        ...
+
+
+@runtime_checkable
+class AnswerGrader(Protocol):
+    """Extracts the final answer of a response and judges it against a reference."""
+
+    def grade(self, response: str, reference: str | None) -> GradedAnswer:
+        """The answer's key (``None``: no answer found) and whether it equals ``reference``
+        (``None`` when there is no reference)."""
         ...

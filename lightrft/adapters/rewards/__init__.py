@@ -11,19 +11,27 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from lightrft.adapters.rewards.answer_grader import MathAnswerGrader
     from lightrft.adapters.rewards.format_reward import FormatReward
     from lightrft.adapters.rewards.length_reward import LengthReward
     from lightrft.adapters.rewards.math_answer import MathAnswerReward
     from lightrft.adapters.rewards.python_function import PythonFunctionReward
 
 _EXPORTS = {
+    "MathAnswerGrader": "answer_grader",
     "FormatReward": "format_reward",
     "LengthReward": "length_reward",
     "MathAnswerReward": "math_answer",
     "PythonFunctionReward": "python_function",
 }
 
-__all__ = ["FormatReward", "LengthReward", "MathAnswerReward", "PythonFunctionReward"]
+__all__ = [
+    "MathAnswerGrader",
+    "FormatReward",
+    "LengthReward",
+    "MathAnswerReward",
+    "PythonFunctionReward",
+]
 
 
 def __getattr__(name: str) -> Any:

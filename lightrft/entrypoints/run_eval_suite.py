@@ -1,0 +1,111 @@
+"""`lightrft eval --data FILE...`: greedy accuracy, pass@k and maj@k per file, one JSON report.
+
+The model is ``model.path`` (any HF directory: a base model, ``lightrft sft``'s or
+``lightrft train``'s ``final_model``); generation uses the configured rollout engine.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from lightrft.adapters.datasets.rendering import PromptFormat
+from lightrft.adapters.rewards import MathAnswerGrader
+from lightrft.application.eval_suite import EvalSuite, FileResult, SuiteParams
+from lightrft.entrypoints.api import build_container
+from lightrft.entrypoints.config import RunConfig
+from lightrft.entrypoints.wiring.eval_files import eval_file_prompts
+
+
+def evaluate_files(
+    config: RunConfig,
+    files: list[Path],
+    params: SuiteParams,
+    *,
+    file_format: str = "auto",
+    output: Path | None = None,
+    progress: bool = True,
+    keep_records: bool = True,
+) -> dict[str, Any]:
+    """Evaluates ``config.model`` on every file; writes and returns the report."""
+    container = build_container(config)
+    tokenizer = container.tokenizer()
+    ds = config.data.eval or config.data.train
+    fmt = PromptFormat(
+        system_prompt=ds.system_prompt,
+        render="auto" if ds.apply_chat_template else "plain",
+        max_prompt_tokens=ds.max_prompt_length,
+    )
+    sources = {path: eval_file_prompts(path, file_format, tokenizer, fmt) for path in files}
+    engine = container.engine()
+    if not engine.is_awake:
+        engine.wake_up()
+    results: dict[str, Any] = {}
+    for path, prompts in sources.items():
+        total = (
+            len(prompts) if params.max_prompts is None else min(params.max_prompts, len(prompts))
+        )
+        with tqdm(total=total, desc=path.name, unit="prompt", disable=not progress) as bar:
+            suite = EvalSuite(engine, MathAnswerGrader(), params, on_prompts=bar.update)
+            started = time.perf_counter()
+            result = suite.evaluate(path.stem, prompts)
+        results[str(path)] = _file_entry(result, time.perf_counter() - started, keep_records)
+    report: dict[str, Any] = {
+        "model": str(container.model_path()),
+        "params": {
+            "greedy": params.greedy,
+            "n_samples": params.n_samples,
+            "ks": list(params.ks),
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "max_new_tokens": params.max_new_tokens,
+            "seed": params.seed,
+        },
+        "files": results,
+    }
+    target = output or Path(config.logging.run_dir) / "eval.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(report, indent=2))
+    report["path"] = str(target)
+    return report
+
+
+def _file_entry(result: FileResult, seconds: float, keep_records: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {"metrics": result.metrics, "seconds": seconds}
+    if keep_records:
+        entry["records"] = result.records
+    return entry
+
+
+def format_table(report: dict[str, Any]) -> str:
+    """One row per file, one column per metric (those of the first file, in its order)."""
+    files = report["files"]
+    if not files:
+        return "(no files)"
+    names = [
+        n
+        for n in next(iter(files.values()))["metrics"]
+        if n == "prompts" or "@" in n or "accuracy" in n
+    ]
+    header = ["file", *names]
+    rows = [
+        [Path(path).name, *(_cell(entry["metrics"].get(n)) for n in names)]
+        for path, entry in files.items()
+    ]
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows, strict=True)]
+    lines = [
+        " | ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True))
+        for line in [header, *rows]
+    ]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _cell(value: float | None) -> str:
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() and value > 1 else f"{value:.4f}"
