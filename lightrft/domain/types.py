@@ -104,6 +104,12 @@ class RewardSample:
     prompt: PromptRecord
     completion: Completion
 
+    @property
+    def group(self) -> int:
+        """The sample's group within one ``score`` call: samples of the same prompt (the
+        ``n`` completions the engine drew for it) share ``completion.prompt_index``."""
+        return self.completion.prompt_index
+
 
 @dataclass(frozen=True)
 class RewardResult:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from lightrft.adapters.rewards.answer_grader import MathAnswerGrader
     from lightrft.adapters.rewards.format_reward import FormatReward
     from lightrft.adapters.rewards.length_reward import LengthReward
+    from lightrft.adapters.rewards.majority_vote import MajorityVoteReward
     from lightrft.adapters.rewards.math_answer import MathAnswerReward
     from lightrft.adapters.rewards.python_function import PythonFunctionReward
 
@@ -21,6 +22,7 @@ _EXPORTS = {
     "MathAnswerGrader": "answer_grader",
     "FormatReward": "format_reward",
     "LengthReward": "length_reward",
+    "MajorityVoteReward": "majority_vote",
     "MathAnswerReward": "math_answer",
     "PythonFunctionReward": "python_function",
 }
@@ -29,6 +31,7 @@ __all__ = [
     "MathAnswerGrader",
     "FormatReward",
     "LengthReward",
+    "MajorityVoteReward",
     "MathAnswerReward",
     "PythonFunctionReward",
 ]

@@ -6,11 +6,12 @@ is keyed by its exact value (``"1/2"``, ``"0.5"`` and ``"\\frac{1}{2}"`` share t
 ``"num:1/2"``; a percentage by its face value, ``"50%"`` -> ``"num:50"``); anything else by
 its normalized text with spaces removed (``"text:x^2+1"``). Correctness is decided by
 :func:`~lightrft.adapters.rewards.answer_check.check_response` (exact numbers, then
-math-verify), in this process (call it from the main thread for the math-verify timeouts).
+math-verify), in this process; off the main thread math-verify runs without its timeouts.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from lightrft.adapters.rewards.answer_check import check_response
@@ -53,7 +54,10 @@ class MathAnswerGrader:
             return GradedAnswer(None, None if reference is None else False)
         if reference is None:
             return GradedAnswer(answer_key(answer), None)
+        # math-verify's timeouts use signal.alarm: main thread only
+        in_main = threading.current_thread() is threading.main_thread()
+        timeout = self.timeout_seconds if in_main else None
         verdict, _ = check_response(
-            response, reference, self.extractors, self.timeout_seconds, self.max_answer_chars
+            response, reference, self.extractors, timeout, self.max_answer_chars
         )
         return GradedAnswer(answer_key(answer), verdict == "correct")

@@ -57,3 +57,25 @@ class PythonRewardConfig(RewardSourceSection):
     type: Literal["python"] = "python"
     function: str = Field(description="'module:function' to call.")
     timeout_s: float = Field(5.0, gt=0, description="Per-call timeout.")
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "ttrl")
+class MajorityVoteRewardConfig(RewardSourceSection):
+    """TTRL: agreement with the majority answer of the sample's group (no labels used)."""
+
+    type: Literal["ttrl"] = "ttrl"
+    agree_score: float = Field(1.0, description="Score of a sample whose answer is the majority.")
+    disagree_score: float = Field(
+        0.0, description="Score otherwise (also: no extractable answer, no majority)."
+    )
+    extractors: list[str] = Field(
+        default_factory=lambda: ["gsm8k", "boxed", "last_number"],
+        description="Answer extractors, tried in order (gsm8k, boxed, answer_is, last_number).",
+    )
+
+    def check_in_run(self, run: RunConfig) -> None:
+        if run.rollout.n_samples_per_prompt < 2:
+            raise ValueError(
+                f"reward source {self.label!r} (type ttrl) votes within a prompt's group: "
+                "rollout.n_samples_per_prompt must be >= 2"
+            )

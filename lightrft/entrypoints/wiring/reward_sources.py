@@ -5,12 +5,15 @@ from __future__ import annotations
 from lightrft.adapters.rewards import (
     FormatReward,
     LengthReward,
+    MajorityVoteReward,
+    MathAnswerGrader,
     MathAnswerReward,
     PythonFunctionReward,
 )
 from lightrft.entrypoints.config.reward_configs import (
     FormatRewardConfig,
     LengthRewardConfig,
+    MajorityVoteRewardConfig,
     MathRewardConfig,
     PythonRewardConfig,
 )
@@ -43,4 +46,14 @@ def build_length(section: LengthRewardConfig, context: BuildContext) -> LengthRe
 def build_python(section: PythonRewardConfig, context: BuildContext) -> PythonFunctionReward:
     return PythonFunctionReward(
         section.function, name=section.label, timeout_seconds=section.timeout_s
+    )
+
+
+@REWARD_SOURCES.register("ttrl")
+def build_ttrl(section: MajorityVoteRewardConfig, context: BuildContext) -> MajorityVoteReward:
+    return MajorityVoteReward(
+        MathAnswerGrader(tuple(section.extractors)),
+        name=section.label,
+        agree_score=section.agree_score,
+        disagree_score=section.disagree_score,
     )
