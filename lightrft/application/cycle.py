@@ -27,6 +27,7 @@ from lightrft.application.params import (
 )
 from lightrft.application.phases import DEFAULT_PLAN, PhaseSwitcher, Switch
 from lightrft.application.policy_optimizer import PolicyOptimizer
+from lightrft.application.sample_rows import TokenTraces, sample_rows, token_traces
 from lightrft.domain.kl import KLController, make_kl_controller
 from lightrft.domain.ports import (
     Accelerator,
@@ -187,6 +188,7 @@ class ColocatedRLCycle:
             moments=self.state.reward_moments,
         )
         with self.phases.phase("train"):
+            traces = self._sample_traces(batch)  # the sampling policy, before the update
             metrics = self.optimizer.train(batch.experience, kl_coef=self.state.kl.value, step=step)
         if metrics.get("train/skipped_steps", 0.0) < 1.0:
             self.policy_version += 1
@@ -197,7 +199,7 @@ class ColocatedRLCycle:
         metrics.update(batch.metrics)
         metrics.update(self._speed_metrics(batch, time.perf_counter() - started))
         metrics = self._mean_over_ranks(metrics)
-        self._log_samples(batch, step + 1)
+        self._log_samples(batch, step + 1, traces)
         return metrics
 
     def evaluate(self) -> dict[str, float]:
@@ -306,22 +308,18 @@ class ColocatedRLCycle:
         if self.components.collective.rank == 0:
             self.components.tracker.log_metrics(dict(metrics), step)
 
-    def _log_samples(self, batch: ExperienceBatch, step: int) -> None:
-        n = min(self.settings.cycle.log_samples_per_step, len(batch.completions))
-        if n == 0 or self.components.collective.rank != 0:
-            return
-        exp = batch.experience
-        rows = [
-            {
-                "prompt": batch.prompts[batch.completions[i].prompt_index].prompt_text,
-                "response": batch.completions[i].text,
-                "reward": float(exp.rewards[i]),
-                "advantage": float(exp.advantages[i, 0]),
-                "group": int(exp.group_index[i]),
-            }
-            for i in range(n)
-        ]
-        self.components.tracker.log_samples(rows, step)
+    def _logged_rows(self, batch: ExperienceBatch) -> int:
+        """How many samples of ``batch`` are logged (rank 0 logs them)."""
+        return min(self.settings.cycle.log_samples_per_step, len(batch.completions))
+
+    def _sample_traces(self, batch: ExperienceBatch) -> TokenTraces | None:
+        # every rank runs this forward (a sharded policy needs all ranks); rank 0 logs it
+        return token_traces(self.components.policy, batch, self._logged_rows(batch))
+
+    def _log_samples(self, batch: ExperienceBatch, step: int, traces: TokenTraces | None) -> None:
+        rows = self._logged_rows(batch)
+        if rows and self.components.collective.rank == 0:
+            self.components.tracker.log_samples(sample_rows(batch, rows, traces), step)
 
 
 def _switches(c: CycleComponents) -> dict[str, Switch]:

@@ -6,7 +6,7 @@ Shapes: B samples (prompts x n), R response tokens.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import structlog
 import torch
@@ -47,6 +47,7 @@ class ExperienceBatch:
     metrics: dict[str, float]
     reward_moments: RunningMoments
     generated_tokens: int
+    reward_by_source: dict[str, Tensor] = field(default_factory=dict)  # each (B,), unshaped
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ class ExperienceMaker:
             metrics,
             moments,
             int(tensors.response_lengths.sum()),
+            dict(rollout.scores.by_source),
         )
 
     def _generate_and_score(self, prompts: list[PromptRecord], seed: int) -> _Rollout:

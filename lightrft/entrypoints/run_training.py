@@ -9,6 +9,7 @@ from typing import Any
 import structlog
 
 from lightrft.adapters.tracking.progress import ProgressTracker
+from lightrft.adapters.tracking.token_text import TokenTextTracker
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import dump_config
@@ -28,7 +29,9 @@ def train(config: RunConfig) -> dict[str, Any]:
     tracker = container.tracker()
     if main:
         tracker = ProgressTracker(
-            tracker, config.train.total_steps, enabled=config.logging.progress
+            TokenTextTracker(tracker, _token_decoder(container.tokenizer())),
+            config.train.total_steps,
+            enabled=config.logging.progress,
         )
         container.tracker.override(tracker)
     log.info(
@@ -60,6 +63,11 @@ def train(config: RunConfig) -> dict[str, Any]:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log.info("run.done", **summary)
     return summary
+
+
+def _token_decoder(tokenizer: Any) -> Any:
+    """One token's text (special tokens kept, so EOS shows where a response stopped)."""
+    return lambda token_id: str(tokenizer.decode([token_id], skip_special_tokens=False))
 
 
 def _first_eval(run_dir: Path) -> float | None:

@@ -56,8 +56,10 @@ def build_page(
     samples: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
     *,
     max_text_chars: int = 4000,
+    links: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The whole HTML document. ``samples``: (heading, rows) sections of sample rows."""
+    """The whole HTML document. ``samples``: (heading, rows) sections of sample rows;
+    ``links``: (relative href, text) of pages written next to it."""
     name = _esc(run_name)
     parts = [
         "<!DOCTYPE html>",
@@ -65,6 +67,7 @@ def build_page(
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         f"<title>LightRFT run report: {name}</title><style>{STYLE}</style></head><body>",
         f"<h1>LightRFT run report: {name}</h1>",
+        "".join(f'<p><a href="{_esc(href)}">{_esc(text)}</a></p>' for href, text in links),
         _eval_section(eval_comparison(series)),
         _plots_section(plots),
         _last_values_section(series),

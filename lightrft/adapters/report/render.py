@@ -9,10 +9,12 @@ from typing import Any
 from lightrft.adapters.report.html_page import build_page
 from lightrft.adapters.report.plots import render_plots
 from lightrft.adapters.report.reading import metric_series, read_jsonl
+from lightrft.adapters.report.trajectories import build_trajectory_page
 
 METRICS_FILE = "metrics.jsonl"
 SAMPLES_FILE = "samples.jsonl"
 REPORT_FILE = "report.html"
+TRAJECTORIES_FILE = "trajectories.html"
 
 
 def render_report(
@@ -28,7 +30,8 @@ def render_report(
     Output goes to ``out_dir`` (default ``run_dir/report``): one PNG per plotted metric
     group (skipped when its metrics were never logged) and ``report.html``, which refers to
     the PNGs by relative path. Samples shown: those of the first and of the last logged
-    step, at most ``max_samples_per_step`` each; texts are cut at ``max_text_chars``.
+    step, at most ``max_samples_per_step`` each; texts are cut at ``max_text_chars``. With
+    samples, ``trajectories.html`` (every saved sample, by step) is written too and linked.
     """
     run_dir = Path(run_dir)
     metrics_path = run_dir / METRICS_FILE
@@ -40,12 +43,20 @@ def render_report(
     plots = render_plots(series, out)
     samples_path = run_dir / SAMPLES_FILE
     rows = read_jsonl(samples_path) if samples_path.is_file() else []
+    links: list[tuple[str, str]] = []
+    if rows:
+        trajectories = build_trajectory_page(
+            run_dir.resolve().name, rows, max_text_chars=max_text_chars
+        )
+        (out / TRAJECTORIES_FILE).write_text(trajectories, encoding="utf-8")
+        links.append((TRAJECTORIES_FILE, f"Trajectory browser ({len(rows)} samples)"))
     page = build_page(
         run_dir.resolve().name,
         plots,
         series,
         _sample_sections(rows, max_samples_per_step),
         max_text_chars=max_text_chars,
+        links=links,
     )
     report = out / REPORT_FILE
     report.write_text(page, encoding="utf-8")

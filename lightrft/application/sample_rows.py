@@ -1,0 +1,83 @@
+"""The trajectory rows a cycle logs for each step (``Tracker.log_samples``).
+
+One row per logged sample (the first ``log_samples_per_step`` samples of the step, whole
+groups first): prompt and response text, the shaped reward and the score of every reward
+source, the advantage (of the first token, and per token), the response length and finish
+reason, the token ids, and per-token log-probs and entropies of the policy that sampled
+(a no-grad forward before the update) plus the engine's own log-probs when it reports them
+(their difference is the rollout/training mismatch). Floats are rounded to 4 decimals so
+sample files stay small; per-token lists hold at most R (max_new_tokens) entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from lightrft.application.experience_maker import ExperienceBatch
+from lightrft.domain.ports import Policy
+
+DIGITS = 4
+
+
+@dataclass(frozen=True)
+class TokenTraces:
+    """Per-token values of the logged rows under the sampling policy. Shapes (N, R)."""
+
+    logprobs: Tensor
+    entropy: Tensor | None
+
+
+def token_traces(policy: Policy, batch: ExperienceBatch, rows: int) -> TokenTraces | None:
+    """Log-probs and entropies of the first ``rows`` samples (no grad); None for 0 rows."""
+    if rows == 0:
+        return None
+    seq = batch.experience.sequences.select(torch.arange(rows))
+    with torch.no_grad():
+        out = policy.forward(seq, with_entropy=True)
+    entropy = None if out.entropy is None else out.entropy.float().cpu()
+    return TokenTraces(out.logprobs.float().cpu(), entropy)
+
+
+def sample_rows(
+    batch: ExperienceBatch, rows: int, traces: TokenTraces | None = None
+) -> list[dict[str, Any]]:
+    """The first ``rows`` samples of ``batch`` as JSON-ready rows (see the module doc)."""
+    exp = batch.experience
+    out: list[dict[str, Any]] = []
+    for i in range(rows):
+        completion = batch.completions[i]
+        prompt = batch.prompts[completion.prompt_index]
+        n = len(completion.token_ids)
+        row: dict[str, Any] = {
+            "uid": prompt.uid,
+            "prompt": prompt.prompt_text,
+            "response": completion.text,
+            "reward": _round(exp.rewards[i]),
+            "rewards": {name: _round(s[i]) for name, s in batch.reward_by_source.items()},
+            "advantage": _round(exp.advantages[i, 0]),
+            "length": n,
+            "finish_reason": completion.finish_reason,
+            "group": int(exp.group_index[i]),
+            "token_ids": list(completion.token_ids),
+            "advantages": _per_token(exp.advantages[i], n),
+        }
+        if traces is not None:
+            row["logprobs"] = _per_token(traces.logprobs[i], n)
+            if traces.entropy is not None:
+                row["entropy"] = _per_token(traces.entropy[i], n)
+        if exp.rollout_logprobs is not None:
+            row["rollout_logprobs"] = _per_token(exp.rollout_logprobs[i], n)
+        out.append(row)
+    return out
+
+
+def _round(value: Tensor | float) -> float:
+    return round(float(value), DIGITS)
+
+
+def _per_token(values: Tensor, n: int) -> list[float]:
+    return [round(v, DIGITS) for v in values[:n].tolist()]
