@@ -38,6 +38,8 @@ TINY_RUN = [
         ["config", "show", "--help"],
         ["report", "--help"],
         ["demo", "--help"],
+        ["sft", "--help"],
+        ["samples", "--help"],
     ],
 )
 def test_every_subcommand_has_help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
