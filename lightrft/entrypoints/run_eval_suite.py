@@ -1,6 +1,7 @@
 """`lightrft eval --data FILE...`: greedy accuracy, pass@k and maj@k per file, one JSON report.
 
-The model is ``model.path`` (any HF directory: a base model, ``lightrft sft``'s or
+``builtin`` instead of a file evaluates the config's ``data.eval`` prompts (the built-in
+arithmetic problems unless ``data.eval.path`` is set). The model is ``model.path`` (any HF directory: a base model, ``lightrft sft``'s or
 ``lightrft train``'s ``final_model``); generation uses the configured rollout engine.
 """
 
@@ -16,9 +17,14 @@ from tqdm import tqdm
 from lightrft.adapters.datasets.rendering import PromptFormat
 from lightrft.adapters.rewards import MathAnswerGrader
 from lightrft.application.eval_suite import EvalSuite, FileResult, SuiteParams
+from lightrft.domain.ports import PromptSource
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
+from lightrft.entrypoints.config.sections import DatasetConfig
+from lightrft.entrypoints.wiring.data import build_prompts
 from lightrft.entrypoints.wiring.eval_files import eval_file_prompts
+
+BUILTIN = "builtin"
 
 
 def evaluate_files(
@@ -40,7 +46,7 @@ def evaluate_files(
         render="auto" if ds.apply_chat_template else "plain",
         max_prompt_tokens=ds.max_prompt_length,
     )
-    sources = {path: eval_file_prompts(path, file_format, tokenizer, fmt) for path in files}
+    sources = {path: _prompts(config, path, file_format, tokenizer, fmt) for path in files}
     engine = container.engine()
     if not engine.is_awake:
         engine.wake_up()
@@ -72,6 +78,17 @@ def evaluate_files(
     target.write_text(json.dumps(report, indent=2))
     report["path"] = str(target)
     return report
+
+
+def _prompts(
+    config: RunConfig, path: Path, file_format: str, tokenizer: Any, fmt: PromptFormat
+) -> PromptSource:
+    """``builtin`` names the config's ``data.eval`` set; anything else is a file."""
+    if str(path) != BUILTIN:
+        return eval_file_prompts(path, file_format, tokenizer, fmt)
+    source = build_prompts(config.data.eval or DatasetConfig(), tokenizer)
+    assert source is not None
+    return source
 
 
 def _file_entry(result: FileResult, seconds: float, keep_records: bool) -> dict[str, Any]:

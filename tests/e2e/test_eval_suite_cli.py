@@ -99,3 +99,13 @@ def test_unknown_file_shape_is_a_clear_error(
     bad.write_text(json.dumps({"text": "hello"}) + "\n")
     assert main(["eval", "--model", str(tiny_dir), "--data", str(bad), "--no-progress"]) == 2
     assert "cannot tell the format from keys ['text']" in capsys.readouterr().err
+
+
+def test_builtin_evaluates_the_config_eval_set(tiny_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "eval.json"
+    argv = ["eval", "--model", str(tiny_dir), "--data", "builtin", "--output", str(out)]
+    argv += ["--max-new-tokens=4", "--no-progress", "data.eval.num_builtin=5", "data.eval.seed=7"]
+    assert main(argv) == 0
+    entry = json.loads(out.read_text())["files"]["builtin"]
+    assert entry["metrics"]["prompts"] == 5
+    assert [r["uid"] for r in entry["records"]][0] == "arithmetic-7-1:0"

@@ -20,7 +20,12 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model path (model.path): any HF model directory")
     parser.add_argument("--output", type=Path, help="JSON report path (default RUN_DIR/eval.json)")
     suite = parser.add_argument_group("evaluation files (--data)")
-    suite.add_argument("--data", type=Path, nargs="+", help="GSM8K / MATH-style files")
+    suite.add_argument(
+        "--data",
+        type=Path,
+        nargs="+",
+        help="GSM8K / MATH-style files; 'builtin': the config's data.eval prompts",
+    )
     suite.add_argument(
         "--format", default="auto", help="gsm8k, boxed (alias math) or auto (default)"
     )
