@@ -154,3 +154,25 @@ def test_tiny_model_memorizes_a_small_set() -> None:
     assert history[0]["train/loss"] > 2.0
     assert history[-1]["eval/loss"] < 0.05
     assert t.tracker.last("eval/loss") == history[-1]["eval/loss"]  # type: ignore[union-attr]
+
+
+def test_fsdp2_strategy_on_one_rank_matches_single_device(one_rank_group: None) -> None:
+    """The trainer drives a sharded strategy through the same port (one gloo rank)."""
+    from lightrft.adapters.fsdp import Fsdp2Strategy
+
+    single = trainer(HfPolicy(tiny_model(0)), lr=1e-2, micro_batch_size=1)
+    policy = HfPolicy(tiny_model(0))
+    strategy = Fsdp2Strategy(OptimizerParams(lr=1e-2, max_grad_norm=None), device=CPU)
+    strategy.prepare(policy.module)
+    sharded = SftTrainer(
+        policy=policy,
+        strategy=strategy,
+        train_data=examples(),
+        params=SftParams(batch_size=4, micro_batch_size=1, epochs=1000),
+    )
+    for _ in range(2):
+        a, b = single.train_step(), sharded.train_step()
+        assert abs(a["train/loss"] - b["train/loss"]) < 1e-5
+    full = dict(strategy.full_state())
+    for name, value in single.policy.module.state_dict().items():
+        assert torch.allclose(full[name], value, atol=1e-5), name
