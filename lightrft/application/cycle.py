@@ -176,6 +176,7 @@ class ColocatedRLCycle:
             world_size=c.collective.world_size,
             num_prompts=len(c.prompts),
             seed=s.cycle.seed,
+            shuffle=s.cycle.shuffle_prompts,
         )
         self._sync_engine()
         batch = self.maker.make(
