@@ -2,7 +2,7 @@
 
 AdamW (fused kernel where the device has one, else foreach) with decoupled weight decay on
 matrices only (biases and norm scales, 1-D tensors, are not decayed), global-norm gradient
-clipping, a warmup + decay schedule (:mod:`lightrft.adapters.single_device.schedule`), and
+clipping, a warmup + decay schedule (:mod:`lightrft.adapters.common.lr_schedule`), and
 a skipped step when the gradient norm is not finite (parameters, optimizer state and the
 schedule position are left unchanged; gradients are zeroed).
 """
