@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 from torch.optim.lr_scheduler import LambdaLR
 
+from lightrft.adapters.common.adamw import build_adamw
 from lightrft.adapters.common.lr_schedule import lr_multiplier
 from lightrft.domain.types import OptimizerParams, StepResult
 
@@ -81,17 +82,9 @@ class SingleDeviceStrategy:
     def prepare(self, module: nn.Module) -> None:
         """Moves ``module`` to the device; builds AdamW over its trainable parameters."""
         module.to(self._device)
-        trainable = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
-        if not trainable:
-            raise ValueError("the module has no parameter with requires_grad=True")
-        decay = [p for _, p in trainable if p.ndim >= 2]
-        no_decay = [p for _, p in trainable if p.ndim < 2]
-        groups = [
-            {"params": decay, "weight_decay": self._optim.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ]
+        trainable = [p for p in module.parameters() if p.requires_grad]
+        self._optimizer = build_adamw(trainable, self._optim)
         self._module = module
-        self._optimizer = _adamw([g for g in groups if g["params"]], self._optim)
         optim = self._optim
         self._scheduler = LambdaLR(self._optimizer, lambda step: lr_multiplier(step, optim))
 
@@ -186,15 +179,6 @@ class SingleDeviceStrategy:
                     before[(id(param), key)] = value.device
                     param_state[key] = value.to(where(param, key))
         return before
-
-
-def _adamw(groups: list[dict[str, Any]], optim: OptimizerParams) -> torch.optim.Optimizer:
-    """AdamW with the fused kernel where available, else the foreach one."""
-    kwargs: dict[str, Any] = {"lr": optim.lr, "betas": optim.betas, "eps": optim.eps}
-    try:
-        return torch.optim.AdamW(groups, fused=True, **kwargs)
-    except (RuntimeError, ValueError):
-        return torch.optim.AdamW(groups, foreach=True, **kwargs)
 
 
 def _global_norm(grads: list[Tensor]) -> Tensor:
