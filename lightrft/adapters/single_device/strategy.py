@@ -20,14 +20,16 @@ from torch import Tensor, nn
 from torch.optim.lr_scheduler import LambdaLR
 
 from lightrft.adapters.common.adamw import build_adamw
+from lightrft.adapters.common.collective import LocalCollective
 from lightrft.adapters.common.lr_schedule import lr_multiplier
 from lightrft.domain.types import OptimizerParams, StepResult
 
 HOST = torch.device("cpu")
 
 
-class SingleDeviceStrategy:
-    """Trains one module on ``device``.
+class SingleDeviceStrategy(LocalCollective):
+    """Trains one module on ``device``; also the ``Collective`` of its lone process (rank 0
+    of 1, from :class:`LocalCollective`).
 
     Args:
         device: where parameters, gradients and optimizer state live while training.
@@ -50,21 +52,6 @@ class SingleDeviceStrategy:
         self._optimizer: torch.optim.Optimizer | None = None
         self._scheduler: LambdaLR | None = None
         self._state_devices: dict[tuple[int, str], torch.device] = {}
-
-    # Collective port --------------------------------------------------------------------
-    @property
-    def rank(self) -> int:
-        """Always 0."""
-        return 0
-
-    @property
-    def world_size(self) -> int:
-        """Always 1."""
-        return 1
-
-    def all_reduce_sum(self, tensor: Tensor) -> Tensor:
-        """The sum over one rank: a copy of ``tensor``."""
-        return tensor.clone()
 
     # Strategy port ----------------------------------------------------------------------
     @property
