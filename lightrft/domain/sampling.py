@@ -8,9 +8,9 @@
 - FIRE sampling (arXiv:2410.21236): the first response token at a high temperature.
 - Next-token filters of an inference engine: top-k, top-p (nucleus), min-p.
 
-Shapes: B samples, G group size, R response tokens, V vocabulary. ``group_index`` (B,) holds one id per
-prompt; samples with equal ids form a group. Masks are True/1 where a token counts; padding
-(mask 0) never influences a result, whatever it holds.
+Shapes: B samples, G group size, R response tokens, V vocabulary. ``group_index`` (B,) holds
+one id per prompt; samples with equal ids form a group. Masks are True/1 where a token
+counts; padding (mask 0) never influences a result, whatever it holds.
 """
 
 from __future__ import annotations

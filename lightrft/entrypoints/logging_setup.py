@@ -10,11 +10,12 @@ and loggers taken earlier (module-level ``structlog.get_logger()``) follow it.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from dataclasses import dataclass, replace
 
 import structlog
+
+from lightrft.adapters.accelerators.launcher_env import global_rank
 
 
 @dataclass(frozen=True)
@@ -29,30 +30,17 @@ class LogSettings:
 _current: LogSettings | None = None
 
 
-def rank_from_env() -> int:
-    """Global rank set by ``torchrun`` (env ``RANK``); 0 when it is not set."""
-    value = os.environ.get("RANK", "").strip()
-    if not value:
-        return 0
-    try:
-        rank = int(value)
-    except ValueError:
-        raise ValueError(f"environment variable RANK must be an integer, got {value!r}") from None
-    if rank < 0:
-        raise ValueError(f"environment variable RANK must be >= 0, got {rank}")
-    return rank
-
-
 def configure_logging(
     *, json_logs: bool = False, level: int = logging.INFO, rank: int | None = None
 ) -> LogSettings:
     """Configures structlog for the process and returns the settings applied.
 
-    ``rank`` defaults to :func:`rank_from_env`; ranks other than 0 log warnings and errors
-    only. Calling it again reconfigures (the same arguments give the same setup).
+    ``rank`` defaults to :func:`global_rank` (env ``RANK``); ranks other than 0 log
+    warnings and errors only. Calling it again reconfigures (the same arguments give the
+    same setup).
     """
     global _current
-    settings = LogSettings(json_logs, level, rank_from_env() if rank is None else rank)
+    settings = LogSettings(json_logs, level, global_rank() if rank is None else rank)
     processors: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -80,6 +68,6 @@ def apply_config_logging(*, json_logs: bool) -> LogSettings:
     JSON lines when the config or the earlier ``--json-logs`` flag asks for them; the rank
     and level of the earlier :func:`configure_logging` call are kept (defaults if none).
     """
-    previous = _current or LogSettings(False, logging.INFO, rank_from_env())
+    previous = _current or LogSettings(False, logging.INFO, global_rank())
     wanted = replace(previous, json_logs=previous.json_logs or json_logs)
     return configure_logging(json_logs=wanted.json_logs, level=wanted.level, rank=wanted.rank)

@@ -1,7 +1,8 @@
 """Every module a docstring, comment or doc page points to exists.
 
 Checked: dotted names ``lightrft.a.b[.attr]`` (the longest prefix that is a module or
-package, then at most one attribute defined in it) and paths ``lightrft/.../x.py`` (also written from the package: ``domain/x.py``).
+package, then at most one attribute defined in it) and paths ``lightrft/.../x.py`` (also
+written from the package: ``domain/x.py``).
 """
 
 from __future__ import annotations
