@@ -12,12 +12,14 @@ from lightrft.adapters.tracking.progress import ProgressTracker
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import dump_config
+from lightrft.entrypoints.logging_setup import apply_config_logging
 
 log = structlog.get_logger(__name__)
 
 
 def train(config: RunConfig) -> dict[str, Any]:
     """Runs the configured training; returns a summary (eval before/after, steps, paths)."""
+    apply_config_logging(json_logs=config.logging.json_logs)
     run_dir = Path(config.logging.run_dir)
     container = build_container(config)
     collective = container.collective()
