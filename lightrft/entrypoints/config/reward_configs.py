@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, field_validator
 
 from lightrft.adapters.rewards.answer_extraction import ANSWER_EXTRACTORS, DEFAULT_EXTRACTORS
-
 from lightrft.entrypoints.config.components import (
     REWARD_SOURCE_CONFIGS,
     RewardSourceSection,

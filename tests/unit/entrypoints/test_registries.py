@@ -155,12 +155,15 @@ def test_json_logs_from_the_config_reach_the_run(
             "logging.progress=false",
         ],
     )
+    import structlog
+
+    saved = structlog.get_config()
     configure_logging(json_logs=False, rank=0)  # what the CLI does before the config exists
     capsys.readouterr()
     try:
         train(config)
-    finally:
-        configure_logging(json_logs=False, rank=0)
+    finally:  # later tests must not log into this test's captured (then closed) stderr
+        structlog.configure(**saved)
     events = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line[:1] == "{"]
     assert {"run.start", "run.done"} <= {e["event"] for e in events}
 
