@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from lightrft.adapters.rewards.answer_extraction import ANSWER_EXTRACTORS, DEFAULT_EXTRACTORS
 from lightrft.entrypoints.config.components import (
     REWARD_SOURCE_CONFIGS,
     RewardSourceSection,
@@ -16,8 +17,27 @@ if TYPE_CHECKING:  # pragma: no cover
     from lightrft.entrypoints.config.run_config import RunConfig
 
 
+class AnswerExtractorsSection(RewardSourceSection):
+    """Base of reward sources that extract a final answer from the response."""
+
+    extractors: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_EXTRACTORS),
+        description="Answer extractors tried in order; the first answer found is checked "
+        "(gsm8k '#### x', boxed, answer_is 'the answer is x', last_number).",
+    )
+
+    @field_validator("extractors")
+    @classmethod
+    def _known_extractors(cls, names: list[str]) -> list[str]:
+        if not names:
+            raise ValueError("needs at least one extractor")
+        for name in names:
+            ANSWER_EXTRACTORS.get(name)  # names the valid choices when unknown
+        return names
+
+
 @register_config(REWARD_SOURCE_CONFIGS, "math")
-class MathRewardConfig(RewardSourceSection):
+class MathRewardConfig(AnswerExtractorsSection):
     """1 when the response's final answer equals the reference (math-verify), else 0."""
 
     type: Literal["math"] = "math"
@@ -60,17 +80,13 @@ class PythonRewardConfig(RewardSourceSection):
 
 
 @register_config(REWARD_SOURCE_CONFIGS, "ttrl")
-class MajorityVoteRewardConfig(RewardSourceSection):
+class MajorityVoteRewardConfig(AnswerExtractorsSection):
     """TTRL: agreement with the majority answer of the sample's group (no labels used)."""
 
     type: Literal["ttrl"] = "ttrl"
     agree_score: float = Field(1.0, description="Score of a sample whose answer is the majority.")
     disagree_score: float = Field(
         0.0, description="Score otherwise (also: no extractable answer, no majority)."
-    )
-    extractors: list[str] = Field(
-        default_factory=lambda: ["gsm8k", "boxed", "last_number"],
-        description="Answer extractors, tried in order (gsm8k, boxed, answer_is, last_number).",
     )
 
     def check_in_run(self, run: RunConfig) -> None:
