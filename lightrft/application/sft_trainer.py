@@ -181,7 +181,23 @@ class SftTrainer:
         else:
             sizes = torch.tensor([e.num_tokens for e in examples])
             parts = split_by_tokens(index, sizes, budget)
+        parts = self._same_count_on_every_rank(parts)
         return [[examples[i] for i in part.tolist()] for part in parts]
+
+    def _same_count_on_every_rank(self, parts: list[Tensor]) -> list[Tensor]:
+        """Splits the largest micro-batches until every rank runs as many as the rank with
+        the most (sharded strategies need every rank in every forward/backward)."""
+        c = self.collective
+        if c.world_size == 1:
+            return parts
+        counts = torch.zeros(c.world_size, dtype=torch.float64)
+        counts[c.rank] = len(parts)
+        target = int(c.all_reduce_sum(counts).max())
+        while len(parts) < target:  # feasible: every rank holds batch_size >= target rows
+            largest = max(range(len(parts)), key=lambda i: len(parts[i]))
+            half = (len(parts[largest]) + 1) // 2
+            parts[largest : largest + 1] = [parts[largest][:half], parts[largest][half:]]
+        return parts
 
     @torch.no_grad()
     def evaluate(self) -> dict[str, float]:

@@ -176,3 +176,22 @@ def test_fsdp2_strategy_on_one_rank_matches_single_device(one_rank_group: None) 
     full = dict(strategy.full_state())
     for name, value in single.policy.module.state_dict().items():
         assert torch.allclose(full[name], value, atol=1e-5), name
+
+
+def test_ranks_agree_on_the_micro_batch_count() -> None:
+    """With a token budget, a rank with fewer micro-batches splits its largest ones."""
+
+    class TwoRanks:  # rank 0 of 2; the other rank reports 3 micro-batches
+        rank, world_size = 0, 2
+
+        def all_reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+            other = torch.zeros_like(tensor)
+            if tensor.numel() == 2:
+                other[1] = 3
+            return tensor + other
+
+    t = trainer(HfPolicy(tiny_model(0)), batch_size=2, max_tokens_per_micro_batch=10_000)
+    t.collective = TwoRanks()
+    parts = t._micro_batches(examples()[:4])
+    assert [len(p) for p in parts] == [1, 1, 2]  # 4 rows in one budget -> split to 3 parts
+    assert [e.uid for p in parts for e in p] == [e.uid for e in examples()[:4]]
