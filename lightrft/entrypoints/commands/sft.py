@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 NAME = "sft"
@@ -31,6 +30,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
+    from lightrft.entrypoints.commands.torchrun import relaunch_under_torchrun
     from lightrft.entrypoints.config.loading import load_config
 
     flags = {
@@ -42,15 +42,9 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     }
     overrides = list(rest) + [f"{key}={value}" for key, value in flags.items() if value is not None]
     config = load_config(args.config, overrides)
-    if config.backend.nproc_per_node > 1:
-        from lightrft.adapters.distributed.launch import (
-            relaunch_with_torchrun,
-            running_under_torchrun,
-        )
-
-        if not running_under_torchrun():
-            argv = ["-m", "lightrft.entrypoints.cli", *sys.argv[1:]]
-            return relaunch_with_torchrun(config.backend.nproc_per_node, argv)
+    status = relaunch_under_torchrun(config.backend.nproc_per_node)
+    if status is not None:
+        return status
     from lightrft.entrypoints.run_sft import sft
 
     print(json.dumps(sft(config), indent=2))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from lightrft.entrypoints.config.presets import PRESETS
@@ -26,21 +25,16 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
+    from lightrft.entrypoints.commands.torchrun import relaunch_under_torchrun
     from lightrft.entrypoints.config.loading import load_config
 
     overrides = list(rest) + ([f"logging.run_dir={args.run_dir}"] if args.run_dir else [])
     if args.nproc_per_node is not None:
         overrides.append(f"backend.nproc_per_node={args.nproc_per_node}")
     config = load_config(args.config, overrides, algorithm=args.algorithm)
-    if config.backend.nproc_per_node > 1:
-        from lightrft.adapters.distributed.launch import (
-            relaunch_with_torchrun,
-            running_under_torchrun,
-        )
-
-        if not running_under_torchrun():
-            argv = ["-m", "lightrft.entrypoints.cli", *sys.argv[1:]]
-            return relaunch_with_torchrun(config.backend.nproc_per_node, argv)
+    status = relaunch_under_torchrun(config.backend.nproc_per_node)
+    if status is not None:
+        return status
     from lightrft.entrypoints.run_training import train
 
     summary = train(config)
