@@ -17,6 +17,7 @@ from lightrft.adapters.fakes import FakeModelReward, FakeRuleReward, task
 from lightrft.adapters.rewards import (
     FormatReward,
     LengthReward,
+    MajorityVoteReward,
     MathAnswerReward,
     PythonFunctionReward,
 )
@@ -75,6 +76,11 @@ def make_python_function_reward() -> RewardSubject:
     return RewardSubject(source, reward_samples(), expected)
 
 
+def make_majority_vote_reward() -> RewardSubject:
+    # one group (prompt_index 0): answers 7, 7, 7, 8, none, none -> the majority 7 agrees
+    return RewardSubject(MajorityVoteReward(), reward_samples(), (1.0, 1.0, 1.0, 0.0, 0.0, 0.0))
+
+
 IMPLEMENTATIONS: list[object] = [
     pytest.param(make_rule_reward, id="fake-rule"),
     pytest.param(make_model_reward, id="fake-model"),
@@ -82,6 +88,7 @@ IMPLEMENTATIONS: list[object] = [
     pytest.param(make_format_reward, id="format"),
     pytest.param(make_length_reward, id="length"),
     pytest.param(make_python_function_reward, id="python-function"),
+    pytest.param(make_majority_vote_reward, id="ttrl"),
 ]
 
 

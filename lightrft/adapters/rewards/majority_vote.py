@@ -111,3 +111,6 @@ class MajorityVoteReward:
 
     def offload(self) -> None:
         """No weights: nothing to do."""
+
+    def close(self) -> None:
+        """Nothing to release (the grader runs in this process)."""
