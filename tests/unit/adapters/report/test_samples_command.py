@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from lightrft.adapters.report.sample_filter import SampleFilter
 from lightrft.entrypoints.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _restore_structlog() -> Iterator[None]:
+    """``main`` configures logging onto pytest's captured stream; later tests must not log
+    into it after it is closed."""
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
+
 
 ROWS = [
     {"step": 1, "response": "#### 4", "reward": 1.0, "finish_reason": "stop"},
