@@ -173,6 +173,7 @@ class RunConfig(Section):
                 max_sampling_rounds=r.max_sampling_rounds,
                 pad_token_id=pad_token_id,
                 forward_micro_batch_size=r.forward_micro_batch_size,
+                max_tokens_per_forward=r.max_tokens_per_forward,
             ),
             algorithm=algorithm,
             shaping=shaping,

@@ -176,6 +176,12 @@ class RolloutConfig(Section):
     forward_micro_batch_size: int = Field(
         16, gt=0, description="Rows per no-grad log-prob forward."
     )
+    max_tokens_per_forward: int | None = Field(
+        None,
+        gt=0,
+        description="Token budget of a no-grad forward (old/reference log-probs, values); "
+        "replaces forward_micro_batch_size when set.",
+    )
     max_batch_size: int | None = Field(None, gt=0, description="HF engine: rows generated at once.")
     share_policy_weights: Literal["auto", "on", "off"] = Field(
         "auto",
@@ -235,7 +241,12 @@ class TrainConfig(Section):
         None, gt=0, description="Samples per optimizer step per rank."
     )
     micro_batch_size: int = Field(4, gt=0, description="Samples per forward/backward.")
-    max_tokens_per_micro_batch: int | None = Field(None, gt=0, description="Dynamic batch size.")
+    max_tokens_per_micro_batch: int | None = Field(
+        None,
+        gt=0,
+        description="Dynamic batch size: tokens per training micro-batch (balanced, as many "
+        "on every rank); replaces micro_batch_size when set.",
+    )
     seed: int = Field(0, description="Seed of data order, sampling and shuffles.")
 
 
