@@ -10,7 +10,8 @@ partition is:
    budget on its own becomes a unit alone). Without ``groups`` every sample is a unit.
 2. *Bins.* ``k`` starts at ``ceil(total / budget)`` (at most one bin per unit); units are placed largest first (ties:
    earlier unit first) into the least-loaded bin (ties: lower bin) -- the LPT rule, which
-   keeps the bin loads within 4/3 of the best possible maximum. When a bin holding more than
+   keeps the bin loads within 4/3 of the best possible maximum (ties go to the bin with
+   fewer units, then the lower bin, so even zero-length units spread). When a bin holding more than
    one unit ends over the budget, ``k`` grows by one and the placement is redone; with one
    unit per bin nothing can be over, so it stops.
 3. *Order.* Each bin lists its samples in increasing index (so a bin keeps groups that were
@@ -122,11 +123,11 @@ def _units(lengths: Sequence[int], budget: int, groups: Sequence[int] | None) ->
 def _place(units: list[list[int]], costs: list[int], k: int) -> list[list[int]]:
     """LPT: unit numbers per bin; largest unit first into the least-loaded bin."""
     bins: list[list[int]] = [[] for _ in range(k)]
-    heap = [(0, b) for b in range(k)]  # (load, bin): ties go to the lower bin
+    heap = [(0, 0, b) for b in range(k)]  # (load, units, bin): ties to fewer units, lower bin
     for u in sorted(range(len(units)), key=lambda u: (-costs[u], u)):
-        load, b = heapq.heappop(heap)
+        load, count, b = heapq.heappop(heap)
         bins[b].append(u)
-        heapq.heappush(heap, (load + costs[u], b))
+        heapq.heappush(heap, (load + costs[u], count + 1, b))
     return bins
 
 
