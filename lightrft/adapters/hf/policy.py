@@ -32,6 +32,8 @@ class HfPolicy:
         lora: wrap ``model`` with fresh PEFT LoRA adapters; then only the adapter weights
             train, and :meth:`weights_for_sync` / :meth:`export_hf` merge them into the base.
         packing: run each forward as one packed row of all samples (no padding compute);
+            with prefix sharing, pack several prompt groups per row of at most
+            ``max_shared_row_tokens`` tokens (:mod:`~lightrft.adapters.hf.packed_prefix`);
             results equal the padded path.
         prefix_sharing: run each distinct prompt of a batch once, its responses packed after
             it under a 4-D mask (:mod:`~lightrft.adapters.hf.prefix_sharing`); results equal

@@ -40,6 +40,7 @@ from typing import Any, Literal, get_args
 from torch import Tensor, nn
 
 from lightrft.adapters.hf.logprobs import response_logprobs
+from lightrft.adapters.hf.packed_prefix import pack_prefix_plan
 from lightrft.adapters.hf.prefix_plan import (
     DEFAULT_MAX_ROW_TOKENS,
     PrefixPlan,
@@ -186,8 +187,12 @@ class PrefixSharing:
         chunk_size: int,
     ) -> PolicyOutput:
         """Response log-probs (B, R) of ``batch``: prefix-shared when :meth:`plan` gives a
-        plan, else ``response_logprobs`` (padded, or packed when ``packing``)."""
+        plan (with ``packing``, several prompt groups per row of at most ``max_row_tokens``,
+        :mod:`~lightrft.adapters.hf.packed_prefix`), else ``response_logprobs`` (padded, or
+        packed when ``packing``)."""
         plan = self.plan(model, batch)
+        if plan is not None and packing:
+            plan = pack_prefix_plan(plan, self.max_row_tokens)
         if plan is not None:
             return prefix_shared_logprobs(
                 model,
