@@ -66,7 +66,7 @@ def test_policy_with_packing_gives_the_padded_gradients() -> None:
         policy = HfPolicy(model, packing=packing, prefix_sharing=sharing, max_shared_row_tokens=20)  # type: ignore[arg-type]
         seen: list[tuple[int, ...]] = []
         handle = model.model.embed_tokens.register_forward_hook(
-            lambda m, i, o: seen.append(tuple(i[0].shape))
+            lambda m, i, o, seen=seen: seen.append(tuple(i[0].shape))
         )
         out = policy.forward(seq, with_entropy=True)
         handle.remove()
