@@ -97,7 +97,7 @@ def prefix_shared_logprobs(
     plan = plan if plan is not None else plan_prefix_sharing(batch)
     base: Any = unwrap_peft(model)
     dtype = None if attention == "sdpa" else base.get_input_embeddings().weight.dtype
-    logits = _head_logits(
+    logits = head_logits(
         model,
         plan,
         input_ids=plan.input_ids,
@@ -235,7 +235,7 @@ def _sliding_window(model: nn.Module) -> int | None:
     return int(window)
 
 
-def _head_logits(model: nn.Module, plan: PrefixPlan, **inputs: Any) -> Tensor:
+def head_logits(model: nn.Module, plan: PrefixPlan, **inputs: Any) -> Tensor:
     """Logits (1, K, V): the model's forward, with the LM head fed only the K hidden states
     at ``plan.head_rows, plan.head_cols`` instead of all (U, N, H)."""
     base: Any = unwrap_peft(model)
