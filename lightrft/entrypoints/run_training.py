@@ -23,7 +23,7 @@ def train(config: RunConfig) -> dict[str, Any]:
     run_dir = Path(config.logging.run_dir)
     container = build_container(config)
     collective = container.collective()
-    main = collective.rank == 0
+    main = container.process()[0] == 0  # with sequence parallelism, not every DP rank 0
     if main:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.yaml").write_text(dump_config(config))

@@ -269,6 +269,31 @@ class BackendConfig(Section):
     nproc_per_node: int = Field(
         1, gt=0, description="Processes per node (wraps torchrun when > 1)."
     )
+    sequence_parallel_size: int = Field(
+        1,
+        gt=0,
+        description="Ulysses sequence parallelism: this many ranks split each training "
+        "forward along the sequence (heads exchanged around attention); needs fsdp2 and a "
+        "world size it divides. 1: off.",
+    )
+
+    @model_validator(mode="after")
+    def _sequence_parallel_needs_fsdp2(self) -> BackendConfig:
+        size = self.sequence_parallel_size
+        if size == 1:
+            return self
+        strategy = getattr(self.strategy, "type", self.strategy)
+        if strategy != "fsdp2":
+            raise ValueError(
+                f"backend.sequence_parallel_size={size} needs backend.strategy=fsdp2, "
+                f"got {strategy!r}"
+            )
+        if self.nproc_per_node % size:
+            raise ValueError(
+                f"backend.sequence_parallel_size={size} must divide backend.nproc_per_node="
+                f"{self.nproc_per_node}"
+            )
+        return self
 
 
 class LoggingConfig(Section):
