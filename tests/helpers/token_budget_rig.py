@@ -3,7 +3,7 @@ strategy, a thread collective, and one PolicyOptimizer pass."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
@@ -15,16 +15,9 @@ from lightrft.application.policy_optimizer import PolicyOptimizer
 from lightrft.domain.ports import Collective, Policy
 from lightrft.domain.types import Experience, OptimizerParams, StepResult
 from tests.helpers.experiences import ramp_experience
+from tests.helpers.simulated_ranks import ThreadCollective
 
-
-class ThreadCollective:
-    """Rank ``rank`` of ``world`` simulated ranks sharing one all-reduce."""
-
-    def __init__(self, rank: int, world: int, reduce: Callable[[Tensor], Tensor]) -> None:
-        self.rank, self.world_size, self._reduce = rank, world, reduce
-
-    def all_reduce_sum(self, tensor: Tensor) -> Tensor:
-        return self._reduce(tensor)
+__all__ = ["GradRecorder", "ThreadCollective", "train_once", "uneven_experience"]
 
 
 class GradRecorder(FakeStrategy):
