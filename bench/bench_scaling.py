@@ -148,21 +148,22 @@ def run_point(a: argparse.Namespace, model: Path, length: int, group: int) -> di
 
 
 def table(results: list[dict[str, Any]], sides: Sequence[str]) -> str:
-    """Markdown: one row per point; step time and peak RSS of every side, ours / TRL."""
+    """Markdown: one row per point; wall time, CPU time (all threads) and peak RSS of every
+    side per step, then ours / TRL. On a shared machine the CPU time is the steadier one."""
     head = ["new tokens", "G"]
-    head += [f"{s} step (s)" for s in sides] + [f"{s} peak RSS (MB)" for s in sides]
+    head += [f"{s} wall (s)" for s in sides] + [f"{s} CPU (s)" for s in sides]
+    head += [f"{s} peak RSS (MB)" for s in sides]
     ratio = "trl" in sides and "ours" in sides
-    head += ["ours / TRL step", "ours / TRL RSS"] if ratio else []
+    head += ["ours / TRL wall", "ours / TRL CPU", "ours / TRL RSS"] if ratio else []
     lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
     for r in results:
         s = r["sides"]
         cells = [str(r["length"]), str(r["group"])]
-        cells += [f"{s[x]['step_s']:.2f}" for x in sides]
-        cells += [f"{s[x]['peak_rss_mb']:.0f}" for x in sides]
+        for key, fmt in (("step_s", "{:.1f}"), ("cpu_s", "{:.1f}"), ("peak_rss_mb", "{:.0f}")):
+            cells += [fmt.format(s[x][key]) for x in sides]
         if ratio:
             cells += [
-                f"{s['ours']['step_s'] / s['trl']['step_s']:.2f}",
-                f"{s['ours']['peak_rss_mb'] / s['trl']['peak_rss_mb']:.2f}",
+                f"{s['ours'][k] / s['trl'][k]:.2f}" for k in ("step_s", "cpu_s", "peak_rss_mb")
             ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -219,6 +220,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--plot", type=Path, help="write the PNG here")
     p.add_argument("--json", type=Path, help="write the raw numbers here")
+    p.add_argument(
+        "--report", type=Path, help="print the table (and --plot) of an earlier --json; run nothing"
+    )
     a = p.parse_args(argv)
     for key, value in PRESETS["quick" if a.quick else "full"].items():
         if getattr(a, key, None) is None:
@@ -232,6 +236,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     a = parse_args(argv)
+    if a.report:
+        results = json.loads(a.report.read_text())["results"]
+        print(table(results, a.sides))
+        if a.plot:
+            plot(results, a, a.plot)
+        return
     model = Path(a.model) if a.model else random_model(a.shape)
     results = []
     for length, group in points(a):
