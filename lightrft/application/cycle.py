@@ -173,13 +173,15 @@ class ColocatedRLCycle:
             metrics = self._step_or_save_and_raise()
             step = self.state.step
             last = step == cycle.total_steps
+            if self._evaluating and cycle.eval_every and (step % cycle.eval_every == 0 or last):
+                metrics.update(self.evaluate())
+            # logged before the checkpoint: a crash in between repeats the step on resume
+            # (its rows are trimmed then), never loses its row
+            self._log(metrics, step=step)
+            self.history.append(metrics)
             saved = bool(cycle.checkpoint_every) and (step % cycle.checkpoint_every == 0 or last)
             if saved:
                 self.save_checkpoint()
-            if self._evaluating and cycle.eval_every and (step % cycle.eval_every == 0 or last):
-                metrics.update(self.evaluate())
-            self._log(metrics, step=step)
-            self.history.append(metrics)
             if should_stop is not None and should_stop():
                 if not saved and self.components.checkpoints is not None:
                     self.save_checkpoint()
