@@ -54,6 +54,13 @@ class CheckpointNotFoundError(FileNotFoundError):
     """No complete checkpoint for the requested step."""
 
 
+class CheckpointWriteError(OSError):
+    """Writing a checkpoint failed (full disk, I/O error); earlier checkpoints are intact.
+
+    ``errno`` is the cause's (``ENOSPC`` for a full disk) when it had one.
+    """
+
+
 class LocalCheckpointStore:
     """Atomic checkpoints of run state in ``root``; the ``keep_last`` newest survive.
 
@@ -104,10 +111,28 @@ class LocalCheckpointStore:
         try:
             self._write(tmp, step, state, extra_writer)
             self._commit(tmp, self.directory(step))
+        except (OSError, RuntimeError) as error:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise self._write_error(step, error) from error
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         self._prune(keep=step)
+
+    def _write_error(self, step: int, error: BaseException) -> CheckpointWriteError:
+        try:
+            free = f"{shutil.disk_usage(self.root).free / 2**30:.1f} GiB free there"
+        except OSError:
+            free = "free space unknown"
+        previous = self.latest_step()
+        kept = f"newest: step {previous}" if previous is not None else "there are none yet"
+        code = error.errno if isinstance(error, OSError) else None
+        return CheckpointWriteError(
+            code,
+            f"cannot write the checkpoint of step {step} under {self.root} "
+            f"({type(error).__name__}: {error}; {free}). Earlier checkpoints are intact "
+            f"({kept}): fix the cause, then run the same command with --resume",
+        )
 
     def latest_step(self) -> int | None:
         """The newest complete checkpoint's step, or ``None``."""
