@@ -233,7 +233,7 @@ class ColocatedRLCycle:
             kl_coef=self.state.kl.value,
             moments=self.state.reward_moments,
         )
-        self.reward_failures.observe(step, batch.metrics)
+        self.reward_failures.observe(step + 1, batch.metrics)  # numbered as logged
         with self.phases.phase(Phase.TRAIN):
             result = self.optimizer.train(batch.experience, kl_coef=self.state.kl.value, step=step)
         if result.updated_policy:
