@@ -55,7 +55,7 @@ def report_error(exc: BaseException, *, debug: bool) -> int:
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
     prefix = "lightrft: " if isinstance(exc, ConfigError) else "lightrft: error: "
     print(prefix + describe(exc), file=sys.stderr)
-    if not debug:
+    if not debug and not isinstance(exc, ConfigError):
         print(f"(--debug or {DEBUG_ENV}=1 shows the traceback)", file=sys.stderr)
     return EXIT_USAGE if isinstance(exc, INPUT_ERRORS) else EXIT_FAILED
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
 _EXPECTED = 'one JSON object per line, e.g. {"prompt": "...", "reference": "..."}'
 
 
@@ -46,6 +47,7 @@ def _check_lines(file: Path) -> None:
                 ) from None
             if not isinstance(row, dict):
                 raise ValueError(
-                    f"{file} line {number} is a JSON {type(row).__name__}, not an object: "
+                    f"{file} line {number} is a JSON {_JSON_TYPES.get(type(row), 'null')}, not "
+                    "an object: "
                     f"expected {_EXPECTED}"
                 )
