@@ -540,15 +540,13 @@ def _table_tests() -> list[str]:
 
 
 def test_every_row_has_a_test() -> None:
-    import importlib
-
     named = _table_tests()
     assert len(named) >= 35
     assert len(set(named)) == len(named), "a test is named by two rows"
     for ref in named:
         path, name = ref.split("::")
-        module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
-        assert callable(getattr(module, name, None)), f"{ref} does not exist"
+        source = (ROOT / path).read_text()
+        assert re.search(rf"^def {name}\(", source, re.MULTILINE), f"{ref} does not exist"
     here = {n for n in globals() if n.startswith("test_") and n != "test_every_row_has_a_test"}
     listed = {ref.split("::")[1] for ref in named if ref.startswith("tests/e2e/test_bad_inputs.py")}
     assert here == listed, f"tests without a row: {sorted(here - listed)}"
