@@ -11,8 +11,9 @@ drops the lock when its process dies, so a lock left by a killed run never block
   ``--resume`` and ``--overwrite``; ``overwrite`` moves the previous run's files aside to
   ``RUN_DIR.old-<UTC time>`` (nothing is deleted) and starts fresh;
 - ``resume=True`` with no checkpoint is an error (a mistyped path must not look like a
-  resume); ``resume="auto"`` resumes when there is a checkpoint and starts fresh in an empty
-  directory.
+  resume); ``resume="auto"`` resumes when there is a checkpoint and otherwise starts fresh,
+  moving whatever a run without a checkpoint left (say, one killed before its first
+  checkpoint) aside like ``overwrite`` does.
 
 On resume, :func:`trim_logs_after` drops the JSONL rows logged after the checkpoint, so no
 step's metrics appear twice.
@@ -29,9 +30,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+import structlog
 from filelock import FileLock, Timeout
 
 from lightrft.adapters.checkpoint import LocalCheckpointStore
+
+log = structlog.get_logger(__name__)
 
 LOCK_FILE = ".lightrft.lock"
 OWNER_FILE = ".lightrft-owner.json"
@@ -155,12 +159,13 @@ def decide_start(run_dir: Path, resume: ResumeChoice, overwrite: bool) -> Start:
             f"{run_dir}, --overwrite moves it aside and starts a new one; pick one"
         )
     previous = inspect_run_directory(run_dir)
-    if overwrite:
-        if previous.exists:
-            move_aside(run_dir)
-        return "fresh"
     if previous.checkpoint_steps and resume:
         return "resume"
+    if overwrite or resume == "auto":
+        if previous.exists:
+            moved = move_aside(run_dir)
+            log.warning("run_dir.moved_aside", run_dir=str(run_dir), to=str(moved))
+        return "fresh"
     if resume is True:
         raise RunDirectoryError(
             f"nothing to resume in {run_dir}: it holds no complete checkpoint"

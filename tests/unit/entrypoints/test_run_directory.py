@@ -112,8 +112,11 @@ def test_resume_needs_a_checkpoint_unless_auto(tmp_path: Path) -> None:
     # metrics but no checkpoint: neither resumable nor empty
     with pytest.raises(RunDirectoryError, match="holds metrics.jsonl"):
         decide_start(run, resume=True, overwrite=False)
-    with pytest.raises(RunDirectoryError, match="holds a previous run"):
-        decide_start(run, resume="auto", overwrite=False)
+    # auto: nothing to resume, so a fresh start; the leftovers are moved aside, not mixed in
+    assert decide_start(run, resume="auto", overwrite=False) == "fresh"
+    assert not (run / "metrics.jsonl").exists()
+    (aside,) = tmp_path.glob("run.old-*")
+    assert (aside / "metrics.jsonl").is_file()
     _previous_run(run, checkpoint_steps=(2,))
     assert decide_start(run, resume=True, overwrite=False) == "resume"
     assert decide_start(run, resume="auto", overwrite=False) == "resume"
