@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the tests' helpers (tiny model, command line)
 RUN = [
     "rollout.max_new_tokens=6",
     "rollout.prompts_per_step=2",
@@ -65,18 +66,9 @@ class TrialResult:
 
 
 def _command(model: Path, run_dir: Path, steps: int, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "lightrft.entrypoints.cli",
-        "train",
-        "grpo",
-        f"model.path={model}",
-        f"logging.run_dir={run_dir}",
-        f"train.total_steps={steps}",
-        *RUN,
-        *extra,
-    ]
+    from tests.helpers.cli_runs import train_grpo_command
+
+    return train_grpo_command(model, run_dir, f"train.total_steps={steps}", *RUN, *extra)
 
 
 def _env() -> dict[str, str]:
@@ -186,7 +178,6 @@ def run_trial(model: Path, work: Path, *, kills: int, steps: int, seed: int) -> 
 
 
 def _tiny_model(path: Path) -> Path:
-    sys.path.insert(0, str(ROOT))
     from tests.unit.adapters.hf.hf_tiny import tiny_model, tiny_tokenizer
 
     tiny_model().save_pretrained(path)
