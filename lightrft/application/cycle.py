@@ -179,7 +179,8 @@ class ColocatedRLCycle:
             # (its rows are trimmed then), never loses its row
             self._log(metrics, step=step)
             self.history.append(metrics)
-            saved = bool(cycle.checkpoint_every) and (step % cycle.checkpoint_every == 0 or last)
+            every = cycle.checkpoint_every
+            saved = every is not None and every > 0 and (last or step % every == 0)
             if saved:
                 self.save_checkpoint()
             if should_stop is not None and should_stop():

@@ -101,9 +101,8 @@ def _train_in(config: RunConfig, container: Any, start: Start) -> dict[str, Any]
             if close is not None:
                 close()
     summary: dict[str, Any] = {"steps": cycle.state.step, "run_dir": str(run_dir)}
-    if cycle.stopped_early:
+    if cycle.stopped_early:  # SIGTERM: checkpointed; no export, no summary.json
         summary["stopped_early"] = True
-        log.warning("run.stopped", resume_with="--resume", **summary)
         return summary
     evals = [m for m in history if "eval/accuracy" in m]
     before = _first_eval(run_dir) if main else None
