@@ -111,7 +111,7 @@ class LocalCheckpointStore:
         try:
             self._write(tmp, step, state, extra_writer)
             self._commit(tmp, self.directory(step))
-        except (OSError, RuntimeError) as error:
+        except OSError as error:
             shutil.rmtree(tmp, ignore_errors=True)
             raise self._write_error(step, error) from error
         except BaseException:
@@ -119,16 +119,15 @@ class LocalCheckpointStore:
             raise
         self._prune(keep=step)
 
-    def _write_error(self, step: int, error: BaseException) -> CheckpointWriteError:
+    def _write_error(self, step: int, error: OSError) -> CheckpointWriteError:
         try:
             free = f"{shutil.disk_usage(self.root).free / 2**30:.1f} GiB free there"
         except OSError:
             free = "free space unknown"
         previous = self.latest_step()
         kept = f"newest: step {previous}" if previous is not None else "there are none yet"
-        code = error.errno if isinstance(error, OSError) else None
         return CheckpointWriteError(
-            code,
+            error.errno,
             f"cannot write the checkpoint of step {step} under {self.root} "
             f"({type(error).__name__}: {error}; {free}). Earlier checkpoints are intact "
             f"({kept}): fix the cause, then run the same command with --resume",
@@ -207,7 +206,10 @@ class LocalCheckpointStore:
         self, tmp: Path, step: int, state: Mapping[str, Any], extra_writer: ExtraWriter | None
     ) -> None:
         with open(tmp / STATE_FILE, "wb") as f:
-            torch.save(dict(state), f)
+            try:
+                torch.save(dict(state), f)
+            except RuntimeError as error:  # torch reports a failed file write this way
+                raise OSError(None, f"torch.save failed: {error}") from error
         if self.check_on_save:
             torch.load(tmp / STATE_FILE, map_location="cpu", weights_only=True, mmap=True)
         if extra_writer is not None:
