@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -195,3 +196,47 @@ def test_the_failure_policy_can_be_disabled() -> None:
     )
     cycle.run()
     assert cycle.state.step == 4
+
+
+@pytest.mark.slow
+def test_two_ranks_resume_from_the_newest_step_intact_on_both(
+    tiny_dir: Path, tmp_path: Path
+) -> None:
+    """FSDP2 on two CPU processes: rank 1's newest shard is truncated after the run; a
+    resume goes back to the step both ranks hold intact and ends on the same weights."""
+    import subprocess
+
+    from safetensors.torch import load_file
+
+    from tests.helpers.cli_runs import train_grpo_command
+
+    run = tmp_path / "run"
+    command = train_grpo_command(
+        tiny_dir,
+        run,
+        "--nproc-per-node",
+        "2",
+        "backend.strategy=fsdp2",
+        "rollout.prompts_per_step=1",
+        "rollout.n_samples_per_prompt=2",
+        "rollout.max_new_tokens=4",
+        "train.micro_batch_size=1",
+        "train.total_steps=4",
+        "checkpoint.every=2",
+        "data.eval=null",
+        "data.train.num_builtin=16",
+        "logging.progress=false",
+    )
+    env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": "1"}
+    subprocess.run(command, env=env, check=True, capture_output=True, timeout=600)
+    finished = load_file(str(run / "final_model" / "model.safetensors"))
+    shard = run / "checkpoints" / "rank_00001" / "step_00000004" / "state.pt"
+    shard.write_bytes(shard.read_bytes()[:-64])
+    done = subprocess.run(
+        [*command, "--resume"], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "checkpoint.damaged" in done.stderr and "checkpoint.resumed" in done.stderr
+    assert re.search(r"checkpoint.resumed\s+step=2", done.stderr)
+    again = load_file(str(run / "final_model" / "model.safetensors"))
+    assert all(torch.equal(finished[k], again[k]) for k in finished)
