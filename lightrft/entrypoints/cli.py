@@ -1,14 +1,18 @@
 """The `lightrft` console script.
 
-    lightrft train ALGORITHM [--config FILE] [--nproc-per-node N] [--resume] [key=value ...]
+    lightrft train ALGORITHM [--config FILE] [--nproc-per-node N]
+                   [--resume | --resume=auto | --overwrite] [key=value ...]
     lightrft eval [--config FILE] [--model PATH] [--output FILE] [key=value ...]
     lightrft config show ALGORITHM [--config FILE] [key=value ...]
     lightrft report RUN_DIR
     lightrft demo [key=value ...]
+    lightrft checkpoints verify RUN_DIR
 
 Each subcommand is a module of :mod:`lightrft.entrypoints.commands`. Overrides are dotted
 ``key=value`` pairs (``optim.lr=1e-5``) or LightRFT/OpenRLHF flags (``--n_samples_per_prompt
-8``). Every problem with a config exits with status 2 and a message naming the key.
+8``). Every problem with a config exits with status 2 and a message naming the key; errors a
+user can act on print no traceback unless ``--debug`` (or ``LIGHTRFT_DEBUG=1``), see
+:mod:`lightrft.entrypoints.user_errors`.
 """
 
 from __future__ import annotations
