@@ -16,6 +16,7 @@ from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import dump_config
 from lightrft.entrypoints.graceful_stop import GracefulStop
+from lightrft.entrypoints.logging_setup import apply_config_logging
 from lightrft.entrypoints.run_directory import (
     RunDirectoryError,
     RunDirectoryLock,
@@ -33,6 +34,7 @@ def train(config: RunConfig) -> dict[str, Any]:
     Rank 0 holds the run directory's lock for the whole run (see :mod:`run_directory`).
     ``summary["stopped_early"]`` is true when SIGTERM stopped the run after a checkpoint.
     """
+    apply_config_logging(json_logs=config.logging.json_logs)
     run_dir = Path(config.logging.run_dir)
     container = build_container(config)
     collective = container.collective()
@@ -97,9 +99,7 @@ def _train_in(config: RunConfig, container: Any, start: Start) -> dict[str, Any]
     finally:
         tracker.close()
         for source in container.reward_sources():
-            close = getattr(source, "close", None)
-            if close is not None:
-                close()
+            source.close()
     summary: dict[str, Any] = {"steps": cycle.state.step, "run_dir": str(run_dir)}
     if cycle.stopped_early:  # SIGTERM: checkpointed; no export, no summary.json
         summary["stopped_early"] = True
@@ -135,11 +135,7 @@ def _export(container: Any, directory: Path, main: bool) -> Path:
     strategy = container.policy_strategy()
     policy = container.policy()
     strategy.onload()  # the cycle put everything to sleep when it ended
-    gather = getattr(strategy, "export_full_state_dict", None)
-    if gather is not None:  # sharded backends: every rank joins the gather, rank 0 writes
-        state = gather()
-        if main:
-            policy.export_hf(directory, state=state)
-    elif main:
-        policy.export_hf(directory)
+    state = strategy.export_full_state_dict()  # sharded: every rank joins, rank 0 writes
+    if main:
+        policy.export_hf(directory, state=state)
     return directory
