@@ -15,6 +15,7 @@ from lightrft.application.params import (
     RolloutParams,
     TrainParams,
 )
+from lightrft.application.reward_failures import RewardFailurePolicy
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageParams
 from lightrft.domain.policy_losses import POLICY_LOSSES
 from lightrft.domain.types import OptimizerParams, SamplingParams
@@ -202,5 +203,10 @@ class RunConfig(Section):
                 checkpoint_every=self.checkpoint.every,
                 log_samples_per_step=self.logging.log_samples_per_step,
                 shuffle_prompts=self.data.train.shuffle,
+            ),
+            reward_failures=RewardFailurePolicy(
+                enabled=rw.stop_on_failures,
+                threshold=rw.failure_threshold,
+                patience=rw.failure_patience,
             ),
         )

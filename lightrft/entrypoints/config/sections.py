@@ -214,6 +214,15 @@ class RewardConfig(Section):
     )
     reward_clip: float | None = Field(None, gt=0, description="Clip rewards to [-c, c].")
     advantage_clip: float | None = Field(None, gt=0, description="Clip advantages to [-c, c].")
+    stop_on_failures: bool = Field(
+        True, description="Stop (with a checkpoint) when a source keeps failing on samples."
+    )
+    failure_threshold: float = Field(
+        0.9, gt=0, le=1, description="Failed fraction of a step's samples that counts as failing."
+    )
+    failure_patience: int = Field(
+        3, ge=1, description="Consecutive failing steps of one source before the run stops."
+    )
 
     @property
     def typed_sources(self) -> list[RewardSourceSection]:
@@ -298,6 +307,9 @@ class BackendConfig(Section):
 
 class LoggingConfig(Section):
     run_dir: str = Field("runs/latest", description="Directory for metrics, checkpoints, reports.")
+    overwrite: bool = Field(
+        False, description="Move a previous run in run_dir aside (to run_dir.old-<time>) first."
+    )
     trackers: list[Literal["jsonl", "tensorboard", "wandb"]] = Field(
         default_factory=lambda: ["jsonl"], description="Metric sinks (jsonl always recommended)."
     )
@@ -312,7 +324,11 @@ class CheckpointConfig(Section):
         None, gt=0, description="Save run state every k steps (and at the end)."
     )
     keep_last: int = Field(2, gt=0, description="Checkpoints kept.")
-    resume: bool = Field(False, description="Continue from the latest checkpoint in run_dir.")
+    resume: bool | Literal["auto"] = Field(
+        False,
+        description="Continue from the newest intact checkpoint in run_dir (an error if there "
+        "is none); 'auto' starts fresh when run_dir holds no run.",
+    )
     export_final: bool = Field(True, description="Write the final model in HF format.")
 
 
