@@ -71,3 +71,20 @@ def test_pass_at_k_hand_computed() -> None:
     assert pass_at_k(4, 3, 2) == 1.0  # n - c = 1 < k
     with pytest.raises(ValueError, match="k must be in"):
         pass_at_k(4, 1, 5)
+
+
+def test_trim_padding_drops_the_columns_no_row_attends() -> None:
+    from lightrft.adapters.fakes.batches import make_sequence_batch
+    from lightrft.application.batching import trim_padding
+
+    # prompts of 3 and 1 tokens, responses of 2 and 1 tokens, padded to P = 5, R = 4
+    batch = make_sequence_batch(
+        [[5, 6, 7], [8]], [[9, 10], [11]], prompt_padding=2, response_padding=2
+    )
+    assert batch.input_ids.shape == (2, 9)
+    got = trim_padding(batch)
+    # the two leading all-padding prompt columns and the two trailing response columns go
+    assert got.input_ids.tolist() == [[5, 6, 7, 9, 10], [0, 0, 8, 11, 0]]
+    assert got.attention_mask.tolist() == [[1, 1, 1, 1, 1], [0, 0, 1, 1, 0]]
+    assert got.response_mask.tolist() == [[1, 1], [1, 0]]
+    assert torch.equal(trim_padding(got).input_ids, got.input_ids)  # nothing left to trim
