@@ -72,7 +72,13 @@ def position_ids_from_mask(attention_mask: Tensor) -> Tensor:
 
 def _check_batch(batch: SequenceBatch) -> None:
     if batch.multimodal:
-        raise ValueError("this adapter runs text-only causal LMs; the batch has multimodal inputs")
+        rows = [i for i, payload in enumerate(batch.multimodal) if payload]
+        keys = sorted({key for i in rows for key in batch.multimodal[i]})
+        raise ValueError(
+            f"this policy reads text only (model.modality=language), but rows {rows[:8]} of the "
+            f"batch carry multimodal inputs {keys}; use a vision-language or audio-language "
+            "model (model.modality) or drop the media keys from the data"
+        )
     if batch.response_length >= batch.input_ids.shape[1]:
         raise ValueError(
             f"a response of {batch.response_length} columns needs at least one prompt column "
