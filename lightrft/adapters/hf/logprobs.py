@@ -19,6 +19,7 @@ position-id resets, so samples do not see each other and the results equal the p
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -45,24 +46,68 @@ def response_logprobs(
     grad mode.
     """
     _check_batch(batch)
-    scored = batch.response_mask.bool() & batch.attention_mask[:, -batch.response_length :].bool()
-    if packing:
-        logits, labels = _packed_logits(model, batch, scored)
-    else:
-        logits, labels = _padded_logits(model, batch)
+    if not packing:
+        inputs = {
+            "input_ids": batch.input_ids,
+            "attention_mask": batch.attention_mask,
+            "position_ids": position_ids_from_mask(batch.attention_mask),
+        }
+        return logprobs_from_inputs(
+            model,
+            batch,
+            inputs,
+            temperature=temperature,
+            with_entropy=with_entropy,
+            chunk_size=chunk_size,
+        )
+    scored = scored_mask(batch)
+    logits, labels = _packed_logits(model, batch, scored)
     out = token_logprobs(
         logits, labels, temperature=temperature, with_entropy=with_entropy, chunk_size=chunk_size
     )
-    if packing:
-        return PolicyOutput(
-            _scatter(out.logprobs[0], scored),
-            None if out.entropy is None else _scatter(out.entropy[0], scored),
-        )
+    return PolicyOutput(
+        _scatter(out.logprobs[0], scored),
+        None if out.entropy is None else _scatter(out.entropy[0], scored),
+    )
+
+
+def logprobs_from_inputs(
+    model: nn.Module,
+    batch: SequenceBatch,
+    inputs: Mapping[str, Any],
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    chunk_size: int = 1024,
+) -> PolicyOutput:
+    """The padded path of :func:`response_logprobs` on model inputs the caller built.
+
+    ``inputs`` are the forward's keyword arguments for the (B, T) rows of ``batch``
+    (``input_ids``, ``attention_mask``, ``position_ids`` and e.g. ``pixel_values``);
+    multimodal adapters build them from the batch's payloads. Returns (B, R) tensors.
+    """
+    check_prompt_column(batch)
+    t, r = batch.input_ids.shape[1], batch.response_length
+    keep = torch.arange(t - r - 1, t - 1, device=batch.input_ids.device)  # [R]
+    logits = _forward(model, keep, **inputs)  # [B, R, V]
+    out = token_logprobs(
+        logits,
+        batch.input_ids[:, t - r :],
+        temperature=temperature,
+        with_entropy=with_entropy,
+        chunk_size=chunk_size,
+    )
+    scored = scored_mask(batch).to(out.logprobs.device)
     zero = torch.zeros((), dtype=out.logprobs.dtype, device=out.logprobs.device)
     return PolicyOutput(
         torch.where(scored, out.logprobs, zero),
         None if out.entropy is None else torch.where(scored, out.entropy, zero),
     )
+
+
+def scored_mask(batch: SequenceBatch) -> Tensor:
+    """(B, R) bool: response tokens that are attended (the ones that get a log-prob)."""
+    return batch.response_mask.bool() & batch.attention_mask[:, -batch.response_length :].bool()
 
 
 def position_ids_from_mask(attention_mask: Tensor) -> Tensor:
@@ -79,25 +124,16 @@ def _check_batch(batch: SequenceBatch) -> None:
             f"batch carry multimodal inputs {keys}; use a vision-language or audio-language "
             "model (model.modality) or drop the media keys from the data"
         )
+    check_prompt_column(batch)
+
+
+def check_prompt_column(batch: SequenceBatch) -> None:
+    """Raises ``ValueError`` unless ``batch`` has a prompt column before its responses."""
     if batch.response_length >= batch.input_ids.shape[1]:
         raise ValueError(
             f"a response of {batch.response_length} columns needs at least one prompt column "
             f"before it; input_ids has {batch.input_ids.shape[1]}"
         )
-
-
-def _padded_logits(model: nn.Module, batch: SequenceBatch) -> tuple[Tensor, Tensor]:
-    """Logits (B, R, V) at columns T-R-1 .. T-2 and their labels (B, R)."""
-    t, r = batch.input_ids.shape[1], batch.response_length
-    keep = torch.arange(t - r - 1, t - 1, device=batch.input_ids.device)  # [R]
-    logits = _forward(
-        model,
-        keep,
-        input_ids=batch.input_ids,
-        attention_mask=batch.attention_mask,
-        position_ids=position_ids_from_mask(batch.attention_mask),
-    )
-    return logits, batch.input_ids[:, t - r :]
 
 
 def _packed_logits(model: nn.Module, batch: SequenceBatch, scored: Tensor) -> tuple[Tensor, Tensor]:

@@ -15,6 +15,7 @@ from transformers import PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from lightrft.adapters.hf.lora import LoraParams, apply_lora, lora_layers, merged_weights
+from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs, multimodal_logprobs
 from lightrft.adapters.hf.prefix_sharing import (
     DEFAULT_MAX_ROW_TOKENS,
     PrefixSharing,
@@ -41,6 +42,10 @@ class HfPolicy:
         max_shared_row_tokens: the longest packed row "auto" shares.
         chunk_size: rows per chunk of the log-softmax (bounds the float32 logits memory).
         tokenizer: saved next to the weights by :meth:`export_hf` when given.
+        multimodal: the model family's input builder (a vision- or audio-language model,
+            :mod:`~lightrft.adapters.hf.multimodal_inputs`); then every batch, with or
+            without media, runs the padded path with the family's inputs (M-RoPE ...), and
+            ``packing`` / ``prefix_sharing`` are not used.
 
     The module's train/eval mode is the caller's choice (LoRA dropout acts in train mode).
     """
@@ -55,10 +60,14 @@ class HfPolicy:
         max_shared_row_tokens: int = DEFAULT_MAX_ROW_TOKENS,
         chunk_size: int = 1024,
         tokenizer: PreTrainedTokenizerBase | None = None,
+        multimodal: MultimodalInputs | None = None,
     ) -> None:
         self._model: nn.Module = apply_lora(model, lora) if lora is not None else model
         self._packing = packing
-        self._prefix_sharing = PrefixSharing(prefix_sharing, max_shared_row_tokens)
+        self._multimodal = multimodal
+        self._prefix_sharing = PrefixSharing(
+            "off" if multimodal is not None else prefix_sharing, max_shared_row_tokens
+        )
         self._prefix_sharing.check_model(self._model)
         self._chunk_size = chunk_size
         self._tokenizer = tokenizer
@@ -77,6 +86,15 @@ class HfPolicy:
         self, batch: SequenceBatch, *, temperature: float = 1.0, with_entropy: bool = False
     ) -> PolicyOutput:
         """Log-probs (B, R) of the response tokens (0 on padding), entropy (B, R) if asked."""
+        if self._multimodal is not None:
+            return multimodal_logprobs(
+                self._model,
+                batch,
+                self._multimodal,
+                temperature=temperature,
+                with_entropy=with_entropy,
+                chunk_size=self._chunk_size,
+            )
         return self._prefix_sharing.logprobs(
             self._model,
             batch,
