@@ -302,9 +302,9 @@ class HfRolloutEngine:
             owner.append(distinct[key])
         input_ids, mask = self._left_pad([rows[j] for j in firsts])  # [U, P] each
         positions = position_ids_from_mask(mask)
-        extra: Mapping[str, Any] = {}
-        model_positions = positions
-        if self._multimodal is not None:
+        if self._multimodal is None:
+            logits = self._step(input_ids, mask, positions, cache)  # [U, V]
+        else:
             built = self._multimodal.model_inputs(input_ids, mask, [payloads[j] for j in firsts])
             extra = {
                 k: v
@@ -312,8 +312,8 @@ class HfRolloutEngine:
                 if k not in ("input_ids", "attention_mask", "position_ids")
             }
             model_positions = built.kwargs["position_ids"]  # e.g. M-RoPE (3, U, P)
+            logits = self._step(input_ids, mask, model_positions, cache, extra=extra)
             positions = positions + built.position_offsets  # text positions after the media
-        logits = self._step(input_ids, mask, model_positions, cache, extra=extra)  # [U, V]
         if len(distinct) == len(rows):
             return logits, mask, positions
         index = torch.tensor(owner, device=self._device)  # [N] row -> distinct prompt
