@@ -24,9 +24,10 @@ COST_KEY = "media_cost"
 
 
 class Modality(str, Enum):
-    """What a model reads besides text. The value is the config name (``model.modality``)."""
+    """What a model reads besides text. The value is the config name (``model.modality``);
+    ``"language"`` is accepted for ``"text"``."""
 
-    LANGUAGE = "language"
+    TEXT = "text"
     VISION_LANGUAGE = "vision-language"
     AUDIO_LANGUAGE = "audio-language"
 
@@ -34,7 +35,7 @@ class Modality(str, Enum):
     def parse(cls, name: str) -> Modality:
         """The modality called ``name``; raises ``ValueError`` naming the valid ones."""
         try:
-            return cls(name)
+            return cls("text" if name == "language" else name)
         except ValueError:
             valid = ", ".join(m.value for m in cls)
             raise ValueError(f"unknown modality {name!r}; expected one of: {valid}") from None

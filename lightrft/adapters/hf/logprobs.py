@@ -79,17 +79,21 @@ def logprobs_from_inputs(
     temperature: float = 1.0,
     with_entropy: bool = False,
     chunk_size: int = 1024,
+    suppressed: Tensor | None = None,
 ) -> PolicyOutput:
     """The padded path of :func:`response_logprobs` on model inputs the caller built.
 
     ``inputs`` are the forward's keyword arguments for the (B, T) rows of ``batch``
     (``input_ids``, ``attention_mask``, ``position_ids`` and e.g. ``pixel_values``);
-    multimodal adapters build them from the batch's payloads. Returns (B, R) tensors.
+    multimodal adapters build them from the batch's payloads. ``suppressed`` (S,) token
+    ids are taken out of the distribution (:func:`suppress_tokens`). Returns (B, R) tensors.
     """
     check_prompt_column(batch)
     t, r = batch.input_ids.shape[1], batch.response_length
     keep = torch.arange(t - r - 1, t - 1, device=batch.input_ids.device)  # [R]
     logits = _forward(model, keep, **inputs)  # [B, R, V]
+    if suppressed is not None:
+        logits = suppress_tokens(logits, suppressed)
     out = token_logprobs(
         logits,
         batch.input_ids[:, t - r :],
@@ -103,6 +107,18 @@ def logprobs_from_inputs(
         torch.where(scored, out.logprobs, zero),
         None if out.entropy is None else torch.where(scored, out.entropy, zero),
     )
+
+
+SUPPRESSED_LOGIT = -1e4
+"""Logit given to tokens that may never be generated: exp(-1e4 - max) is 0 in every float
+dtype, and finite, so 0 * log p stays 0 in entropies (fp16's range is +-65504)."""
+
+
+def suppress_tokens(logits: Tensor, token_ids: Tensor) -> Tensor:
+    """``logits`` (..., V) with the columns ``token_ids`` (S,) set to
+    :data:`SUPPRESSED_LOGIT` (a multimodal model's media placeholders: generating one
+    would break the next forward, whose placeholders must match its media)."""
+    return logits.index_fill(-1, token_ids.to(logits.device), SUPPRESSED_LOGIT)
 
 
 def scored_mask(batch: SequenceBatch) -> Tensor:
@@ -120,7 +136,7 @@ def _check_batch(batch: SequenceBatch) -> None:
         rows = [i for i, payload in enumerate(batch.multimodal) if payload]
         keys = sorted({key for i in rows for key in batch.multimodal[i]})
         raise ValueError(
-            f"this policy reads text only (model.modality=language), but rows {rows[:8]} of the "
+            f"this policy reads text only (model.modality=text), but rows {rows[:8]} of the "
             f"batch carry multimodal inputs {keys}; use a vision-language or audio-language "
             "model (model.modality) or drop the media keys from the data"
         )

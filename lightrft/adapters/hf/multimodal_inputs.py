@@ -45,7 +45,17 @@ class ModelInputs:
 
 
 class MultimodalInputs(Protocol):
-    """Builds the forward arguments of one model family from per-row payloads."""
+    """Builds the forward arguments of one model family from per-row payloads.
+
+    ``suppressed_token_ids`` (S,) are the family's media placeholders: the engine never
+    samples them and the policy's distribution excludes them (both alike, so engine and
+    policy log-probs agree), since a placeholder in a response would not match the media.
+    """
+
+    @property
+    def suppressed_token_ids(self) -> Tensor:
+        """Token ids (S,) that are never generated."""
+        ...
 
     def model_inputs(
         self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload]
@@ -100,6 +110,7 @@ def multimodal_logprobs(
         temperature=temperature,
         with_entropy=with_entropy,
         chunk_size=chunk_size,
+        suppressed=inputs.suppressed_token_ids,
     )
 
 

@@ -39,7 +39,7 @@ from torch import Tensor
 from transformers import DynamicCache, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from lightrft.adapters.hf.logprobs import position_ids_from_mask
+from lightrft.adapters.hf.logprobs import position_ids_from_mask, suppress_tokens
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
 from lightrft.adapters.hf.sampling import (
     StopStringMatcher,
@@ -84,7 +84,8 @@ class HfRolloutEngine:
             (:mod:`~lightrft.adapters.hf.multimodal_inputs`): the prefill then gets the
             media and the family's positions (M-RoPE), and the decode steps continue each
             row's text positions after its media. Prompts with the same ids but other
-            media are prefilled separately.
+            media are prefilled separately. The family's media placeholder tokens are
+            never sampled (their logits are suppressed, as in the policy).
     """
 
     def __init__(
@@ -341,6 +342,8 @@ class HfRolloutEngine:
             **(extra or {}),
         )
         logits: Tensor = out.logits[:, -1]
+        if self._multimodal is not None:
+            logits = suppress_tokens(logits, self._multimodal.suppressed_token_ids)
         return logits
 
     def _decoder(self) -> torch.nn.Module:

@@ -97,6 +97,13 @@ class VisionLanguageInputs:
         base = unwrapped(model)
         self._model = base
         self._image_token_id = int(base.config.image_token_id)
+        pads = {self._image_token_id, int(getattr(base.config, "video_token_id", -1))} - {-1}
+        self._suppressed = torch.tensor(sorted(pads), dtype=torch.long)
+
+    @property
+    def suppressed_token_ids(self) -> Tensor:
+        """The image and video pad ids (never generated)."""
+        return self._suppressed
 
     def model_inputs(
         self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload]

@@ -33,6 +33,7 @@ FAMILIES: dict[str, Callable[[], nn.Module]] = {
     "qwen2_5_vl": tiny_qwen2_5_vl,
 }
 PAD = token_id("<|image_pad|>")
+SUPPRESSED = [PAD, token_id("<|video_pad|>")]
 
 
 def _chat(tokenizer, images: int, text: str) -> str:
@@ -82,6 +83,7 @@ def direct_logprobs(model: nn.Module, prompt: PromptRecord, response: Sequence[i
         }
     with torch.no_grad():
         logits = model(input_ids=ids, use_cache=False, **kwargs).logits[0].double()
+    logits[:, SUPPRESSED] = float("-inf")  # media pads are outside the policy's distribution
     logp = torch.log_softmax(logits, -1)[len(prompt.prompt_token_ids) - 1 : -1]
     return logp.gather(-1, torch.tensor(response)[:, None]).squeeze(-1)
 
