@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from PIL import Image
 
 from lightrft.adapters.datasets import InMemoryPromptSource, RowSpec
 from lightrft.adapters.hf import HfPolicy
@@ -43,9 +44,10 @@ def test_payload_count_must_match_rows() -> None:
 
 
 def test_text_only_policy_refuses_image_rows_read_from_data() -> None:
+    red, blue = Image.new("RGB", (4, 4), "red"), Image.new("RGB", (4, 4), "blue")
     rows = [
-        {"prompt": "what is shown?", "reference": "cat", "image": "cat.png"},
-        {"prompt": "and here?", "reference": "dog", "image": "dog.png"},
+        {"prompt": "what is shown?", "reference": "cat", "image": red},
+        {"prompt": "and here?", "reference": "dog", "image": [blue, red]},
     ]
     source = InMemoryPromptSource(
         rows, tiny_tokenizer(), spec=RowSpec(images_key="image"), name="pics"
