@@ -1,0 +1,97 @@
+"""A built-in visual task that needs no download: shapes drawn with PIL.
+
+``task="colour"``: one shape (circle, square or triangle) of one of ``colours``; the
+answer is the colour's name. ``task="count"``: 1 to ``max_count`` shapes of any colour;
+the answer is their number. Rows are ``{"prompt", "reference", "images": [PIL image]}``,
+deterministic in ``seed``; :func:`visual_prompts` renders them through the same path as
+file datasets (the chat template puts the image placeholder before the question).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from PIL import Image, ImageDraw
+
+from lightrft.adapters.datasets.in_memory import InMemoryPromptSource
+from lightrft.adapters.datasets.prompt_rows import RowSpec
+from lightrft.adapters.datasets.rendering import PromptFormat
+
+VisualTask = Literal["colour", "count"]
+COLOURS: dict[str, tuple[int, int, int]] = {
+    "red": (220, 40, 40),
+    "blue": (40, 60, 220),
+    "green": (40, 180, 60),
+    "yellow": (230, 210, 40),
+}
+QUESTIONS = {"colour": "What colour is the shape?", "count": "How many shapes are there?"}
+_SHAPES = ("circle", "square", "triangle")
+
+
+def draw_shape(canvas: ImageDraw.ImageDraw, rng: random.Random, size: int, fill: Any) -> None:
+    """One random shape of ``fill`` colour, at least a fifth of the image wide."""
+    side = rng.randint(size // 5, size // 3)
+    x, y = rng.randint(0, size - side), rng.randint(0, size - side)
+    shape = rng.choice(_SHAPES)
+    if shape == "circle":
+        canvas.ellipse((x, y, x + side, y + side), fill=fill)
+    elif shape == "square":
+        canvas.rectangle((x, y, x + side, y + side), fill=fill)
+    else:
+        canvas.polygon([(x, y + side), (x + side, y + side), (x + side // 2, y)], fill=fill)
+
+
+def visual_problems(
+    n: int,
+    seed: int = 0,
+    task: VisualTask = "colour",
+    *,
+    colours: Sequence[str] = ("red", "blue"),
+    max_count: int = 3,
+    size: int = 56,
+) -> list[dict[str, Any]]:
+    """``n`` rows of the task (see the module docstring), fixed by ``seed``."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if task not in QUESTIONS:
+        raise ValueError(f"task must be one of {sorted(QUESTIONS)}, got {task!r}")
+    unknown = [c for c in colours if c not in COLOURS]
+    if unknown or not colours:
+        raise ValueError(f"colours must be among {sorted(COLOURS)}, got {list(colours)}")
+    rng = random.Random(f"visual-{task}-{seed}")
+    rows = []
+    for _ in range(n):
+        image = Image.new("RGB", (size, size), (250, 250, 250))
+        canvas = ImageDraw.Draw(image)
+        if task == "colour":
+            name = rng.choice(list(colours))
+            draw_shape(canvas, rng, size, COLOURS[name])
+            answer = name
+        else:
+            count = rng.randint(1, max_count)
+            for _ in range(count):
+                draw_shape(canvas, rng, size, COLOURS[rng.choice(list(colours))])
+            answer = str(count)
+        rows.append({"prompt": QUESTIONS[task], "reference": answer, "images": [image]})
+    return rows
+
+
+def visual_prompts(
+    n: int,
+    seed: int = 0,
+    task: VisualTask = "colour",
+    *,
+    tokenizer: Any,
+    prompt_format: PromptFormat | None = None,
+    colours: Sequence[str] = ("red", "blue"),
+) -> InMemoryPromptSource:
+    """The rows of :func:`visual_problems` as a prompt source; uids ``"visual-<task>-<seed>:<i>"``."""
+    return InMemoryPromptSource(
+        visual_problems(n, seed, task, colours=colours),
+        tokenizer,
+        spec=RowSpec(images_key="images"),
+        prompt_format=prompt_format,
+        name=f"visual-{task}-{seed}",
+    )
