@@ -7,6 +7,8 @@ Qwen2-VL and Qwen2-Audio templates do.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import torch
 from PIL import Image
@@ -170,3 +172,54 @@ def tiny_qwen2_audio(seed: int = 0) -> Qwen2AudioForConditionalGeneration:
 def tiny_feature_extractor() -> WhisperFeatureExtractor:
     """Whisper features with 128 mel bins at 16 kHz (padded to 30 s)."""
     return WhisperFeatureExtractor(feature_size=128)
+
+
+TASK_WORDS = (
+    "[UNK]", "user", "assistant", "What", "colour", "is", "the", "shape", "How", "many",
+    "shapes", "are", "there", "Which", "tone", "higher", "first", "or", "second", "red",
+    "blue", "green", "yellow", "1", "2", "3", "?", ",", ".",
+)  # fmt: skip
+
+
+def task_tokenizer() -> PreTrainedTokenizerFast:
+    """A word-level tokenizer over the built-in tasks' words plus the Qwen special tokens:
+    each answer ("red", "first" ...) is one token, so a tiny model learns it fast."""
+    vocab = {token: i for i, token in enumerate(SPECIALS)}
+    for word in TASK_WORDS:
+        vocab[word] = len(vocab)
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token="<|endoftext|>",
+        eos_token="<|im_end|>",
+        unk_token="[UNK]",
+        additional_special_tokens=list(SPECIALS[2:]),
+    )
+    tok.chat_template = CHAT_TEMPLATE
+    tok.padding_side = "left"
+    return tok
+
+
+def save_tiny_vl_model(directory: Path, seed: int = 0) -> Path:
+    """A from-scratch tiny Qwen2-VL over :func:`task_tokenizer`, saved with its tokenizer
+    and image processor (what ``model.path`` of a vision-language run points to)."""
+    tok = task_tokenizer()
+    model = tiny_qwen2_vl(seed)
+    model.resize_token_embeddings(len(tok))
+    model.save_pretrained(directory)
+    tok.save_pretrained(directory)
+    tiny_image_processor().save_pretrained(directory)
+    return directory
+
+
+def save_tiny_audio_model(directory: Path, seed: int = 0) -> Path:
+    """A from-scratch tiny Qwen2-Audio over :func:`task_tokenizer`, saved with its
+    tokenizer and feature extractor."""
+    tok = task_tokenizer()
+    model = tiny_qwen2_audio(seed)
+    model.resize_token_embeddings(len(tok))
+    model.save_pretrained(directory)
+    tok.save_pretrained(directory)
+    tiny_feature_extractor().save_pretrained(directory)
+    return directory

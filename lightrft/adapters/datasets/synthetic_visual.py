@@ -1,8 +1,9 @@
 """A built-in visual task that needs no download: shapes drawn with PIL.
 
-``task="colour"``: one shape (circle, square or triangle) of one of ``colours``; the
-answer is the colour's name. ``task="count"``: 1 to ``max_count`` shapes of any colour;
-the answer is their number. Rows are ``{"prompt", "reference", "images": [PIL image]}``,
+``task="colour"``: one shape (circle, square or triangle, at least half the image wide) of
+one of ``colours``; the answer is the colour's name. ``task="count"``: 1 to ``max_count``
+(at most 9) shapes of any colour, each in its own cell of a 3 x 3 grid (no overlaps); the
+answer is their number. Rows are ``{"prompt", "reference", "images": [PIL image]}``,
 deterministic in ``seed``; :func:`visual_prompts` renders them through the same path as
 file datasets (the chat template puts the image placeholder before the question).
 """
@@ -30,17 +31,21 @@ QUESTIONS = {"colour": "What colour is the shape?", "count": "How many shapes ar
 _SHAPES = ("circle", "square", "triangle")
 
 
-def draw_shape(canvas: ImageDraw.ImageDraw, rng: random.Random, size: int, fill: Any) -> None:
-    """One random shape of ``fill`` colour, at least a fifth of the image wide."""
-    side = rng.randint(size // 5, size // 3)
-    x, y = rng.randint(0, size - side), rng.randint(0, size - side)
+def draw_shape(
+    canvas: ImageDraw.ImageDraw, rng: random.Random, cell: tuple[int, int, int], fill: Any
+) -> None:
+    """One random shape of ``fill`` colour inside the square ``cell`` (x, y, side), at
+    least half the cell wide (shapes in different cells never overlap)."""
+    x0, y0, side = cell
+    size = rng.randint(side // 2, side - 2)
+    x, y = x0 + rng.randint(0, side - size), y0 + rng.randint(0, side - size)
     shape = rng.choice(_SHAPES)
     if shape == "circle":
-        canvas.ellipse((x, y, x + side, y + side), fill=fill)
+        canvas.ellipse((x, y, x + size, y + size), fill=fill)
     elif shape == "square":
-        canvas.rectangle((x, y, x + side, y + side), fill=fill)
+        canvas.rectangle((x, y, x + size, y + size), fill=fill)
     else:
-        canvas.polygon([(x, y + side), (x + side, y + side), (x + side // 2, y)], fill=fill)
+        canvas.polygon([(x, y + size), (x + size, y + size), (x + size // 2, y)], fill=fill)
 
 
 def visual_problems(
@@ -55,6 +60,8 @@ def visual_problems(
     """``n`` rows of the task (see the module docstring), fixed by ``seed``."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
+    if not 1 <= max_count <= 9:
+        raise ValueError(f"max_count must be in [1, 9], got {max_count}")
     if task not in QUESTIONS:
         raise ValueError(f"task must be one of {sorted(QUESTIONS)}, got {task!r}")
     unknown = [c for c in colours if c not in COLOURS]
@@ -67,12 +74,14 @@ def visual_problems(
         canvas = ImageDraw.Draw(image)
         if task == "colour":
             name = rng.choice(list(colours))
-            draw_shape(canvas, rng, size, COLOURS[name])
+            draw_shape(canvas, rng, (0, 0, size), COLOURS[name])
             answer = name
         else:
             count = rng.randint(1, max_count)
-            for _ in range(count):
-                draw_shape(canvas, rng, size, COLOURS[rng.choice(list(colours))])
+            third = size // 3
+            cells = rng.sample([(third * (i % 3), third * (i // 3), third) for i in range(9)], count)
+            for cell in cells:
+                draw_shape(canvas, rng, cell, COLOURS[rng.choice(list(colours))])
             answer = str(count)
         rows.append({"prompt": QUESTIONS[task], "reference": answer, "images": [image]})
     return rows
