@@ -66,6 +66,7 @@ class RolloutParams:
     max_sampling_rounds: int = 3
     pad_token_id: int = 0
     forward_micro_batch_size: int = 16  # rows per no-grad log-prob forward
+    balance_ranks: bool = False  # spread a step's prompts over ranks by cost (balanced_step)
 
     def __post_init__(self) -> None:
         _positive("prompts_per_step", self.prompts_per_step)

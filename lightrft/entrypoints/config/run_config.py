@@ -174,6 +174,7 @@ class RunConfig(Section):
                 max_sampling_rounds=r.max_sampling_rounds,
                 pad_token_id=pad_token_id,
                 forward_micro_batch_size=r.forward_micro_batch_size,
+                balance_ranks=r.balance_ranks,
             ),
             algorithm=algorithm,
             shaping=shaping,

@@ -219,6 +219,11 @@ class RolloutConfig(Section):
     )
     dynamic_sampling: bool = Field(False, description="DAPO: refill until groups are informative.")
     max_sampling_rounds: int = Field(3, gt=0, description="Round limit of dynamic sampling.")
+    balance_ranks: bool = Field(
+        False,
+        description="Spread each step's prompts over the data-parallel ranks by cost (prompt "
+        "tokens + media positions) instead of contiguous slices; logs balance/imbalance_*.",
+    )
     forward_micro_batch_size: int = Field(
         16, gt=0, description="Rows per no-grad log-prob forward."
     )
