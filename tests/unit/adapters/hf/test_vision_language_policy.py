@@ -154,3 +154,28 @@ def test_lora_adapts_the_language_model_only_and_vision_can_be_frozen() -> None:
     assert frozen > 0
     assert all(not p.requires_grad for n, p in full.named_parameters() if "visual" in n)
     assert any(p.requires_grad for n, p in full.named_parameters() if "language_model" in n)
+
+
+def test_images_are_resized_within_min_and_max_pixels() -> None:
+    tok = tiny_mm_tokenizer()
+    encoder = VisionLanguageEncoder(tok, tiny_image_processor())  # 28*28*4 .. 28*28*16 pixels
+    big = encoder.encode(_record(tok, "big", "x", [noise_image(900, 700, 5)]))
+    small = encoder.encode(_record(tok, "small", "x", [noise_image(10, 12, 6)]))
+    # merged tokens = pixels / 28**2 after resizing: at most 16 and at least 4
+    assert 4 <= small.multimodal["image_tokens"][0] <= big.multimodal["image_tokens"][0] <= 16
+    assert big.multimodal["image_tokens"][0] >= 12  # a large image uses most of the budget
+
+
+def test_encoder_refuses_placeholders_that_do_not_match_the_images() -> None:
+    tok = tiny_mm_tokenizer()
+    encoder = VisionLanguageEncoder(tok, tiny_image_processor())
+    record = _record(tok, "7", "x", [noise_image(30, 30, 1)])
+    two_images = PromptRecord(
+        record.uid,
+        record.prompt_text,
+        record.prompt_token_ids,
+        multimodal={"images": [noise_image(30, 30, 1), noise_image(30, 30, 2)]},
+        metadata=record.metadata,
+    )
+    with pytest.raises(ValueError, match="t row 7: the prompt has 1 image placeholders for 2"):
+        encoder.encode(two_images)
