@@ -63,11 +63,17 @@ def tiny_mm_tokenizer() -> PreTrainedTokenizerFast:
     backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     backend.decoder = decoders.ByteLevel()
+    return _qwen_tokenizer(backend)
+
+
+def _qwen_tokenizer(backend: Tokenizer, **extra: str) -> PreTrainedTokenizerFast:
+    """``backend`` with the Qwen pad / EOS / media tokens and the media chat template."""
     tok = PreTrainedTokenizerFast(
         tokenizer_object=backend,
         pad_token="<|endoftext|>",
         eos_token="<|im_end|>",
         additional_special_tokens=list(SPECIALS[2:]),
+        **extra,
     )
     tok.chat_template = CHAT_TEMPLATE
     tok.padding_side = "left"
@@ -148,8 +154,12 @@ def noise_image(width: int, height: int, seed: int) -> Image.Image:
     return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
 
 
-def tiny_qwen2_audio(seed: int = 0) -> Qwen2AudioForConditionalGeneration:
-    """Qwen2-Audio: 2 encoder layers of width 32, 128 mel bins, qwen2 text of hidden 64."""
+def tiny_qwen2_audio(
+    seed: int = 0, *, max_source_positions: int = 1500
+) -> Qwen2AudioForConditionalGeneration:
+    """Qwen2-Audio: 2 encoder layers of width 32, 128 mel bins, qwen2 text of hidden 64.
+
+    The encoder reads ``2 * max_source_positions`` feature frames (1500: Whisper's 30 s)."""
     text = _text_config()
     text.pop("rope_parameters")
     text["model_type"] = "qwen2"
@@ -159,7 +169,7 @@ def tiny_qwen2_audio(seed: int = 0) -> Qwen2AudioForConditionalGeneration:
         "encoder_attention_heads": 2,
         "encoder_ffn_dim": 64,
         "d_model": 32,
-        "max_source_positions": 1500,
+        "max_source_positions": max_source_positions,
     }
     config = Qwen2AudioConfig(
         text_config=text, audio_config=audio, audio_token_index=token_id("<|AUDIO|>")
@@ -169,9 +179,9 @@ def tiny_qwen2_audio(seed: int = 0) -> Qwen2AudioForConditionalGeneration:
     return Qwen2AudioForConditionalGeneration(config).eval()
 
 
-def tiny_feature_extractor() -> WhisperFeatureExtractor:
-    """Whisper features with 128 mel bins at 16 kHz (padded to 30 s)."""
-    return WhisperFeatureExtractor(feature_size=128)
+def tiny_feature_extractor(chunk_seconds: int = 30) -> WhisperFeatureExtractor:
+    """Whisper features with 128 mel bins at 16 kHz, padded to ``chunk_seconds``."""
+    return WhisperFeatureExtractor(feature_size=128, chunk_length=chunk_seconds)
 
 
 TASK_WORDS = (
@@ -189,37 +199,26 @@ def task_tokenizer() -> PreTrainedTokenizerFast:
         vocab[word] = len(vocab)
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        pad_token="<|endoftext|>",
-        eos_token="<|im_end|>",
-        unk_token="[UNK]",
-        additional_special_tokens=list(SPECIALS[2:]),
-    )
-    tok.chat_template = CHAT_TEMPLATE
-    tok.padding_side = "left"
-    return tok
+    return _qwen_tokenizer(backend, unk_token="[UNK]")
+
+
+def _save(directory: Path, model: torch.nn.Module, processor: object) -> Path:
+    tok = task_tokenizer()
+    model.resize_token_embeddings(len(tok))  # type: ignore[operator]
+    model.save_pretrained(directory)  # type: ignore[operator]
+    tok.save_pretrained(directory)
+    processor.save_pretrained(directory)  # type: ignore[attr-defined]
+    return directory
 
 
 def save_tiny_vl_model(directory: Path, seed: int = 0) -> Path:
     """A from-scratch tiny Qwen2-VL over :func:`task_tokenizer`, saved with its tokenizer
     and image processor (what ``model.path`` of a vision-language run points to)."""
-    tok = task_tokenizer()
-    model = tiny_qwen2_vl(seed)
-    model.resize_token_embeddings(len(tok))
-    model.save_pretrained(directory)
-    tok.save_pretrained(directory)
-    tiny_image_processor().save_pretrained(directory)
-    return directory
+    return _save(directory, tiny_qwen2_vl(seed), tiny_image_processor())
 
 
 def save_tiny_audio_model(directory: Path, seed: int = 0) -> Path:
     """A from-scratch tiny Qwen2-Audio over :func:`task_tokenizer`, saved with its
-    tokenizer and feature extractor."""
-    tok = task_tokenizer()
-    model = tiny_qwen2_audio(seed)
-    model.resize_token_embeddings(len(tok))
-    model.save_pretrained(directory)
-    tok.save_pretrained(directory)
-    tiny_feature_extractor().save_pretrained(directory)
-    return directory
+    tokenizer and feature extractor; clips are padded to 1 s (100 frames), not 30 s."""
+    model = tiny_qwen2_audio(seed, max_source_positions=50)
+    return _save(directory, model, tiny_feature_extractor(chunk_seconds=1))

@@ -30,7 +30,9 @@ from lightrft.adapters.hf.multimodal_inputs import (
     MULTIMODAL_INPUTS,
     ModelInputs,
     check_placeholders,
+    checked_media,
     concat_payload_tensors,
+    expand_placeholders,
     model_dtype,
     unwrapped,
 )
@@ -59,13 +61,8 @@ class AudioLanguageEncoder:
 
     def encode(self, record: PromptRecord) -> PromptRecord:
         """``record`` with its audio featurized and placeholders expanded (text: unchanged)."""
-        clips = list(record.multimodal.get("audios", ()))
+        clips = checked_media(record, "audios", self._pad, "audio")
         where = str(record.metadata.get("where", record.uid))
-        pads = record.prompt_token_ids.count(self._pad)
-        if pads != len(clips):
-            raise ValueError(
-                f"{where}: the prompt has {pads} audio placeholders for {len(clips)} audio clips"
-            )
         if not clips:
             return record
         for i, (_, rate) in enumerate(clips):
@@ -83,14 +80,7 @@ class AudioLanguageEncoder:
         )
         mask: Tensor = out["attention_mask"].long()  # [A, F]
         counts = [audio_tokens(int(n)) for n in mask.sum(-1).tolist()]
-        ids: list[int] = []
-        clip = 0
-        for token in record.prompt_token_ids:
-            if token == self._pad:
-                ids.extend([self._pad] * counts[clip])
-                clip += 1
-            else:
-                ids.append(token)
+        ids = expand_placeholders(record.prompt_token_ids, self._pad, counts)
         payload: dict[str, Any] = {
             "input_features": out["input_features"],
             "feature_attention_mask": mask,
@@ -98,7 +88,7 @@ class AudioLanguageEncoder:
             "where": where,
             COST_KEY: sum(counts),
         }
-        return replace(record, prompt_token_ids=tuple(ids), multimodal=payload)
+        return replace(record, prompt_token_ids=ids, multimodal=payload)
 
 
 class AudioLanguageInputs:

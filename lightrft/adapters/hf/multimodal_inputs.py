@@ -135,6 +135,32 @@ def check_placeholders(
             )
 
 
+def checked_media(record: PromptRecord, key: str, placeholder: int, what: str) -> list[Any]:
+    """The media items ``record.multimodal[key]``, checked to match the prompt's count of
+    ``placeholder`` tokens; raises ``ValueError`` naming the record's row otherwise."""
+    items = list(record.multimodal.get(key, ()))
+    pads = record.prompt_token_ids.count(placeholder)
+    if pads != len(items):
+        where = record.metadata.get("where", record.uid)
+        raise ValueError(f"{where}: the prompt has {pads} {what} placeholders for {len(items)}")
+    return items
+
+
+def expand_placeholders(
+    ids: Sequence[int], placeholder: int, counts: Sequence[int]
+) -> tuple[int, ...]:
+    """``ids`` with the i-th ``placeholder`` repeated ``counts[i]`` times."""
+    out: list[int] = []
+    item = 0
+    for token in ids:
+        if token == placeholder:
+            out.extend([placeholder] * counts[item])
+            item += 1
+        else:
+            out.append(token)
+    return tuple(out)
+
+
 def concat_payload_tensors(payloads: Sequence[Payload], key: str) -> Tensor | None:
     """``payload[key]`` of every row that has it, concatenated along dim 0 (or ``None``)."""
     parts = [p[key] for p in payloads if p and key in p]

@@ -32,7 +32,9 @@ from lightrft.adapters.hf.multimodal_inputs import (
     MULTIMODAL_INPUTS,
     ModelInputs,
     check_placeholders,
+    checked_media,
     concat_payload_tensors,
+    expand_placeholders,
     model_dtype,
     unwrapped,
 )
@@ -58,36 +60,21 @@ class VisionLanguageEncoder:
 
     def encode(self, record: PromptRecord) -> PromptRecord:
         """``record`` with its images processed and pads expanded (text-only: unchanged)."""
-        images = list(record.multimodal.get("images", ()))
-        where = str(record.metadata.get("where", record.uid))
-        pads = record.prompt_token_ids.count(self._pad)
+        images = checked_media(record, "images", self._pad, "image")
         if not images:
-            if pads:
-                raise ValueError(f"{where}: the prompt has {pads} image placeholders but no images")
             return record
-        if pads != len(images):
-            raise ValueError(
-                f"{where}: the prompt has {pads} image placeholders for {len(images)} images"
-            )
         out = self._processor(images=images, return_tensors="pt")
         grid: Tensor = out["image_grid_thw"].long()  # [I, 3]
         counts = (grid.prod(-1) // self._merge**2).tolist()  # merged tokens per image
-        ids: list[int] = []
-        image = 0
-        for token in record.prompt_token_ids:
-            if token == self._pad:
-                ids.extend([self._pad] * counts[image])
-                image += 1
-            else:
-                ids.append(token)
+        ids = expand_placeholders(record.prompt_token_ids, self._pad, counts)
         payload: dict[str, Any] = {
             "pixel_values": out["pixel_values"],
             "image_grid_thw": grid,
             "image_tokens": tuple(counts),
-            "where": where,
+            "where": str(record.metadata.get("where", record.uid)),
             COST_KEY: int(grid.prod(-1).sum()),
         }
-        return replace(record, prompt_token_ids=tuple(ids), multimodal=payload)
+        return replace(record, prompt_token_ids=ids, multimodal=payload)
 
 
 class VisionLanguageInputs:
