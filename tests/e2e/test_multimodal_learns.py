@@ -1,5 +1,8 @@
 """`lightrft train grpo` learns the built-in visual and audio tasks on CPU, from scratch.
 
+Observed here (one thread, busy 2-core machine): visual colour reaches 1.0 around step 60
+of 120; tones reach >= 0.9 around step 40 of 80.
+
 The models are tiny random Qwen2-VL / Qwen2-Audio over a word-level tokenizer (each answer
 one token), saved with ``save_pretrained`` and trained through the CLI (subprocess, one
 thread: bitwise reproducible here). At step 0 the reward is far below chance (the answer
@@ -17,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli_runs import train_grpo_command
-from tests.helpers.tiny_multimodal import save_tiny_vl_model
+from tests.helpers.tiny_multimodal import save_tiny_audio_model, save_tiny_vl_model
 
 COMMON = [
     "data.eval=null",
@@ -54,4 +57,22 @@ def test_grpo_learns_the_visual_colour_task(tmp_path: Path) -> None:
         "train.total_steps=120",
     )
     assert sum(rewards[:5]) / 5 < 0.5  # below chance (red / blue) at the start
+    assert sum(rewards[-10:]) / 10 >= 0.9
+
+
+@pytest.mark.slow
+def test_grpo_learns_the_audio_tone_task(tmp_path: Path) -> None:
+    model = save_tiny_audio_model(tmp_path / "model")
+    rewards = _train(
+        model,
+        tmp_path / "run",
+        "model.modality=audio-language",
+        "data.train.builtin=tones",
+        "data.train.num_builtin=64",
+        "rollout.n_samples_per_prompt=8",
+        "rollout.forward_micro_batch_size=64",
+        "train.micro_batch_size=64",
+        "train.total_steps=80",
+    )
+    assert sum(rewards[:5]) / 5 < 0.5  # below chance (first / second) at the start
     assert sum(rewards[-10:]) / 10 >= 0.9

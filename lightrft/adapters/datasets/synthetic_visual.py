@@ -38,7 +38,7 @@ def draw_shape(
     least half the cell wide (shapes in different cells never overlap)."""
     x0, y0, side = cell
     size = rng.randint(side // 2, side - 2)
-    x, y = x0 + rng.randint(0, side - size), y0 + rng.randint(0, side - size)
+    x, y = x0 + rng.randint(0, side - size - 1), y0 + rng.randint(0, side - size - 1)
     shape = rng.choice(_SHAPES)
     if shape == "circle":
         canvas.ellipse((x, y, x + size, y + size), fill=fill)
