@@ -58,6 +58,8 @@ def test_grpo_learns_the_visual_colour_task(tmp_path: Path) -> None:
     )
     assert sum(rewards[:5]) / 5 < 0.5  # below chance (red / blue) at the start
     assert sum(rewards[-10:]) / 10 >= 0.9
+    # the exported model loads for evaluation: weights, tokenizer and image processor
+    assert (tmp_path / "run" / "final_model" / "preprocessor_config.json").is_file()
 
 
 @pytest.mark.slow

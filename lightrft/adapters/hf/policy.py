@@ -5,7 +5,7 @@ Shape letters as in :mod:`lightrft.domain.types`: B samples, T tokens, R respons
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,8 @@ class HfPolicy:
             :mod:`~lightrft.adapters.hf.multimodal_inputs`); then every batch, with or
             without media, runs the padded path with the family's inputs (M-RoPE ...), and
             ``packing`` / ``prefix_sharing`` are not used.
+        processors: media processors (image processor, feature extractor) saved with the
+            tokenizer by :meth:`export_hf`.
 
     The module's train/eval mode is the caller's choice (LoRA dropout acts in train mode).
     """
@@ -61,6 +63,7 @@ class HfPolicy:
         chunk_size: int = 1024,
         tokenizer: PreTrainedTokenizerBase | None = None,
         multimodal: MultimodalInputs | None = None,
+        processors: Sequence[Any] = (),
     ) -> None:
         self._model: nn.Module = apply_lora(model, lora) if lora is not None else model
         self._packing = packing
@@ -71,6 +74,7 @@ class HfPolicy:
         self._prefix_sharing.check_model(self._model)
         self._chunk_size = chunk_size
         self._tokenizer = tokenizer
+        self._processors = tuple(processors)
 
     @property
     def module(self) -> nn.Module:
@@ -135,4 +139,6 @@ class HfPolicy:
         base.save_pretrained(directory, state_dict=merged)
         if self._tokenizer is not None:
             self._tokenizer.save_pretrained(directory)
+        for processor in self._processors:  # image processor / feature extractor
+            processor.save_pretrained(directory)
         return directory

@@ -60,7 +60,18 @@ def _policy(context: BuildContext) -> HfPolicy:
         chunk_size=m.logprob_chunk_size,
         tokenizer=context.tokenizer,
         multimodal=multimodal_inputs_for(model),
+        processors=[_media_processor(context)],
     )
+
+
+def _media_processor(context: BuildContext) -> Any:
+    """The image processor or feature extractor the exported model needs next to it."""
+    m = context.config.model
+    if m.modality == "vision-language":
+        return load_image_processor(
+            context.model_path, min_pixels=m.min_pixels, max_pixels=m.max_pixels
+        )
+    return load_feature_extractor(context.model_path)
 
 
 def _reference(context: BuildContext) -> HfReferenceModel:
@@ -85,15 +96,11 @@ def _generation_model(context: BuildContext) -> torch.nn.Module:
 
 
 def _vision_encoder(context: BuildContext) -> VisionLanguageEncoder:
-    m = context.config.model
-    processor = load_image_processor(
-        context.model_path, min_pixels=m.min_pixels, max_pixels=m.max_pixels
-    )
-    return VisionLanguageEncoder(context.tokenizer, processor)
+    return VisionLanguageEncoder(context.tokenizer, _media_processor(context))
 
 
 def _audio_encoder(context: BuildContext) -> AudioLanguageEncoder:
-    return AudioLanguageEncoder(context.tokenizer, load_feature_extractor(context.model_path))
+    return AudioLanguageEncoder(context.tokenizer, _media_processor(context))
 
 
 for _modality, _encoder in (
