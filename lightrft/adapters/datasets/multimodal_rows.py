@@ -149,7 +149,7 @@ def media_content(
     """The chat of ``content`` whose last user message carries ``images`` image parts and
     ``audios`` audio parts (at their markers, else first); raises :class:`BadRowError` when
     the markers do not match the media."""
-    chat = (
+    chat: list[dict[str, Any]] = (
         [{"role": "user", "content": content}]
         if isinstance(content, str)
         else [dict(m) for m in content]
@@ -159,6 +159,7 @@ def media_content(
         raise BadRowError(where, key, "media need a user message with text content in")
     text = chat[users[-1]]["content"]
     marked_images, marked_audios = text.count(IMAGE_MARKER), text.count(AUDIO_MARKER)
+    parts: list[dict[str, str]]
     if marked_images + marked_audios == 0:
         parts = [{"type": "image"}] * images + [{"type": "audio"}] * audios
         parts.append({"type": "text", "text": text})

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from lightrft.adapters.datasets.bad_rows import BadRowError
+from lightrft.adapters.datasets.bad_rows import BadRowError as BadRowError  # re-exported
 from lightrft.adapters.datasets.multimodal_rows import (
     as_list,
     load_audio,

@@ -26,7 +26,8 @@ def sine(freq: float, seconds: float, rate: int) -> np.ndarray:
     t = np.arange(int(rate * seconds)) / rate
     wave = 0.5 * np.sin(2 * np.pi * freq * t)
     fade = np.minimum(1.0, np.minimum(t, t[-1] - t) / 0.01)
-    return (wave * fade).astype(np.float32)
+    out: np.ndarray = (wave * fade).astype(np.float32)
+    return out
 
 
 def tone_problems(

@@ -79,7 +79,9 @@ def visual_problems(
         else:
             count = rng.randint(1, max_count)
             third = size // 3
-            cells = rng.sample([(third * (i % 3), third * (i // 3), third) for i in range(9)], count)
+            cells = rng.sample(
+                [(third * (i % 3), third * (i // 3), third) for i in range(9)], count
+            )
             for cell in cells:
                 draw_shape(canvas, rng, cell, COLOURS[rng.choice(list(colours))])
             answer = str(count)

@@ -72,7 +72,7 @@ def load_image_processor(
     if max_pixels is not None:
         kwargs["max_pixels"] = max_pixels
     src = resolve_source(source)
-    processor = AutoImageProcessor.from_pretrained(
+    processor = AutoImageProcessor.from_pretrained(  # type: ignore[no-untyped-call]
         src.name_or_path, backend="pil", local_files_only=True, **kwargs
     )
     if min_pixels is not None and max_pixels is not None and min_pixels > max_pixels:
@@ -83,4 +83,6 @@ def load_image_processor(
 def load_feature_extractor(source: str | Path) -> Any:
     """The model's audio feature extractor (Whisper log-mel for Qwen2-Audio)."""
     src = resolve_source(source)
-    return AutoFeatureExtractor.from_pretrained(src.name_or_path, local_files_only=True)
+    return AutoFeatureExtractor.from_pretrained(  # type: ignore[no-untyped-call]
+        src.name_or_path, local_files_only=True
+    )

@@ -14,11 +14,7 @@ def build_hf_engine(section: HfEngineConfig, context: BuildContext) -> HfRollout
     config = context.config
     shared = section.shares_weights(config)
     loader = MODEL_LOADERS.get(config.model.modality)
-    model = (
-        context.policy().module  # type: ignore[attr-defined]
-        if shared
-        else loader.generation_model(context)
-    )
+    model = context.policy().module if shared else loader.generation_model(context)
     inputs = None if loader.engine_inputs is None else loader.engine_inputs(model)
     return HfRolloutEngine(
         model,  # type: ignore[arg-type]
