@@ -21,9 +21,17 @@ def epoch_permutation(num_prompts: int, epoch: int, seed: int) -> list[int]:
 
 
 def prompt_indices(
-    step: int, *, per_rank: int, rank: int, world_size: int, num_prompts: int, seed: int
+    step: int,
+    *,
+    per_rank: int,
+    rank: int,
+    world_size: int,
+    num_prompts: int,
+    seed: int,
+    shuffle: bool = True,
 ) -> list[int]:
-    """Dataset indices for ``rank`` at ``step`` (0-based)."""
+    """Dataset indices for ``rank`` at ``step`` (0-based); ``shuffle=False`` keeps the
+    dataset's order in every epoch."""
     if num_prompts <= 0:
         raise ValueError("the prompt dataset is empty")
     if not 0 <= rank < world_size:
@@ -34,7 +42,9 @@ def prompt_indices(
     for position in range(start, start + per_rank):
         epoch, offset = divmod(position, num_prompts)
         if epoch not in cache:
-            cache[epoch] = epoch_permutation(num_prompts, epoch, seed)
+            cache[epoch] = (
+                epoch_permutation(num_prompts, epoch, seed) if shuffle else list(range(num_prompts))
+            )
         indices.append(cache[epoch][offset])
     return indices
 
@@ -48,6 +58,7 @@ def balanced_prompt_indices(
     num_prompts: int,
     seed: int,
     cost: Callable[[int], int],
+    shuffle: bool = True,
 ) -> tuple[list[int], dict[str, float]]:
     """Dataset indices for ``rank`` at ``step`` when the step's prompts (the same set as
     :func:`prompt_indices` over all ranks) are spread by ``cost(index)``; every rank gets
@@ -63,6 +74,7 @@ def balanced_prompt_indices(
             world_size=world_size,
             num_prompts=num_prompts,
             seed=seed,
+            shuffle=shuffle,
         )
     ]
     costs = [cost(index) for index in step_prompts]

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from lightrft.adapters.datasets.json_check import check_json_file
 from lightrft.adapters.datasets.prompt_rows import (
     RowRef,
     RowSpec,
@@ -50,15 +51,21 @@ def load_table(path: PathLike, *, split: str = "train", cache_dir: PathLike | No
     builder = FILE_BUILDERS.get(file.suffix.lower())
     if builder is None:
         raise ValueError(f"{file}: unsupported file type; use one of {sorted(FILE_BUILDERS)}")
+    if builder == "json":
+        check_json_file(file)
     try:
-        return datasets.load_dataset(
+        table = datasets.load_dataset(
             builder,
             data_files=str(file),
             split="train",
             cache_dir=None if cache_dir is None else str(cache_dir),
         )
     except Exception as error:
-        raise ValueError(f"cannot read {file}: {error}") from error
+        reason = str(error) or type(error).__name__
+        raise ValueError(f"cannot read {file}: {reason}") from error
+    if len(table) == 0:
+        raise ValueError(f"{file} holds no rows")
+    return table
 
 
 class HfPromptDataset:

@@ -93,24 +93,58 @@ def _prepared_row(row: Mapping[str, Any], spec: RowSpec, where: str) -> Mapping[
         raise BadRowError(where, str(error.args[0]), "missing key") from None
 
 
+CHAT_ROLES = ("system", "user", "assistant", "tool")
+
+
+def _required(row: Mapping[str, Any], key: str, where: str) -> Any:
+    """``row[key]``; a missing key and a null value are told apart."""
+    if key not in row:
+        raise BadRowError(where, key, "missing key")
+    value = row[key]
+    if value is None:
+        # JSON null, or absent from this row while other rows have it (the table fills in
+        # null): either way this row has no value
+        raise BadRowError(where, key, "no value (null or absent in this row) for key")
+    return value
+
+
+def _check_chat(messages: list[Any], where: str, key: str) -> None:
+    """Every message has a known role and text content; at least one is the user's."""
+    for i, message in enumerate(messages):
+        if not (isinstance(message, Mapping) and "role" in message and "content" in message):
+            raise BadRowError(where, key, f"message {i} is not {{'role', 'content'}} in")
+        role = message["role"]
+        if role not in CHAT_ROLES:
+            raise BadRowError(
+                where,
+                key,
+                f"message {i} has unknown role {role!r} (expected {', '.join(CHAT_ROLES)}) in",
+            )
+    if not any(message["role"] == "user" for message in messages):
+        raise BadRowError(where, key, "no user message in the chat")
+
+
 def read_content(ref: RowRef, spec: RowSpec) -> tuple[Content, str | None]:
     """The prompt content and reference of a row; raises :class:`BadRowError`."""
     row = _prepared_row(ref.row, spec, ref.where)
-    content = row.get(spec.input_key)
-    if content is None:
-        raise BadRowError(ref.where, spec.input_key, "missing key")
-    is_chat = isinstance(content, list) and all(
-        isinstance(m, Mapping) and "role" in m and "content" in m for m in content
-    )
-    if not (isinstance(content, str) or is_chat):
-        raise BadRowError(ref.where, spec.input_key, "expected a string or chat messages in")
-    if not content or (isinstance(content, str) and not content.strip()):
+    content = _required(row, spec.input_key, ref.where)
+    if isinstance(content, list):
+        if not content:
+            raise BadRowError(ref.where, spec.input_key, "empty chat in")
+        _check_chat(content, ref.where, spec.input_key)
+    elif not isinstance(content, str):
+        raise BadRowError(
+            ref.where,
+            spec.input_key,
+            f"expected a string or a list of chat messages, got {type(content).__name__}, in",
+        )
+    elif not content.strip():
         raise BadRowError(ref.where, spec.input_key, "empty prompt in")
     reference = None
     if spec.reference_key is not None:
-        value = row.get(spec.reference_key)
-        if value is None or (isinstance(value, str) and not value.strip()):
-            raise BadRowError(ref.where, spec.reference_key, "missing key")
+        value = _required(row, spec.reference_key, ref.where)
+        if isinstance(value, str) and not value.strip():
+            raise BadRowError(ref.where, spec.reference_key, "empty value for key")
         reference = str(value)
     if spec.has_media:
         media = _read_media(row, ref, spec)
@@ -127,9 +161,7 @@ def _read_media(row: Mapping[str, Any], ref: RowRef, spec: RowSpec) -> dict[str,
     for key, name in ((spec.images_key, "images"), (spec.audios_key, "audios")):
         if key is None:
             continue
-        value = row.get(key)
-        if value is None:
-            raise BadRowError(ref.where, key, "missing key")
+        value = _required(row, key, ref.where)
         if name == "images":
             items: list[Any] = [
                 load_image(v, where=ref.where, key=key, base_dir=ref.base_dir)

@@ -15,6 +15,7 @@ from lightrft.application.params import (
     RolloutParams,
     TrainParams,
 )
+from lightrft.application.reward_failures import RewardFailurePolicy
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageParams
 from lightrft.domain.policy_losses import POLICY_LOSSES
 from lightrft.domain.types import OptimizerParams, SamplingParams
@@ -162,6 +163,7 @@ class RunConfig(Section):
             overlong_buffer=rw.overlong_buffer,
             overlong_factor=rw.overlong_factor,
             normalize=rw.normalize,
+            normalize_subtract_mean=rw.normalize_subtract_mean,
             reward_clip=rw.reward_clip,
             advantage_clip=rw.advantage_clip,
         )
@@ -183,6 +185,7 @@ class RunConfig(Section):
                 mini_batch_size=t.mini_batch_size,
                 micro_batch_size=t.micro_batch_size,
                 max_tokens_per_micro_batch=t.max_tokens_per_micro_batch,
+                shuffle=t.shuffle,
                 seed=t.seed,
             ),
             cycle=CycleParams(
@@ -199,5 +202,11 @@ class RunConfig(Section):
                 eval_max_prompts=e.max_prompts,
                 checkpoint_every=self.checkpoint.every,
                 log_samples_per_step=self.logging.log_samples_per_step,
+                shuffle_prompts=self.data.train.shuffle,
+            ),
+            reward_failures=RewardFailurePolicy(
+                enabled=rw.stop_on_failures,
+                threshold=rw.failure_threshold,
+                patience=rw.failure_patience,
             ),
         )

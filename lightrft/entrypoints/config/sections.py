@@ -147,6 +147,9 @@ class DatasetConfig(Section):
     max_prompt_length: int = Field(512, gt=0, description="Prompt tokens kept (truncated left).")
     max_samples: int | None = Field(None, gt=0, description="Use at most this many rows.")
     on_bad_row: Literal["error", "skip"] = Field("error", description="What a malformed row does.")
+    shuffle: bool = Field(
+        True, description="Train set: a seeded new order each epoch (false: file order)."
+    )
     num_builtin: int = Field(512, gt=0, description="How many built-in prompts to generate.")
     seed: int = Field(0, description="Seed of the built-in prompt generator.")
 
@@ -238,8 +241,20 @@ class RewardConfig(Section):
     overlong_buffer: int | None = Field(None, gt=0, description="DAPO overlong buffer L_cache.")
     overlong_factor: float = Field(1.0, ge=0, description="DAPO overlong penalty factor.")
     normalize: bool = Field(False, description="Running reward normalization.")
+    normalize_subtract_mean: bool = Field(
+        True, description="With normalize: subtract the running mean (else only divide by std)."
+    )
     reward_clip: float | None = Field(None, gt=0, description="Clip rewards to [-c, c].")
     advantage_clip: float | None = Field(None, gt=0, description="Clip advantages to [-c, c].")
+    stop_on_failures: bool = Field(
+        True, description="Stop (with a checkpoint) when a source keeps failing on samples."
+    )
+    failure_threshold: float = Field(
+        0.9, gt=0, le=1, description="Failed fraction of a step's samples that counts as failing."
+    )
+    failure_patience: int = Field(
+        3, ge=1, description="Consecutive failing steps of one source before the run stops."
+    )
 
     @property
     def typed_sources(self) -> list[RewardSourceSection]:
@@ -264,6 +279,7 @@ class TrainConfig(Section):
     )
     micro_batch_size: int = Field(4, gt=0, description="Samples per forward/backward.")
     max_tokens_per_micro_batch: int | None = Field(None, gt=0, description="Dynamic batch size.")
+    shuffle: bool = Field(True, description="Shuffle each epoch's samples before mini-batches.")
     seed: int = Field(0, description="Seed of data order, sampling and shuffles.")
 
 
@@ -293,6 +309,9 @@ class BackendConfig(Section):
 
 class LoggingConfig(Section):
     run_dir: str = Field("runs/latest", description="Directory for metrics, checkpoints, reports.")
+    overwrite: bool = Field(
+        False, description="Move a previous run in run_dir aside (to run_dir.old-<time>) first."
+    )
     trackers: list[Literal["jsonl", "tensorboard", "wandb"]] = Field(
         default_factory=lambda: ["jsonl"], description="Metric sinks (jsonl always recommended)."
     )
@@ -307,7 +326,11 @@ class CheckpointConfig(Section):
         None, gt=0, description="Save run state every k steps (and at the end)."
     )
     keep_last: int = Field(2, gt=0, description="Checkpoints kept.")
-    resume: bool = Field(False, description="Continue from the latest checkpoint in run_dir.")
+    resume: bool | Literal["auto"] = Field(
+        False,
+        description="Continue from the newest intact checkpoint in run_dir (an error if there "
+        "is none); 'auto' starts fresh when run_dir holds no run.",
+    )
     export_final: bool = Field(True, description="Write the final model in HF format.")
 
 
