@@ -8,12 +8,14 @@ modalities: use a critic-free estimator (GRPO, RLOO, REINFORCE++ ...).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from lightrft.adapters.hf import HfPolicy, HfReferenceModel, load_tokenizer
+from lightrft.adapters.hf import HfPolicy, HfReferenceModel, LoraParams, load_tokenizer
 from lightrft.adapters.hf.audio_language import AudioLanguageEncoder
 from lightrft.adapters.hf.multimodal_inputs import multimodal_inputs_for
 from lightrft.adapters.hf.multimodal_loading import (
@@ -45,33 +47,69 @@ def _tokenizer(config: RunConfig, path: Path) -> Any:
     return load_tokenizer(path, trust_remote_code=config.model.trust_remote_code)
 
 
-def _policy(context: BuildContext) -> HfPolicy:
+@dataclass(frozen=True)
+class _Media:
+    """What differs between the multimodal modalities: the media processor, how the trained
+    model is prepared (frozen parts, LoRA targets) and the prompt encoder."""
+
+    processor: Callable[[BuildContext], Any]
+    prepare: Callable[[Any, LoraParams | None, BuildContext], LoraParams | None]
+    encoder: Callable[[Any, Any], Any]  # (tokenizer, processor) -> PromptEncoder
+
+
+def _prepare_vision(
+    model: Any, lora: LoraParams | None, context: BuildContext
+) -> LoraParams | None:
+    """LoRA on the language model (and the tower when trained); else freeze the tower."""
+    train_vision = context.config.model.train_vision_tower
+    if lora is not None:
+        return language_model_lora(model, lora, train_vision=train_vision)
+    if not train_vision:
+        freeze_vision_tower(model)
+    return None
+
+
+def _prepare_audio(model: Any, lora: LoraParams | None, context: BuildContext) -> LoraParams | None:
+    return lora  # every weight trains (or LoRA on the configured targets)
+
+
+def _image_processor(context: BuildContext) -> Any:
     m = context.config.model
-    model = _model(context, train=True)
-    lora = lora_params(context.config)
-    if m.modality == "vision-language":
-        if lora is not None:
-            lora = language_model_lora(model, lora, train_vision=m.train_vision_tower)
-        elif not m.train_vision_tower:
-            freeze_vision_tower(model)
-    return HfPolicy(
-        model,
-        lora=lora,
-        chunk_size=m.logprob_chunk_size,
-        tokenizer=context.tokenizer,
-        multimodal=multimodal_inputs_for(model),
-        processors=[_media_processor(context)],
+    return load_image_processor(
+        context.model_path, min_pixels=m.min_pixels, max_pixels=m.max_pixels
     )
 
 
-def _media_processor(context: BuildContext) -> Any:
-    """The image processor or feature extractor the exported model needs next to it."""
-    m = context.config.model
-    if m.modality == "vision-language":
-        return load_image_processor(
-            context.model_path, min_pixels=m.min_pixels, max_pixels=m.max_pixels
-        )
+def _feature_extractor(context: BuildContext) -> Any:
     return load_feature_extractor(context.model_path)
+
+
+def _loader(media: _Media) -> ModelLoader:
+    def policy(context: BuildContext) -> HfPolicy:
+        m = context.config.model
+        model = _model(context, train=True)
+        lora = media.prepare(model, lora_params(context.config), context)
+        return HfPolicy(
+            model,
+            lora=lora,
+            chunk_size=m.logprob_chunk_size,
+            tokenizer=context.tokenizer,
+            multimodal=multimodal_inputs_for(model),
+            processors=[media.processor(context)],  # saved with the exported model
+        )
+
+    def encoder(context: BuildContext) -> Any:
+        return media.encoder(context.tokenizer, media.processor(context))
+
+    return ModelLoader(
+        tokenizer=_tokenizer,
+        policy=policy,
+        reference=_reference,
+        critic=_no_critic,
+        generation_model=_generation_model,
+        prompt_encoder=encoder,
+        engine_inputs=multimodal_inputs_for,
+    )
 
 
 def _reference(context: BuildContext) -> HfReferenceModel:
@@ -95,27 +133,9 @@ def _generation_model(context: BuildContext) -> torch.nn.Module:
     return _model(context, train=False)  # type: ignore[no-any-return]
 
 
-def _vision_encoder(context: BuildContext) -> VisionLanguageEncoder:
-    return VisionLanguageEncoder(context.tokenizer, _media_processor(context))
-
-
-def _audio_encoder(context: BuildContext) -> AudioLanguageEncoder:
-    return AudioLanguageEncoder(context.tokenizer, _media_processor(context))
-
-
-for _modality, _encoder in (
-    ("vision-language", _vision_encoder),
-    ("audio-language", _audio_encoder),
-):
-    MODEL_LOADERS.add(
-        _modality,
-        ModelLoader(
-            tokenizer=_tokenizer,
-            policy=_policy,
-            reference=_reference,
-            critic=_no_critic,
-            generation_model=_generation_model,
-            prompt_encoder=_encoder,
-            engine_inputs=multimodal_inputs_for,
-        ),
-    )
+MODEL_LOADERS.add(
+    "vision-language", _loader(_Media(_image_processor, _prepare_vision, VisionLanguageEncoder))
+)
+MODEL_LOADERS.add(
+    "audio-language", _loader(_Media(_feature_extractor, _prepare_audio, AudioLanguageEncoder))
+)
