@@ -7,8 +7,9 @@ from dataclasses import replace
 import pytest
 import torch
 
+from lightrft.adapters.datasets import InMemoryPromptSource, RowSpec
 from lightrft.adapters.hf import HfPolicy, HfRolloutEngine
-from lightrft.adapters.hf.multimodal_inputs import multimodal_inputs_for
+from lightrft.adapters.hf.multimodal_inputs import EncodedPromptSource, multimodal_inputs_for
 from lightrft.adapters.hf.vision_language import VisionLanguageEncoder
 from lightrft.application.batching import build_rollout_tensors
 from lightrft.domain.types import SamplingParams
@@ -18,6 +19,7 @@ from tests.helpers.tiny_multimodal import (
     tiny_mm_tokenizer,
     tiny_qwen2_5_vl,
     tiny_qwen2_vl,
+    token_id,
 )
 from tests.unit.adapters.hf.test_vision_language_policy import _record, mixed_prompts
 
@@ -69,3 +71,34 @@ def test_text_only_engine_refuses_image_prompts() -> None:
     prompt = replace(mixed_prompts()[2], uid="pic-7")
     with pytest.raises(ValueError, match=r"reads text only, but prompts \['pic-7'\]"):
         engine.generate([prompt], SamplingParams(max_new_tokens=2))
+
+
+def test_media_placeholders_are_never_sampled() -> None:
+    model = tiny_qwen2_vl()
+    with torch.no_grad():  # make the image pad the model's overwhelming favourite
+        model.lm_head.weight[token_id("<|image_pad|>")] = 50 * model.lm_head.weight[40]
+        model.lm_head.weight[40] = 0
+    engine = HfRolloutEngine(
+        model, tiny_mm_tokenizer(), torch.device("cpu"), multimodal=multimodal_inputs_for(model)
+    )
+    out = engine.generate(mixed_prompts(), SamplingParams(n=2, max_new_tokens=4, seed=0))
+    suppressed = {token_id("<|image_pad|>"), token_id("<|video_pad|>")}
+    assert all(not suppressed & set(c.token_ids) for c in out)
+
+
+def test_encoded_source_encodes_on_access_and_names_bad_rows() -> None:
+    tokenizer = tiny_mm_tokenizer()
+    rows = [
+        {"prompt": "one", "reference": "1", "images": [noise_image(30, 30, 1)]},
+        {"prompt": "text only", "reference": "2", "images": []},
+    ]
+    inner = InMemoryPromptSource(rows, tokenizer, spec=RowSpec(images_key="images"), name="s")
+    source = EncodedPromptSource(inner, VisionLanguageEncoder(tokenizer, tiny_image_processor()))
+    assert len(source) == 2 and source.stats.rows == 2  # the wrapped source's facts
+    first = source[0]
+    assert first is source[0]  # encoded once, then cached
+    assert first.prompt_token_ids.count(token_id("<|image_pad|>")) == 4  # 56x56 -> 2x2 merged
+    assert source[1].multimodal == {}
+    broken = replace(inner[0], multimodal={"images": []})
+    with pytest.raises(ValueError, match=r"s row 0: the prompt has 1 image placeholders for 0"):
+        VisionLanguageEncoder(tokenizer, tiny_image_processor()).encode(broken)
