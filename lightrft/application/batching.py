@@ -34,7 +34,11 @@ class RolloutTensors:
 def build_rollout_tensors(
     prompts: Sequence[PromptRecord], completions: Sequence[Completion], pad_token_id: int
 ) -> RolloutTensors:
-    """Pads ``completions`` (each answering ``prompts[c.prompt_index]``) into one batch."""
+    """Pads ``completions`` (each answering ``prompts[c.prompt_index]``) into one batch.
+
+    Each row carries its prompt's multimodal payload (``SequenceBatch.multimodal``), so the
+    policy, the reference and the critic see the images / audio the engine saw.
+    """
     if not completions:
         raise ValueError("completions is empty; nothing to build")
     b = len(completions)
@@ -62,7 +66,12 @@ def build_rollout_tensors(
             "return at least the stop token"
         )
     return RolloutTensors(
-        sequences=SequenceBatch(input_ids, attention_mask, response_mask),
+        sequences=SequenceBatch(
+            input_ids,
+            attention_mask,
+            response_mask,
+            multimodal=tuple(prompts[c.prompt_index].multimodal for c in completions),
+        ),
         rollout_logprobs=logprobs if have_logprobs else None,
         response_lengths=lengths,
     )

@@ -16,7 +16,7 @@ import structlog
 import torch
 
 from lightrft.application.checkpoint_resume import load_newest_intact
-from lightrft.application.data_schedule import prompt_indices
+from lightrft.application.data_schedule import balanced_prompt_indices, prompt_indices
 from lightrft.application.evaluator import Evaluator
 from lightrft.application.experience_maker import ExperienceBatch, ExperienceMaker
 from lightrft.application.params import (
@@ -34,6 +34,7 @@ from lightrft.application.reward_failures import (
     RewardSourceFailingError,
 )
 from lightrft.domain.kl import KLController, make_kl_controller
+from lightrft.domain.modality import media_cost
 from lightrft.domain.ports import (
     Accelerator,
     CheckpointStore,
@@ -217,15 +218,7 @@ class ColocatedRLCycle:
         c, s = self.components, self.settings
         started = time.perf_counter()
         step = self.state.step
-        indices = prompt_indices(
-            step,
-            per_rank=s.rollout.prompts_per_step,
-            rank=c.collective.rank,
-            world_size=c.collective.world_size,
-            num_prompts=len(c.prompts),
-            seed=s.cycle.seed,
-            shuffle=s.cycle.shuffle_prompts,
-        )
+        indices, balance = self._step_prompts(step)
         self._sync_engine()
         batch = self.maker.make(
             [c.prompts[i] for i in indices],
@@ -246,6 +239,7 @@ class ColocatedRLCycle:
         metrics["kl/coef"] = self.state.kl.value
         self.state = CycleState(step + 1, kl, batch.reward_moments)
         metrics.update(batch.metrics)
+        metrics.update(balance)
         metrics.update(self._speed_metrics(batch, time.perf_counter() - started))
         metrics = self._mean_over_ranks(metrics)
         self._log_samples(batch, step + 1)
@@ -344,6 +338,26 @@ class ColocatedRLCycle:
         total_tokens = int(batch.experience.sequences.attention_mask.sum())
         metrics["throughput/tokens_per_s"] = total_tokens / elapsed if elapsed > 0 else 0.0
         return metrics
+
+    def _step_prompts(self, step: int) -> tuple[list[int], dict[str, float]]:
+        """This rank's prompt indices at ``step`` (cost-balanced over ranks when asked)."""
+        c, s = self.components, self.settings
+        schedule = {
+            "per_rank": s.rollout.prompts_per_step,
+            "rank": c.collective.rank,
+            "world_size": c.collective.world_size,
+            "num_prompts": len(c.prompts),
+            "seed": s.cycle.seed,
+            "shuffle": s.cycle.shuffle_prompts,
+        }
+        if not s.rollout.balance_ranks or c.collective.world_size == 1:
+            return prompt_indices(step, **schedule), {}
+        return balanced_prompt_indices(step, **schedule, cost=self._prompt_cost)
+
+    def _prompt_cost(self, index: int) -> int:
+        """Prompt tokens (media placeholders expanded) plus the positions its media take."""
+        prompt = self.components.prompts[index]
+        return len(prompt.prompt_token_ids) + media_cost(prompt.multimodal)
 
     def _mean_over_ranks(self, metrics: dict[str, float]) -> dict[str, float]:
         """Every metric averaged over data-parallel ranks (all ranks log the same keys)."""

@@ -67,6 +67,7 @@ class RolloutParams:
     pad_token_id: int = 0
     forward_micro_batch_size: int = 16  # rows per no-grad log-prob forward
     max_tokens_per_forward: int | None = None  # token budget of a no-grad forward instead
+    balance_ranks: bool = False  # spread a step's prompts over ranks by cost (balanced_step)
 
     def __post_init__(self) -> None:
         _positive("prompts_per_step", self.prompts_per_step)

@@ -52,15 +52,18 @@ class Container(containers.DeclarativeContainer):
         critic,
     )
 
+    # media (images, audio) become model inputs through the modality's prompt encoder
     prompts = providers.Singleton(
-        lambda config, tokenizer: data.build_prompts(config.data.train, tokenizer),
-        config,
-        tokenizer,
+        lambda context: models.encode_prompts(
+            context, data.build_prompts(context.config.data.train, context.tokenizer)
+        ),
+        context,
     )
     eval_prompts = providers.Singleton(
-        lambda config, tokenizer: data.build_prompts(config.data.eval, tokenizer),
-        config,
-        tokenizer,
+        lambda context: models.encode_prompts(
+            context, data.build_prompts(context.config.data.eval, context.tokenizer)
+        ),
+        context,
     )
     reward_sources = providers.Singleton(data.build_rewards, context)
     tracker = providers.Singleton(data.build_tracker, config, process.provided[0])

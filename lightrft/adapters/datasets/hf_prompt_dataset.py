@@ -93,6 +93,7 @@ class HfPromptDataset:
         self.renderer = PromptRenderer(tokenizer, prompt_format)
         self.name = name or files[0].stem
         self._tables = [load_table(f, split=split, cache_dir=cache_dir) for f in files]
+        self._dirs = [f if f.is_dir() else f.parent for f in files]
         refs = self._row_refs(files)
         self._prepared, self.stats = prepare_prompts(refs, self.renderer, self.spec, self.name)
         if not self._prepared:
@@ -108,6 +109,7 @@ class HfPromptDataset:
                     where=f"{file} row {row_index}",
                     row=row,
                     position=(table_index, row_index),
+                    base_dir=self._dirs[table_index],
                 )
 
     def __len__(self) -> int:
@@ -116,9 +118,10 @@ class HfPromptDataset:
     def __getitem__(self, index: int) -> PromptRecord:
         """Prompt number ``index`` (negative indices count from the end)."""
         prepared = self._prepared[check_index(index, len(self._prepared))]
-        if self.spec.images_key is None:
+        if not self.spec.has_media:
             return prepared.record
         table_index, row_index = prepared.position
         row = self._tables[table_index][row_index]
-        ref = RowRef(prepared.record.uid, prepared.record.metadata["where"], row)
+        where = prepared.record.metadata["where"]
+        ref = RowRef(prepared.record.uid, where, row, base_dir=self._dirs[table_index])
         return replace(prepared.record, multimodal=multimodal_of(ref, self.spec))

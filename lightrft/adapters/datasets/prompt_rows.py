@@ -11,8 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
+from lightrft.adapters.datasets.bad_rows import BadRowError as BadRowError  # re-exported
+from lightrft.adapters.datasets.multimodal_rows import (
+    as_list,
+    load_audio,
+    load_image,
+    media_content,
+)
 from lightrft.adapters.datasets.rendering import Content, PromptRenderer
 from lightrft.domain.types import PromptRecord
 
@@ -20,21 +28,17 @@ BadRowPolicy = Literal["error", "skip"]
 RowPreprocessor = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 
-class BadRowError(ValueError):
-    """A row that cannot become a prompt; the message names its file, row and key."""
-
-    def __init__(self, where: str, key: str, problem: str) -> None:
-        super().__init__(f"{where}: {problem} {key!r}")
-        self.where, self.key, self.problem = where, key, problem
-
-
 @dataclass(frozen=True)
 class RowSpec:
-    """Where a row keeps its prompt, reference and images, and what to do with bad rows.
+    """Where a row keeps its prompt, reference and media, and what to do with bad rows.
 
     ``input_key`` holds a string (the user message) or a list of chat messages;
     ``reference_key`` the verifiable answer (``None``: the rows have none); ``images_key``
-    anything multimodal, passed through as ``PromptRecord.multimodal["images"]``.
+    one image or a list of them, ``audios_key`` one audio clip or a list (formats in
+    :mod:`~lightrft.adapters.datasets.multimodal_rows`; an empty list: a text-only row),
+    decoded into ``PromptRecord.multimodal`` as ``{"images": [PIL images]}`` /
+    ``{"audios": [(waveform, rate)]}`` and rendered as chat content parts;
+    ``audio_sampling_rate`` the rate every clip must have (None: any).
     ``preprocess`` maps a raw row to one with these keys (e.g. GSM8K question/answer).
     """
 
@@ -43,6 +47,13 @@ class RowSpec:
     images_key: str | None = None
     on_bad_row: BadRowPolicy = "error"
     preprocess: RowPreprocessor | None = None
+    audios_key: str | None = None
+    audio_sampling_rate: int | None = None
+
+    @property
+    def has_media(self) -> bool:
+        """Whether rows carry images or audio."""
+        return self.images_key is not None or self.audios_key is not None
 
     def __post_init__(self) -> None:
         if self.on_bad_row not in ("error", "skip"):
@@ -70,6 +81,7 @@ class RowRef:
     where: str
     row: Mapping[str, Any]
     position: Any = None  # how the owning source finds the row again (multimodal reads)
+    base_dir: Path | None = None  # relative media paths start here (the data file's folder)
 
 
 def _prepared_row(row: Mapping[str, Any], spec: RowSpec, where: str) -> Mapping[str, Any]:
@@ -134,16 +146,48 @@ def read_content(ref: RowRef, spec: RowSpec) -> tuple[Content, str | None]:
         if isinstance(value, str) and not value.strip():
             raise BadRowError(ref.where, spec.reference_key, "empty value for key")
         reference = str(value)
-    if spec.images_key is not None:
-        _required(row, spec.images_key, ref.where)
+    if spec.has_media:
+        media = _read_media(row, ref, spec)
+        images, audios = len(media.get("images", ())), len(media.get("audios", ()))
+        if images or audios:
+            key = spec.images_key if images else spec.audios_key
+            content = media_content(content, images, audios, ref.where, str(key))
     return content, reference
 
 
+def _read_media(row: Mapping[str, Any], ref: RowRef, spec: RowSpec) -> dict[str, Any]:
+    """The decoded images / audio clips of ``row`` (keys with no items are left out)."""
+    media: dict[str, Any] = {}
+    for key, name in ((spec.images_key, "images"), (spec.audios_key, "audios")):
+        if key is None:
+            continue
+        value = _required(row, key, ref.where)
+        if name == "images":
+            items: list[Any] = [
+                load_image(v, where=ref.where, key=key, base_dir=ref.base_dir)
+                for v in as_list(value)
+            ]
+        else:
+            items = [
+                load_audio(
+                    v,
+                    where=ref.where,
+                    key=key,
+                    base_dir=ref.base_dir,
+                    rate=spec.audio_sampling_rate,
+                )
+                for v in as_list(value)
+            ]
+        if items:
+            media[name] = items
+    return media
+
+
 def multimodal_of(ref: RowRef, spec: RowSpec) -> dict[str, Any]:
-    """``{"images": ...}`` from the row's images key, or ``{}`` without one."""
-    if spec.images_key is None:
+    """The row's decoded media (``{"images": [...]}``, ``{"audios": [...]}``), or ``{}``."""
+    if not spec.has_media:
         return {}
-    return {"images": _prepared_row(ref.row, spec, ref.where)[spec.images_key]}
+    return _read_media(_prepared_row(ref.row, spec, ref.where), ref, spec)
 
 
 @dataclass(frozen=True)

@@ -177,6 +177,7 @@ class RunConfig(Section):
                 pad_token_id=pad_token_id,
                 forward_micro_batch_size=r.forward_micro_batch_size,
                 max_tokens_per_forward=r.max_tokens_per_forward,
+                balance_ranks=r.balance_ranks,
             ),
             algorithm=algorithm,
             shaping=shaping,

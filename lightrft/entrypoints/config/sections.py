@@ -50,10 +50,22 @@ class LoraConfig(Section):
 
 
 class ModelConfig(Section):
-    modality: Literal["text"] = Field(
+    modality: Literal["text", "vision-language", "audio-language"] = Field(
         "text",
         description="What the model reads besides text; selects the model loader "
-        "(policy, reference, critic, tokenizer/processor).",
+        "(policy, reference, critic, tokenizer/processor). vision-language: Qwen2-VL / "
+        "Qwen2.5-VL; audio-language: Qwen2-Audio.",
+    )
+    min_pixels: int = Field(
+        28 * 28 * 4, gt=0, description="vision-language: images are resized to at least this."
+    )
+    max_pixels: int = Field(
+        28 * 28 * 1280, gt=0, description="vision-language: images are resized to at most this."
+    )
+    train_vision_tower: bool = Field(
+        False,
+        description="vision-language: train (or LoRA-adapt) the vision tower too; off: it "
+        "stays frozen and LoRA adapts the language model only.",
     )
     path: str | None = Field(
         None,
@@ -82,6 +94,14 @@ class ModelConfig(Section):
     lora: LoraConfig = Field(default_factory=LoraConfig)
 
     @model_validator(mode="after")
+    def _pixel_bounds_are_ordered(self) -> ModelConfig:
+        if self.min_pixels > self.max_pixels:
+            raise ValueError(
+                f"model.min_pixels ({self.min_pixels}) exceeds model.max_pixels ({self.max_pixels})"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _prefix_sharing_needs_a_dense_mask(self) -> ModelConfig:
         if self.prefix_sharing == "on" and self.attn_implementation == "flash_attention_2":
             raise ValueError(
@@ -97,8 +117,12 @@ class DatasetConfig(Section):
         description="jsonl/json/parquet/arrow file or load_from_disk directory; "
         "null uses the built-in task.",
     )
-    builtin: Literal["arithmetic"] = Field(
-        "arithmetic", description="Built-in prompt set used when path is null."
+    builtin: Literal["arithmetic", "visual_colour", "visual_count", "tones"] = Field(
+        "arithmetic",
+        description="Built-in prompt set used when path is null: arithmetic word problems; "
+        "visual_colour / visual_count: PIL-drawn shapes (name the colour / count them; a "
+        "vision-language model); tones: which of two tones is higher (an audio-language "
+        "model). Score the last three with reward type 'choice'.",
     )
     difficulty: int = Field(1, ge=1, le=3, description="Built-in arithmetic difficulty (1-3).")
     instruction: str | None = Field(
@@ -108,6 +132,15 @@ class DatasetConfig(Section):
         "none", description="gsm8k: 'question' -> prompt, answer after '####' -> reference."
     )
     input_key: str = Field("prompt", description="Column holding the prompt text or messages.")
+    images_key: str | None = Field(
+        None, description="Column holding the row's images (path, bytes, base64, HF Image)."
+    )
+    audios_key: str | None = Field(
+        None, description="Column holding the row's audio clips (array + rate, HF Audio, .wav)."
+    )
+    audio_sampling_rate: int | None = Field(
+        None, gt=0, description="Sampling rate every audio clip must have (null: any)."
+    )
     reference_key: str | None = Field("reference", description="Column holding the answer.")
     system_prompt: str | None = Field(None, description="System message prepended to each prompt.")
     apply_chat_template: bool = Field(True, description="Render prompts with the chat template.")
@@ -189,6 +222,11 @@ class RolloutConfig(Section):
     )
     dynamic_sampling: bool = Field(False, description="DAPO: refill until groups are informative.")
     max_sampling_rounds: int = Field(3, gt=0, description="Round limit of dynamic sampling.")
+    balance_ranks: bool = Field(
+        False,
+        description="Spread each step's prompts over the data-parallel ranks by cost (prompt "
+        "tokens + media positions) instead of contiguous slices; logs balance/imbalance_*.",
+    )
     forward_micro_batch_size: int = Field(
         16, gt=0, description="Rows per no-grad log-prob forward."
     )

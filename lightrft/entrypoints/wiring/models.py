@@ -17,6 +17,7 @@ from lightrft.adapters.distributed import (
     init_process_group_from_env,
 )
 from lightrft.adapters.hf import HfPolicy, default_model_path
+from lightrft.adapters.hf.multimodal_inputs import EncodedPromptSource
 from lightrft.adapters.hf.sequence_parallel import (
     SequenceParallelGroup,
     SequenceParallelPolicy,
@@ -28,12 +29,19 @@ from lightrft.domain.ports import (
     Collective,
     Critic,
     Policy,
+    PromptSource,
     ReferenceModel,
     RolloutEngine,
     Strategy,
 )
 from lightrft.entrypoints.config import RunConfig
-from lightrft.entrypoints.wiring import engines, model_loaders, reward_sources, strategies  # noqa: F401  (registers the built-ins)
+from lightrft.entrypoints.wiring import (  # noqa: F401  (registers the built-ins)
+    engines,
+    model_loaders,
+    multimodal_loaders,
+    reward_sources,
+    strategies,
+)
 from lightrft.entrypoints.wiring.registries import (
     ENGINES,
     MODEL_LOADERS,
@@ -133,6 +141,15 @@ def build_policy(
 
 def _no_policy_yet() -> Policy:
     raise RuntimeError("the policy's own builder cannot ask the context for the policy")
+
+
+def encode_prompts(context: BuildContext, source: PromptSource | None) -> PromptSource | None:
+    """``source`` with its media turned into model inputs by the modality's prompt encoder
+    (unchanged for text models, and ``None`` stays ``None``)."""
+    make = loader(context.config).prompt_encoder
+    if source is None or make is None:
+        return source
+    return EncodedPromptSource(source, make(context))
 
 
 def build_reference(context: BuildContext) -> ReferenceModel | None:
