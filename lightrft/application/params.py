@@ -66,11 +66,15 @@ class RolloutParams:
     max_sampling_rounds: int = 3
     pad_token_id: int = 0
     forward_micro_batch_size: int = 16  # rows per no-grad log-prob forward
+    max_tokens_per_forward: int | None = None  # token budget of a no-grad forward instead
+    balance_ranks: bool = False  # spread a step's prompts over ranks by cost (balanced_step)
 
     def __post_init__(self) -> None:
         _positive("prompts_per_step", self.prompts_per_step)
         _positive("max_sampling_rounds", self.max_sampling_rounds)
         _positive("forward_micro_batch_size", self.forward_micro_batch_size)
+        if self.max_tokens_per_forward is not None:
+            _positive("max_tokens_per_forward", self.max_tokens_per_forward)
 
 
 @dataclass(frozen=True)

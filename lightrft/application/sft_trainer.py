@@ -26,7 +26,7 @@ import structlog
 import torch
 from torch import Tensor
 
-from lightrft.application.batching import split_by_count, split_by_tokens
+from lightrft.application.batching import split_by_count, split_by_token_budget
 from lightrft.domain.ports import CheckpointStore, Collective, Policy, Strategy, Tracker
 from lightrft.domain.sft import SftExample, masked_nll_sum, sft_batch
 
@@ -152,9 +152,12 @@ class SftTrainer:
         total_tokens = float(counts[0])
         nll_total = 0.0
         for micro in self._micro_batches(examples):
-            batch = sft_batch(micro, self.params.pad_token_id)
+            # an empty micro-batch (a rank with fewer than the busiest) runs the first row
+            # with weight 0, so a sharded strategy's collectives run as often on every rank
+            weight = 1.0 if micro else 0.0
+            batch = sft_batch(micro or examples[:1], self.params.pad_token_id)
             logprobs = self.policy.forward(batch).logprobs
-            nll = masked_nll_sum(logprobs, batch.response_mask.to(logprobs.device))
+            nll = masked_nll_sum(logprobs, batch.response_mask.to(logprobs.device)) * weight
             nll_total += float(nll.detach())
             # strategies average gradients over ranks; the loss is already a global mean
             self.strategy.backward(nll / total_tokens * self.collective.world_size)
@@ -174,30 +177,16 @@ class SftTrainer:
         }
 
     def _micro_batches(self, examples: list[SftExample]) -> list[list[SftExample]]:
+        """Micro-batches of ``examples``; with a token budget as many on every rank, some
+        possibly empty (see :func:`split_by_token_budget`)."""
         index = torch.arange(len(examples))
         budget = self.params.max_tokens_per_micro_batch
         if budget is None:
             parts = split_by_count(index, self.params.micro_batch_size)
         else:
             sizes = torch.tensor([e.num_tokens for e in examples])
-            parts = split_by_tokens(index, sizes, budget)
-        parts = self._same_count_on_every_rank(parts)
+            parts = split_by_token_budget(index, sizes, budget, self.collective)
         return [[examples[i] for i in part.tolist()] for part in parts]
-
-    def _same_count_on_every_rank(self, parts: list[Tensor]) -> list[Tensor]:
-        """Splits the largest micro-batches until every rank runs as many as the rank with
-        the most (sharded strategies need every rank in every forward/backward)."""
-        c = self.collective
-        if c.world_size == 1:
-            return parts
-        counts = torch.zeros(c.world_size, dtype=torch.float64)
-        counts[c.rank] = len(parts)
-        target = int(c.all_reduce_sum(counts).max())
-        while len(parts) < target:  # feasible: every rank holds batch_size >= target rows
-            largest = max(range(len(parts)), key=lambda i: len(parts[i]))
-            half = (len(parts[largest]) + 1) // 2
-            parts[largest : largest + 1] = [parts[largest][:half], parts[largest][half:]]
-        return parts
 
     @torch.no_grad()
     def evaluate(self) -> dict[str, float]:

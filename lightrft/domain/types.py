@@ -18,6 +18,7 @@ from typing import Any, Literal
 from torch import Tensor
 
 from lightrft.domain.checks import check_non_negative, check_positive, check_shape
+from lightrft.domain.modality import Payload, batch_payloads
 
 FinishReason = Literal["stop", "length"]
 
@@ -123,15 +124,20 @@ class SequenceBatch:
     """Model inputs for log-prob computation.
 
     Shapes: ``input_ids`` (B, T), ``attention_mask`` (B, T), ``response_mask`` (B, R).
-    Responses occupy the last R columns (see the module docstring).
+    Responses occupy the last R columns (see the module docstring). ``multimodal`` holds one
+    opaque payload per row (the prompt's ``PromptRecord.multimodal``), or ``()`` when every
+    row is text-only (see :mod:`lightrft.domain.modality`); ``bool(batch.multimodal)`` tells
+    whether any row has media.
     """
 
     input_ids: Tensor
     attention_mask: Tensor
     response_mask: Tensor
-    multimodal: Mapping[str, Any] = field(default_factory=dict)
+    multimodal: tuple[Payload, ...] = ()
 
     def __post_init__(self) -> None:
+        rows = int(self.input_ids.shape[0]) if self.input_ids.dim() else 0
+        object.__setattr__(self, "multimodal", batch_payloads(self.multimodal, rows))
         check_shape("input_ids", self.input_ids, (None, None))
         check_shape("attention_mask", self.attention_mask, tuple(self.input_ids.shape))
         check_shape("response_mask", self.response_mask, (self.input_ids.shape[0], None))
@@ -148,11 +154,13 @@ class SequenceBatch:
 
     def select(self, index: Tensor) -> SequenceBatch:
         """Rows ``index`` (1-D long tensor) of every tensor."""
+        payloads = self.multimodal
         return replace(
             self,
             input_ids=self.input_ids[index],
             attention_mask=self.attention_mask[index],
             response_mask=self.response_mask[index],
+            multimodal=tuple(payloads[i] for i in index.tolist()) if payloads else (),
         )
 
 

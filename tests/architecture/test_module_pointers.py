@@ -14,7 +14,7 @@ import lightrft
 
 PACKAGE = Path(lightrft.__file__).parent
 ROOT = PACKAGE.parent
-DOTTED = re.compile(r"\blightrft(?:\.[A-Za-z_]\w*)+")
+DOTTED = re.compile(r"(?<![\w.-])lightrft(?:\.[A-Za-z_]\w*)+")  # not a file name (.lightrft.lock)
 NOT_MODULES = frozenset({"lightrft.plugins"})  # an entry-point group, not a module
 PATH = re.compile(
     r"(?<![\w/.])(?:lightrft/)?(?:domain|application|adapters|entrypoints)/[\w/]+\.py\b"

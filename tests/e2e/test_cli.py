@@ -40,6 +40,7 @@ TINY_RUN = [
         ["demo", "--help"],
         ["sft", "--help"],
         ["samples", "--help"],
+        ["checkpoints", "verify", "--help"],
     ],
 )
 def test_every_subcommand_has_help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""Rule-based reward sources (``RewardSource`` port): math answers, format, length, and
+"""Rule-based reward sources (``RewardSource`` port): math answers, short answers, format, length, and
 user functions run in a killable worker process.
 
 The classes load on first access (PEP 562), so the worker process that imports
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lightrft.adapters.rewards.answer_grader import MathAnswerGrader
+    from lightrft.adapters.rewards.choice_answer import ChoiceAnswerReward
     from lightrft.adapters.rewards.format_reward import FormatReward
     from lightrft.adapters.rewards.length_reward import LengthReward
     from lightrft.adapters.rewards.majority_vote import MajorityVoteReward
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "MathAnswerGrader": "answer_grader",
+    "ChoiceAnswerReward": "choice_answer",
     "FormatReward": "format_reward",
     "LengthReward": "length_reward",
     "MajorityVoteReward": "majority_vote",
@@ -28,10 +30,11 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "MathAnswerGrader",
+    "ChoiceAnswerReward",
     "FormatReward",
     "LengthReward",
     "MajorityVoteReward",
+    "MathAnswerGrader",
     "MathAnswerReward",
     "PythonFunctionReward",
 ]

@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "lightrft.entrypoints.commands.demo",
     "lightrft.entrypoints.commands.sft",
     "lightrft.entrypoints.commands.samples",
+    "lightrft.entrypoints.commands.checkpoints",
 )
 
 

@@ -43,6 +43,13 @@ class MathRewardConfig(AnswerExtractorsSection):
     type: Literal["math"] = "math"
 
 
+@register_config(REWARD_SOURCE_CONFIGS, "choice")
+class ChoiceRewardConfig(RewardSourceSection):
+    """1 when the response's first word is the reference (short answers), else 0."""
+
+    type: Literal["choice"] = "choice"
+
+
 @register_config(REWARD_SOURCE_CONFIGS, "format")
 class FormatRewardConfig(RewardSourceSection):
     """1 when the response is ``<think>...</think>`` followed by an answer, else 0."""

@@ -15,6 +15,7 @@ from lightrft.application.params import (
     RolloutParams,
     TrainParams,
 )
+from lightrft.application.reward_failures import RewardFailurePolicy
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageParams
 from lightrft.domain.policy_losses import POLICY_LOSSES
 from lightrft.domain.types import OptimizerParams, SamplingParams
@@ -179,6 +180,8 @@ class RunConfig(Section):
                 max_sampling_rounds=r.max_sampling_rounds,
                 pad_token_id=pad_token_id,
                 forward_micro_batch_size=r.forward_micro_batch_size,
+                max_tokens_per_forward=r.max_tokens_per_forward,
+                balance_ranks=r.balance_ranks,
             ),
             algorithm=algorithm,
             shaping=shaping,
@@ -205,5 +208,10 @@ class RunConfig(Section):
                 checkpoint_every=self.checkpoint.every,
                 log_samples_per_step=self.logging.log_samples_per_step,
                 shuffle_prompts=self.data.train.shuffle,
+            ),
+            reward_failures=RewardFailurePolicy(
+                enabled=rw.stop_on_failures,
+                threshold=rw.failure_threshold,
+                patience=rw.failure_patience,
             ),
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lightrft.adapters.rewards import (
+    ChoiceAnswerReward,
     FormatReward,
     LengthReward,
     MajorityVoteReward,
@@ -11,6 +12,7 @@ from lightrft.adapters.rewards import (
     PythonFunctionReward,
 )
 from lightrft.entrypoints.config.reward_configs import (
+    ChoiceRewardConfig,
     FormatRewardConfig,
     LengthRewardConfig,
     MajorityVoteRewardConfig,
@@ -23,6 +25,11 @@ from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext
 @REWARD_SOURCES.register("math")
 def build_math(section: MathRewardConfig, context: BuildContext) -> MathAnswerReward:
     return MathAnswerReward(name=section.label, extractors=tuple(section.extractors))
+
+
+@REWARD_SOURCES.register("choice")
+def build_choice(section: ChoiceRewardConfig, context: BuildContext) -> ChoiceAnswerReward:
+    return ChoiceAnswerReward(name=section.label)
 
 
 @REWARD_SOURCES.register("format")

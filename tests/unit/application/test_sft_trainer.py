@@ -3,6 +3,7 @@ packing, LoRA, exact resume, memorization."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from lightrft.adapters.datasets.prompt_rows import RowRef
@@ -179,19 +180,28 @@ def test_fsdp2_strategy_on_one_rank_matches_single_device(one_rank_group: None) 
 
 
 def test_ranks_agree_on_the_micro_batch_count() -> None:
-    """With a token budget, a rank with fewer micro-batches splits its largest ones."""
+    """With a token budget every rank runs as many micro-batches as the busiest one; the
+    extra ones carry no loss."""
 
-    class TwoRanks:  # rank 0 of 2; the other rank reports 3 micro-batches
+    class TwoRanks:  # rank 0 of 2; the other rank needs 3 micro-batches
         rank, world_size = 0, 2
 
         def all_reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
             other = torch.zeros_like(tensor)
-            if tensor.numel() == 2:
+            if tensor.numel() == 2:  # the micro-batch count slots
                 other[1] = 3
             return tensor + other
 
-    t = trainer(HfPolicy(tiny_model(0)), batch_size=2, max_tokens_per_micro_batch=10_000)
+    alone = trainer(HfPolicy(tiny_model(0)), max_tokens_per_micro_batch=10_000)
+    t = trainer(HfPolicy(tiny_model(0)), max_tokens_per_micro_batch=10_000)
     t.collective = TwoRanks()
-    parts = t._micro_batches(examples()[:4])
-    assert [len(p) for p in parts] == [1, 1, 2]  # 4 rows in one budget -> split to 3 parts
-    assert [e.uid for p in parts for e in p] == [e.uid for e in examples()[:4]]
+    parts = t._micro_batches(examples())
+    assert len(parts) == 3
+    assert [e.uid for p in parts for e in p] == [e.uid for e in examples()]
+    # same rows and loss as alone; the padding micro-batches add no gradient: the only
+    # difference is the x world_size (2) that undoes a sharded strategy's rank average,
+    # which this single-device strategy does not do, so the gradient norm doubles
+    t.global_batch = alone.global_batch
+    a, b = alone.train_step(), t.train_step()
+    assert abs(a["train/loss"] - b["train/loss"]) < 1e-6
+    assert b["train/grad_norm"] == pytest.approx(2 * a["train/grad_norm"], rel=1e-4)
