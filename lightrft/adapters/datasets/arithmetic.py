@@ -10,9 +10,10 @@ subtraction of numbers 2..9; 2: also multiplication and exact division, numbers 
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from lightrft.adapters.datasets.in_memory import InMemoryPromptSource
 from lightrft.adapters.datasets.prompt_rows import RowSpec
@@ -68,8 +69,25 @@ _LEVELS: dict[int, tuple[int, tuple[_Maker, ...]]] = {
 }
 
 
-def arithmetic_problems(n: int, seed: int = 0, difficulty: int = 1) -> list[dict[str, str]]:
-    """``n`` rows ``{"prompt": problem, "reference": integer answer}``, fixed by ``seed``."""
+Split = Literal["train", "heldout", "all"]
+HELDOUT_SHARE = 8
+"""One problem in 8 (by a stable hash of its text) belongs to the held-out split."""
+
+
+def in_split(text: str, split: Split) -> bool:
+    """Whether problem ``text`` belongs to ``split``: the train and held-out splits are
+    disjoint sets of problem texts, whatever the seeds that draw from them."""
+    if split == "all":
+        return True
+    heldout = int(hashlib.sha256(text.encode()).hexdigest(), 16) % HELDOUT_SHARE == 0
+    return heldout == (split == "heldout")
+
+
+def arithmetic_problems(
+    n: int, seed: int = 0, difficulty: int = 1, split: Split = "all"
+) -> list[dict[str, str]]:
+    """``n`` rows ``{"prompt": problem, "reference": integer answer}``, fixed by ``seed``,
+    drawn from ``split`` (problems of the other split are skipped)."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     if difficulty not in _LEVELS:
@@ -77,10 +95,11 @@ def arithmetic_problems(n: int, seed: int = 0, difficulty: int = 1) -> list[dict
     top, makers = _LEVELS[difficulty]
     rng = random.Random(f"arithmetic-{seed}-{difficulty}")
     rows = []
-    for _ in range(n):
+    while len(rows) < n:
         maker = rng.choice(makers)
         text, answer = maker(rng, rng.choice(_NAMES), rng.choice(_ITEMS), top)
-        rows.append({"prompt": text, "reference": str(answer)})
+        if in_split(text, split):
+            rows.append({"prompt": text, "reference": str(answer)})
     return rows
 
 
@@ -92,10 +111,11 @@ def arithmetic_prompts(
     tokenizer: Any,
     prompt_format: PromptFormat | None = None,
     instruction: str = ARITHMETIC_INSTRUCTION,
+    split: Split = "all",
 ) -> InMemoryPromptSource:
     """The problems of :func:`arithmetic_problems` as a prompt source, ``instruction``
     appended to each question; uids ``"arithmetic-<seed>-<difficulty>:<i>"``."""
-    rows = arithmetic_problems(n, seed, difficulty)
+    rows = arithmetic_problems(n, seed, difficulty, split)
     if instruction:
         rows = [{**row, "prompt": f"{row['prompt']} {instruction}"} for row in rows]
     return InMemoryPromptSource(

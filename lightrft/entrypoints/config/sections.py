@@ -7,7 +7,7 @@ documented once, in its ``Field(description=...)``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -152,14 +152,31 @@ class DatasetConfig(Section):
     )
     num_builtin: int = Field(512, gt=0, description="How many built-in prompts to generate.")
     seed: int = Field(0, description="Seed of the built-in prompt generator.")
+    builtin_split: Literal["train", "heldout", "all"] = Field(
+        "train",
+        description="arithmetic: which disjoint part of the problem space to draw from "
+        "(data.eval defaults to heldout, so evaluation never sees a training problem).",
+    )
+
+
+EVAL_DEFAULTS = {"num_builtin": 64, "seed": 10_000, "builtin_split": "heldout"}
+"""What data.eval differs in from a training set when not set: also when only some of its
+keys are overridden (``data.eval.difficulty=2`` keeps the held-out split and seed)."""
 
 
 class DataConfig(Section):
     train: DatasetConfig = Field(default_factory=DatasetConfig)
     eval: DatasetConfig | None = Field(
-        default_factory=lambda: DatasetConfig(num_builtin=64, seed=10_000),
+        default_factory=lambda: DatasetConfig(**EVAL_DEFAULTS),  # type: ignore[arg-type]
         description="Held-out prompts; null disables evaluation.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _eval_defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("eval"), dict):
+            return {**data, "eval": {**EVAL_DEFAULTS, **data["eval"]}}
+        return data
 
 
 class AlgorithmConfig(Section):

@@ -37,6 +37,7 @@ def _arithmetic(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> Pr
         dataset.difficulty,
         tokenizer=tokenizer,
         prompt_format=fmt,
+        split=dataset.builtin_split,
         **extra,
     )
 

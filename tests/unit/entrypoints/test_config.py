@@ -146,3 +146,19 @@ def test_shuffles_and_normalization_mean_are_reachable() -> None:
     assert settings.train.shuffle is False
     assert settings.cycle.shuffle_prompts is False
     assert load_config().to_domain().cycle.shuffle_prompts is True
+
+
+def test_a_partly_overridden_eval_set_stays_held_out() -> None:
+    from lightrft.adapters.datasets.arithmetic import arithmetic_problems
+    from lightrft.entrypoints.commands.demo import DEMO_OVERRIDES
+
+    config = load_config(None, DEMO_OVERRIDES, algorithm="grpo")
+    train, held = config.data.train, config.data.eval
+    assert held is not None
+    # overriding some data.eval keys used to reset the rest to the training defaults
+    # (seed 0): the demo's "held-out" problems were then the first 100 training problems
+    assert (held.seed, held.builtin_split, train.builtin_split) == (10_000, "heldout", "train")
+    seen = {r["prompt"] for r in arithmetic_problems(train.num_builtin, train.seed, 1, "train")}
+    shown = [r["prompt"] for r in arithmetic_problems(held.num_builtin, held.seed, 1, "heldout")]
+    assert len(shown) == 100 and not seen & set(shown)
+    assert load_config(None, ["data.eval.seed=5"]).data.eval.num_builtin == 64  # type: ignore[union-attr]
