@@ -8,7 +8,7 @@ One step: weight sync (only if the policy changed) -> rollout -> reward -> refer
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -25,7 +25,7 @@ from lightrft.application.params import (
     RolloutParams,
     TrainParams,
 )
-from lightrft.application.phases import DEFAULT_PLAN, PhaseSwitcher, Switch
+from lightrft.application.phases import DEFAULT_PLAN, Phase, PhaseSwitcher, Switch
 from lightrft.application.policy_optimizer import PolicyOptimizer
 from lightrft.domain.kl import KLController, make_kl_controller
 from lightrft.domain.ports import (
@@ -176,6 +176,7 @@ class ColocatedRLCycle:
             world_size=c.collective.world_size,
             num_prompts=len(c.prompts),
             seed=s.cycle.seed,
+            shuffle=s.cycle.shuffle_prompts,
         )
         self._sync_engine()
         batch = self.maker.make(
@@ -186,12 +187,13 @@ class ColocatedRLCycle:
             kl_coef=self.state.kl.value,
             moments=self.state.reward_moments,
         )
-        with self.phases.phase("train"):
-            metrics = self.optimizer.train(batch.experience, kl_coef=self.state.kl.value, step=step)
-        if metrics.get("train/skipped_steps", 0.0) < 1.0:
+        with self.phases.phase(Phase.TRAIN):
+            result = self.optimizer.train(batch.experience, kl_coef=self.state.kl.value, step=step)
+        if result.updated_policy:
             self.policy_version += 1
-        observed_kl = batch.metrics.get("kl/mean", metrics.get("train/kl", 0.0))
-        kl = self.state.kl.update(observed_kl, len(batch.experience))
+        observed_kl = batch.kl if batch.kl is not None else result.kl
+        kl = self.state.kl.update(observed_kl or 0.0, len(batch.experience))
+        metrics = dict(result.metrics)
         metrics["kl/coef"] = self.state.kl.value
         self.state = CycleState(step + 1, kl, batch.reward_moments)
         metrics.update(batch.metrics)
@@ -216,7 +218,7 @@ class ColocatedRLCycle:
         if self.engine_version == self.policy_version:
             return
         c = self.components
-        with self.phases.phase("weight_sync"):
+        with self.phases.phase(Phase.WEIGHT_SYNC):
             c.engine.load_weights(c.policy.weights_for_sync(c.policy_strategy.full_state()))
         self.engine_version = self.policy_version
 
@@ -329,8 +331,8 @@ def _switches(c: CycleComponents) -> dict[str, Switch]:
         "engine": Switch(on=c.engine.wake_up, off=c.engine.sleep),
         "policy": Switch(on=c.policy_strategy.onload, off=c.policy_strategy.offload),
         "reward_models": Switch(
-            on=lambda: _each(c.reward_sources, "onload"),
-            off=lambda: _each(c.reward_sources, "offload"),
+            on=_each(c.reward_sources, lambda source: source.onload()),
+            off=_each(c.reward_sources, lambda source: source.offload()),
         ),
     }
     if c.reference is not None:
@@ -340,6 +342,13 @@ def _switches(c: CycleComponents) -> dict[str, Switch]:
     return switches
 
 
-def _each(sources: Sequence[RewardSource], method: str) -> None:
-    for source in sources:
-        getattr(source, method)()
+def _each(
+    sources: Sequence[RewardSource], action: Callable[[RewardSource], None]
+) -> Callable[[], None]:
+    """A switch action that applies ``action`` to every reward source."""
+
+    def run() -> None:
+        for source in sources:
+            action(source)
+
+    return run

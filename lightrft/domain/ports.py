@@ -116,6 +116,12 @@ class RolloutEngine(Protocol):
         """Whether ``generate`` may be called."""
         ...
 
+    @property
+    def shares_policy_weights(self) -> bool:
+        """Whether the engine runs the trained policy's own module (then the policy must be
+        awake whenever the engine is, and a weight sync copies nothing)."""
+        ...
+
 
 @runtime_checkable
 class RewardSource(Protocol):
@@ -136,6 +142,10 @@ class RewardSource(Protocol):
 
     def offload(self) -> None:
         """Moves model weights off the accelerator (a no-op for rule rewards)."""
+        ...
+
+    def close(self) -> None:
+        """Releases workers, connections and files (a no-op when there are none)."""
         ...
 
 
@@ -181,6 +191,11 @@ class Strategy(Protocol):
 
     def full_state(self) -> Iterator[tuple[str, Tensor]]:
         """The full (unsharded) parameters, one tensor at a time, for sync and export."""
+        ...
+
+    def export_full_state_dict(self) -> dict[str, Tensor]:
+        """The full module state in host memory on rank 0 (``{}`` on other ranks), for an
+        HF export. Collective on sharded strategies: every rank must call it."""
         ...
 
     def offload(self) -> None:

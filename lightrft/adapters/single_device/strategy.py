@@ -135,6 +135,10 @@ class SingleDeviceStrategy:
         for name, tensor in self.module.state_dict().items():
             yield name, tensor.detach()
 
+    def export_full_state_dict(self) -> dict[str, Tensor]:
+        """The module's state dict, detached, in host memory (one process: it is rank 0)."""
+        return {name: tensor.detach().to(HOST) for name, tensor in self.full_state()}
+
     def offload(self) -> None:
         """Moves parameters, gradients and optimizer state to host memory."""
         self.module.to(HOST)
