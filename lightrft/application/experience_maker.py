@@ -27,6 +27,7 @@ from lightrft.domain.ports import (
     RolloutEngine,
 )
 from lightrft.domain.rewards import RunningMoments, clip_values
+from lightrft.domain.rollout_correction import mismatch_metrics
 from lightrft.domain.sampling import (
     DynamicSamplingState,
     high_entropy_token_mask,
@@ -230,6 +231,7 @@ class ExperienceMaker:
             or kl_in_reward
             or need_entropy
             or self.algorithm.resolved_loss.tis_cap is not None
+            or self.rollout.measure_mismatch
         )
         old: Tensor | None = None
         entropy: Tensor | None = None
@@ -250,6 +252,9 @@ class ExperienceMaker:
                     ]
                 )
         metrics: dict[str, float] = {}
+        if old is not None and tensors.rollout_logprobs is not None:
+            mismatch = mismatch_metrics(old, tensors.rollout_logprobs, mask)
+            metrics.update({k: float(v) for k, v in mismatch.items()})
         kl = None
         if ref is not None and old is not None:
             kl = kl_estimate(self.algorithm.kl_estimator, old, ref, mask)

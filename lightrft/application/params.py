@@ -66,6 +66,9 @@ class RolloutParams:
     max_sampling_rounds: int = 3
     pad_token_id: int = 0
     forward_micro_batch_size: int = 16  # rows per no-grad log-prob forward
+    # The engine's log-probs come from another implementation (vLLM, SGLang): compute the
+    # trainer's every step and log the rollout/* mismatch metrics (domain.rollout_correction).
+    measure_mismatch: bool = False
 
     def __post_init__(self) -> None:
         _positive("prompts_per_step", self.prompts_per_step)

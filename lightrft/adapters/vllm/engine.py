@@ -110,6 +110,11 @@ class VllmRolloutEngine:
         return self._device_type == "cuda"
 
     @property
+    def shares_policy_weights(self) -> bool:
+        """Always False: the engine holds its own copy of the weights (synced each step)."""
+        return False
+
+    @property
     def llm(self) -> Any:
         """The underlying ``vllm.LLM``."""
         return self._llm

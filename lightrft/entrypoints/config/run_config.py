@@ -17,6 +17,7 @@ from lightrft.application.params import (
 )
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageParams
 from lightrft.domain.policy_losses import POLICY_LOSSES
+from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_CAP
 from lightrft.domain.types import OptimizerParams, SamplingParams
 from lightrft.entrypoints.config.components import ComponentSection
 from lightrft.entrypoints.config.sections import (
@@ -136,8 +137,11 @@ class RunConfig(Section):
                 "clip_eps_high": a.clip_eps_high,
                 "dual_clip": a.dual_clip,
                 "agg": a.agg,
-                "tis_cap": a.tis_cap,
+                "tis_cap": a.tis_cap
+                if a.tis_cap is not None or not self.rollout.fp8
+                else DEFAULT_CORRECTION_CAP,  # FP8 rollout: correction on by default
                 "drift_coef": a.drift_coef,
+                "correction_mode": a.correction_mode,
             }.items()
             if value is not None
         }
@@ -175,6 +179,7 @@ class RunConfig(Section):
                 max_sampling_rounds=r.max_sampling_rounds,
                 pad_token_id=pad_token_id,
                 forward_micro_batch_size=r.forward_micro_batch_size,
+                measure_mismatch=r.measures_mismatch(),
             ),
             algorithm=algorithm,
             shaping=shaping,
