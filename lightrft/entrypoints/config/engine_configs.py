@@ -73,7 +73,11 @@ class VllmEngineConfig(ComponentSection):
     max_model_len: int | None = Field(
         None, gt=0, description="Longest prompt + response (default: the model config's)."
     )
-    enforce_eager: bool = Field(False, description="No CUDA graphs (less memory, slower).")
+    enforce_eager: bool | None = Field(
+        None,
+        description="No CUDA graphs / torch.compile (less memory and start time, slower "
+        "steps); None: eager on CPU (compiling takes ~40 s on 2 cores), compiled on CUDA.",
+    )
     sleep_level: Literal[1, 2] = Field(
         1,
         description="GPU sleep: 1 offloads weights and drops the KV cache; 2 drops both "

@@ -52,7 +52,9 @@ def build_vllm_engine(section: VllmEngineConfig, context: BuildContext) -> Rollo
         memory_fraction=section.memory_fraction,
         kv_cache_gib=section.kv_cache_gib,
         max_model_len=section.max_model_len,
-        enforce_eager=section.enforce_eager,
+        enforce_eager=device_type != "cuda"
+        if section.enforce_eager is None
+        else section.enforce_eager,
         sleep_level=section.sleep_level,
         sync_bucket_mib=section.sync_bucket_mib,
         tensor_parallel_size=section.tensor_parallel_size,
