@@ -96,3 +96,19 @@ class VllmEngineConfig(ComponentSection):
             raise ValueError(
                 "rollout.first_token_temperature (FIRE) is not supported by rollout.engine=vllm"
             )
+
+
+@register_config(ENGINE_CONFIGS, "sglang")
+class SglangEngineConfig(ComponentSection):
+    """SGLang in the training process (GPU-only, unverified: see docs/engines.md)."""
+
+    type: Literal["sglang"] = "sglang"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="Engine dtype; auto: the model's training dtype (model.dtype)."
+    )
+    memory_fraction: float = Field(
+        0.5, gt=0, le=1, description="SGLang mem_fraction_static (weights + KV cache)."
+    )
+    context_length: int | None = Field(None, gt=0, description="Longest prompt + response.")
+    sync_bucket_mib: float = Field(512.0, gt=0, description="Bound of one weight-sync call.")
+    tensor_parallel_size: int = Field(1, ge=1, description="GPUs per engine.")

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from lightrft.adapters.hf import HfRolloutEngine
 from lightrft.domain.ports import RolloutEngine
-from lightrft.entrypoints.config.engine_configs import HfEngineConfig, VllmEngineConfig
+from lightrft.entrypoints.config.engine_configs import (
+    HfEngineConfig,
+    SglangEngineConfig,
+    VllmEngineConfig,
+)
 from lightrft.entrypoints.wiring.registries import ENGINES, MODEL_LOADERS, BuildContext
 
 
@@ -30,7 +34,7 @@ def build_hf_engine(section: HfEngineConfig, context: BuildContext) -> HfRollout
     )
 
 
-_VLLM_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+_ENGINE_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 @ENGINES.register("vllm")
@@ -45,7 +49,7 @@ def build_vllm_engine(section: VllmEngineConfig, context: BuildContext) -> Rollo
         raise ValueError(
             f"rollout.fp8=true needs vLLM on a CUDA device; this run's device is {device_type}"
         )
-    dtype = _VLLM_DTYPES[config.model.dtype] if section.dtype == "auto" else section.dtype
+    dtype = _ENGINE_DTYPES[config.model.dtype] if section.dtype == "auto" else section.dtype
     params = VllmEngineParams(
         model_path=str(context.model_path),
         dtype=dtype,  # type: ignore[arg-type]
@@ -64,3 +68,22 @@ def build_vllm_engine(section: VllmEngineConfig, context: BuildContext) -> Rollo
         trust_remote_code=config.model.trust_remote_code,
     )
     return VllmRolloutEngine(params, device_type)
+
+
+@ENGINES.register("sglang")
+def build_sglang_engine(section: SglangEngineConfig, context: BuildContext) -> RolloutEngine:
+    """An in-process SGLang engine on the run's model directory (CUDA only, unverified)."""
+    from lightrft.adapters.sglang import SglangEngineParams, SglangRolloutEngine, start_sglang
+
+    config = context.config
+    dtype = _ENGINE_DTYPES[config.model.dtype] if section.dtype == "auto" else section.dtype
+    params = SglangEngineParams(
+        model_path=str(context.model_path),
+        dtype=dtype,
+        memory_fraction=section.memory_fraction,
+        tensor_parallel_size=section.tensor_parallel_size,
+        seed=config.train.seed,
+        context_length=section.context_length,
+        sync_bucket_mib=section.sync_bucket_mib,
+    )
+    return SglangRolloutEngine(params, engine=start_sglang(params, context.device.type))
