@@ -19,6 +19,11 @@ re-allocated at the next ``generate`` (``wake_up(tags=["kv_cache"])``), the stag
 that keeps the weights, the trainer's state and the KV cache from all being resident at
 once. After a level-2 sleep, ``generate`` refuses until ``load_weights`` ran.
 
+FP8 rollout (``quantization="fp8"``, CUDA only, GPU-only and unverified): the engine
+declares a 128 x 128 block-wise e4m3 checkpoint and starts on dummy weights; each sync
+quantizes the decoder's linear weights (:mod:`lightrft.adapters.common.fp8_blocks`) and
+``generate`` refuses until the first sync.
+
 Sleep on CPU: vLLM's CPU worker has no sleep mode, so ``sleep``/``wake_up`` only gate
 ``generate``; :attr:`VllmRolloutEngine.sleep_frees_memory` is False and every sleep logs
 ``rollout.engine_sleep`` with ``memory_freed=False``.
@@ -33,6 +38,7 @@ from typing import Any
 
 import structlog
 
+from lightrft.adapters.common.fp8_blocks import fp8_weight_stream
 from lightrft.adapters.common.weight_buckets import bucket_weights, rename_weights
 from lightrft.adapters.vllm.checks import (
     check_model,
@@ -40,7 +46,7 @@ from lightrft.adapters.vllm.checks import (
     memory_error,
     require_vllm,
 )
-from lightrft.adapters.vllm.params import VllmEngineParams, llm_kwargs
+from lightrft.adapters.vllm.params import FP8_BLOCK, VllmEngineParams, llm_kwargs
 from lightrft.adapters.vllm.translate import request_plan, to_completion
 from lightrft.domain.ports import NamedTensors
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
@@ -93,7 +99,7 @@ class VllmRolloutEngine:
         self._llm = start_llm(params, device_type) if llm is None else llm
         self._awake = True
         self._kv_asleep = False
-        self._needs_weights = False
+        self._needs_weights = params.quantization == "fp8"  # FP8 starts on dummy weights
         self.sleeps = 0
         self.weight_loads = 0
         self.last_sync_seconds: float | None = None
@@ -127,8 +133,8 @@ class VllmRolloutEngine:
             raise RuntimeError("the rollout engine is asleep; call wake_up() first")
         if self._needs_weights:
             raise RuntimeError(
-                "the engine's weights were discarded by a level-2 sleep; load_weights() must "
-                "provide them before generate()"
+                "the engine holds no weights (dropped by a level-2 sleep, or an FP8 engine "
+                "before its first sync); load_weights() must provide them before generate()"
             )
         if not prompts:
             return []
@@ -164,6 +170,8 @@ class VllmRolloutEngine:
             ((name, tensor.detach()) for name, tensor in weights),
             strip_prefixes=self._params.strip_prefixes,
         )
+        if self._params.quantization == "fp8":
+            named = fp8_weight_stream(named, FP8_BLOCK)
         buckets = tensors = 0
         for bucket in bucket_weights(named, self._params.sync_bucket_bytes):
             self._llm.collective_rpc(

@@ -10,6 +10,7 @@ SleepLevel = Literal[1, 2]
 
 GIB = 2**30
 MIB = 2**20
+FP8_BLOCK = 128
 CPU_DEFAULT_KV_CACHE_GIB = 1.0
 """KV cache on a CPU when ``kv_cache_gib`` is unset: vLLM's CPU backend otherwise reserves
 ``memory_fraction`` of host RAM minus the process's RSS, which is either too much for a
@@ -110,6 +111,18 @@ def llm_kwargs(params: VllmEngineParams, device_type: str) -> dict[str, Any]:
         kwargs["max_num_seqs"] = params.max_num_seqs
     if params.external_launcher:
         kwargs["distributed_executor_backend"] = "external_launcher"
-    if params.quantization is not None:
-        kwargs["quantization"] = params.quantization
+    if params.quantization == "fp8":
+        # The engine declares a block-wise FP8 checkpoint (128 x 128 e4m3 tiles with
+        # ``weight_scale_inv``) and starts on dummy weights: every sync sends the policy's
+        # weights in that format (adapters.common.fp8_blocks), the first one before any
+        # generation. GPU-only, unverified.
+        kwargs["quantization"] = "fp8"
+        kwargs["load_format"] = "dummy"
+        kwargs["hf_overrides"] = {
+            "quantization_config": {
+                "quant_method": "fp8",
+                "activation_scheme": "dynamic",
+                "weight_block_size": [FP8_BLOCK, FP8_BLOCK],
+            }
+        }
     return kwargs

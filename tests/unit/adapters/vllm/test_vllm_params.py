@@ -48,6 +48,9 @@ def test_llm_kwargs_on_cuda() -> None:
     assert kwargs["gpu_memory_utilization"] == 0.4
     assert kwargs["distributed_executor_backend"] == "external_launcher"
     assert kwargs["tensor_parallel_size"] == 2 and kwargs["quantization"] == "fp8"
+    assert kwargs["load_format"] == "dummy"  # FP8: weights arrive with the first sync
+    block = kwargs["hf_overrides"]["quantization_config"]["weight_block_size"]
+    assert block == [128, 128]
     assert kwargs["kv_cache_memory_bytes"] == int(2.5 * GIB)
     assert "kv_cache_memory_bytes" not in llm_kwargs(VllmEngineParams("/m"), "cuda")
 

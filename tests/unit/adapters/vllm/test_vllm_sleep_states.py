@@ -32,6 +32,7 @@ class RecordingLlm:
     def collective_rpc(self, method: str, kwargs: dict[str, Any]) -> None:
         names = tuple(name for name, _ in kwargs["weights_iterator"])
         self.calls.append((method, names))
+        self.dtypes = [t.dtype for _, t in kwargs["weights_iterator"]]
 
     def reset_prefix_cache(self) -> None:
         self.calls.append(("reset_prefix_cache", None))
@@ -62,7 +63,7 @@ def test_level2_cycle_is_staged() -> None:
     engine.sleep()
     engine.wake_up()
     assert engine.is_awake
-    with pytest.raises(RuntimeError, match="level-2"):
+    with pytest.raises(RuntimeError, match="level-2 sleep"):
         engine.generate([PromptRecord("a", "a", (1,))], SamplingParams(max_new_tokens=1))
     engine.load_weights(iter(WEIGHTS))
     assert llm.calls == [
@@ -87,3 +88,17 @@ def test_level1_wake_needs_no_reload_and_sleep_is_idempotent() -> None:
     engine.wake_up()
     assert llm.calls == [("sleep", 1), ("wake_up", ("weights",))]
     assert engine.last_sleep_freed_memory is True and engine.sleeps == 1
+
+
+def test_fp8_engine_waits_for_its_first_sync_and_receives_block_fp8() -> None:
+    llm = RecordingLlm()
+    params = VllmEngineParams("/unused", quantization="fp8")
+    engine = VllmRolloutEngine(params, "cuda", llm=llm)
+    with pytest.raises(RuntimeError, match="FP8 engine before its first sync"):
+        engine.generate([PromptRecord("a", "a", (1,))], SamplingParams(max_new_tokens=1))
+    engine.load_weights(iter([("model.layers.0.mlp.up_proj.weight", torch.ones(4, 4))]))
+    assert llm.calls[0] == (
+        "reload_weights",
+        ("model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.up_proj.weight_scale_inv"),
+    )
+    assert llm.dtypes == [torch.float8_e4m3fn, torch.float32]
