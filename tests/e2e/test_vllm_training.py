@@ -5,15 +5,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-import torch
-from safetensors.torch import load_file
 
-from tests.helpers.cli_runs import train_grpo_command
+from tests.helpers.cli_runs import final_weights, max_weight_diff, run_train
 from tests.unit.adapters.vllm.vllm_tiny import require_vllm, tiny_vllm_model, write_model_dir
 
 COMMON = [
@@ -38,19 +34,10 @@ def vllm_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _train(model_dir: Path, run_dir: Path, *extra: str) -> None:
-    env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": "1"}
-    command = train_grpo_command(model_dir, run_dir, *COMMON, *extra)
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_train(model_dir, run_dir, *COMMON, *extra)
 
 
-def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
-    return load_file(str(run_dir / "final_model" / "model.safetensors"))
-
-
-def _max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
-    assert a.keys() == b.keys()
-    return max(float((a[k] - b[k]).abs().max()) for k in a)
+_weights, _max_diff = final_weights, max_weight_diff
 
 
 def test_two_steps_with_vllm_train_and_log_the_mismatch(

@@ -16,27 +16,18 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from tests.unit.adapters.hf.hf_tiny import BOS, EOS, PAD, tiny_tokenizer
+from tests.unit.adapters.hf.hf_tiny import tiny_config, tiny_tokenizer
 
 _ENGINE: dict[str, object] = {}
 
 
 def tiny_vllm_config() -> LlamaConfig:
-    """2 layers, 2 heads of size 32 (the smallest head vLLM's CPU attention takes)."""
-    return LlamaConfig(
-        vocab_size=259,
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        intermediate_size=128,
-        max_position_embeddings=256,
-        pad_token_id=PAD,
-        eos_token_id=EOS,
-        bos_token_id=BOS,
-        tie_word_embeddings=False,
-        initializer_range=0.3,  # peaky distributions: sampling and greedy differ clearly
-    )
+    """The HF tests' tiny Llama widened to 2 heads of size 32 (the smallest head vLLM's CPU
+    attention takes) and 256 positions."""
+    config = tiny_config()
+    config.hidden_size, config.head_dim, config.intermediate_size = 64, 32, 128
+    config.max_position_embeddings = 256
+    return config
 
 
 def tiny_vllm_model(seed: int = 0) -> LlamaForCausalLM:
