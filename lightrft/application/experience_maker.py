@@ -201,14 +201,28 @@ class ExperienceMaker:
         per_prompt = scores.total  # (number of prompts,)
         return per_prompt[torch.tensor([c.prompt_index for c in rollout.completions])]
 
+    def _sampling_logprobs(self, seq: SequenceBatch, old: Tensor | None) -> Tensor:
+        """The trainer's log-probs (B, R) at the temperature the engine sampled with (its
+        log-probs are those of that distribution); ``old`` (temperature 1) when it is 1 or
+        greedy decoding reported temperature-1 log-probs."""
+        temperature = self.rollout.sampling.temperature
+        if old is not None and temperature in (0.0, 1.0):
+            return old
+        logprobs, _ = self._forward_no_grad(self.policy, seq, False, temperature=temperature or 1.0)
+        return logprobs
+
     def _forward_no_grad(
-        self, model: Policy | ReferenceModel, seq: SequenceBatch, entropy: bool
+        self,
+        model: Policy | ReferenceModel,
+        seq: SequenceBatch,
+        entropy: bool,
+        temperature: float = 1.0,
     ) -> tuple[Tensor, Tensor | None]:
         size = self.rollout.forward_micro_batch_size
         logprobs, entropies = [], []
         with torch.no_grad():
             for rows in torch.split(torch.arange(seq.input_ids.shape[0]), size):
-                out = model.forward(seq.select(rows), with_entropy=entropy)
+                out = model.forward(seq.select(rows), temperature=temperature, with_entropy=entropy)
                 logprobs.append(out.logprobs.float().cpu())
                 if entropy and out.entropy is not None:
                     entropies.append(out.entropy.float().cpu())
@@ -231,7 +245,6 @@ class ExperienceMaker:
             or kl_in_reward
             or need_entropy
             or self.algorithm.resolved_loss.tis_cap is not None
-            or self.rollout.measure_mismatch
         )
         old: Tensor | None = None
         entropy: Tensor | None = None
@@ -252,9 +265,18 @@ class ExperienceMaker:
                     ]
                 )
         metrics: dict[str, float] = {}
-        if old is not None and tensors.rollout_logprobs is not None:
-            mismatch = mismatch_metrics(old, tensors.rollout_logprobs, mask)
-            metrics.update({k: float(v) for k, v in mismatch.items()})
+        rollout_logprobs = tensors.rollout_logprobs
+        correcting = self.algorithm.resolved_loss.tis_cap is not None
+        if rollout_logprobs is not None and (self.rollout.measure_mismatch or correcting):
+            trainer = self._sampling_logprobs(seq, old)
+            if self.rollout.measure_mismatch:
+                mismatch = mismatch_metrics(trainer, rollout_logprobs, mask)
+                metrics.update({k: float(v) for k, v in mismatch.items()})
+            if correcting and old is not None and trainer is not old:
+                # The loss weighs by exp(old - rollout) with old at temperature 1; shift the
+                # engine's log-probs so that difference is the mismatch at the sampling
+                # temperature: old - shifted = trainer_T - engine_T.
+                rollout_logprobs = (old - trainer + rollout_logprobs) * mask
         kl = None
         if ref is not None and old is not None:
             kl = kl_estimate(self.algorithm.kl_estimator, old, ref, mask)
@@ -290,7 +312,7 @@ class ExperienceMaker:
             rewards=rewards,
             group_index=group_index,
             ref_logprobs=ref,
-            rollout_logprobs=tensors.rollout_logprobs,
+            rollout_logprobs=rollout_logprobs,
             values=values,
         )
         return experience, metrics

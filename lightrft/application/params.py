@@ -67,7 +67,9 @@ class RolloutParams:
     pad_token_id: int = 0
     forward_micro_batch_size: int = 16  # rows per no-grad log-prob forward
     # The engine's log-probs come from another implementation (vLLM, SGLang): compute the
-    # trainer's every step and log the rollout/* mismatch metrics (domain.rollout_correction).
+    # trainer's at the sampling temperature every step and log the rollout/* mismatch
+    # metrics (domain.rollout_correction). Exact only without top-k/top-p/min-p filters
+    # and FIRE (the engine reports the filtered distribution's log-probs).
     measure_mismatch: bool = False
 
     def __post_init__(self) -> None:
