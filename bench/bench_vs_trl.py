@@ -136,6 +136,7 @@ def _config_overrides(a: argparse.Namespace, run_dir: str) -> dict[str, Any]:
         "algorithm.clip_eps_low": 0.2,
         "algorithm.clip_eps_high": 0.2,
         "algorithm.agg": "token-mean",
+        **({"model.path": a.model} if a.model else {}),
         "model.dtype": "fp32",
         "model.attn_implementation": "sdpa",
         "model.gradient_checkpointing": False,
@@ -247,7 +248,7 @@ def run_trl(a: argparse.Namespace) -> dict[str, Any]:
 
     _set_threads(a.threads)
     _quiet_logs()
-    path = default_model_path()
+    path = a.model or default_model_path()
     tokenizer = AutoTokenizer.from_pretrained(path)
     cfg = _load_config(a, tempfile.mkdtemp(prefix="bench_vs_trl_cfg_"))
     source = data.build_prompts(cfg.data.train, tokenizer)
@@ -528,6 +529,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float)
     p.add_argument("--micro-batch", type=int, help="samples per forward/backward")
     p.add_argument("--lr", type=float)
+    p.add_argument(
+        "--model",
+        default=None,
+        help="HF model directory for both sides (default: the embedded SmolLM2-135M-Instruct)",
+    )
     p.add_argument("--difficulty", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--warmup", type=int, default=1)

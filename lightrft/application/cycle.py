@@ -15,7 +15,8 @@ from typing import Any
 import structlog
 import torch
 
-from lightrft.application.data_schedule import prompt_indices
+from lightrft.application.checkpoint_resume import load_newest_intact
+from lightrft.application.data_schedule import balanced_prompt_indices, prompt_indices
 from lightrft.application.evaluator import Evaluator
 from lightrft.application.experience_maker import ExperienceBatch, ExperienceMaker
 from lightrft.application.params import (
@@ -27,7 +28,13 @@ from lightrft.application.params import (
 )
 from lightrft.application.phases import DEFAULT_PLAN, Phase, PhaseSwitcher, Switch
 from lightrft.application.policy_optimizer import PolicyOptimizer
+from lightrft.application.reward_failures import (
+    RewardFailureMonitor,
+    RewardFailurePolicy,
+    RewardSourceFailingError,
+)
 from lightrft.domain.kl import KLController, make_kl_controller
+from lightrft.domain.modality import media_cost
 from lightrft.domain.ports import (
     Accelerator,
     CheckpointStore,
@@ -74,6 +81,7 @@ class CycleSettings:
     shaping: RewardShapingParams = field(default_factory=RewardShapingParams)
     train: TrainParams = field(default_factory=TrainParams)
     cycle: CycleParams = field(default_factory=CycleParams)
+    reward_failures: RewardFailurePolicy = field(default_factory=RewardFailurePolicy)
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,10 @@ class ColocatedRLCycle:
             critic_strategy=c.critic_strategy,
         )
         self.evaluator = Evaluator(c.engine, c.reward_sources, dict(s.shaping.weights))
+        self.reward_failures = RewardFailureMonitor(
+            s.reward_failures, [source.name for source in c.reward_sources], c.collective
+        )
+        self.stopped_early = False  # run() ended because should_stop() said so
         a = s.algorithm
         self.state = CycleState(
             step=0,
@@ -133,8 +145,21 @@ class ColocatedRLCycle:
 
     # -- the loop ---------------------------------------------------------------------
 
-    def run(self, *, resume: bool = True, max_steps: int | None = None) -> list[dict[str, float]]:
-        """Trains until ``total_steps`` (or ``max_steps`` more steps); returns the history."""
+    def run(
+        self,
+        *,
+        resume: bool = True,
+        max_steps: int | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> list[dict[str, float]]:
+        """Trains until ``total_steps`` (or ``max_steps`` more steps); returns the history.
+
+        ``should_stop()`` is asked after every step (on every rank: it must answer the same
+        everywhere); when it says yes, a checkpoint is saved and the run ends early with
+        ``stopped_early`` set. A reward source over its failure limit
+        (:class:`RewardSourceFailingError`) saves a checkpoint of the state before the
+        failing step, then the error propagates.
+        """
         cycle = self.settings.cycle
         if resume:
             self.resume()
@@ -146,17 +171,41 @@ class ColocatedRLCycle:
             else min(cycle.total_steps, self.state.step + max_steps)
         )
         while self.state.step < budget:
-            metrics = self.train_step()
+            metrics = self._step_or_save_and_raise()
             step = self.state.step
             last = step == cycle.total_steps
-            if cycle.checkpoint_every and (step % cycle.checkpoint_every == 0 or last):
-                self.save_checkpoint()
             if self._evaluating and cycle.eval_every and (step % cycle.eval_every == 0 or last):
                 metrics.update(self.evaluate())
+            # logged before the checkpoint: a crash in between repeats the step on resume
+            # (its rows are trimmed then), never loses its row
             self._log(metrics, step=step)
             self.history.append(metrics)
+            every = cycle.checkpoint_every
+            saved = every is not None and every > 0 and (last or step % every == 0)
+            if saved:
+                self.save_checkpoint()
+            if should_stop is not None and should_stop():
+                if not saved and self.components.checkpoints is not None:
+                    self.save_checkpoint()
+                self.stopped_early = not last
+                log.warning("run.stopped", step=step, reason="stop requested")
+                break
         self.phases.rest()
         return self.history
+
+    def _step_or_save_and_raise(self) -> dict[str, float]:
+        """:meth:`train_step`; when a reward source is over its failure limit, the state
+        before the step (RNG included) is checkpointed and the error re-raised."""
+        rng = torch.get_rng_state()
+        try:
+            return self.train_step()
+        except RewardSourceFailingError:
+            torch.set_rng_state(rng)
+            if self.components.checkpoints is not None:
+                with self.phases.phase(Phase.TRAIN):
+                    self.save_checkpoint()
+            self.phases.rest()
+            raise
 
     @property
     def _evaluating(self) -> bool:
@@ -169,15 +218,7 @@ class ColocatedRLCycle:
         c, s = self.components, self.settings
         started = time.perf_counter()
         step = self.state.step
-        indices = prompt_indices(
-            step,
-            per_rank=s.rollout.prompts_per_step,
-            rank=c.collective.rank,
-            world_size=c.collective.world_size,
-            num_prompts=len(c.prompts),
-            seed=s.cycle.seed,
-            shuffle=s.cycle.shuffle_prompts,
-        )
+        indices, balance = self._step_prompts(step)
         self._sync_engine()
         batch = self.maker.make(
             [c.prompts[i] for i in indices],
@@ -187,6 +228,7 @@ class ColocatedRLCycle:
             kl_coef=self.state.kl.value,
             moments=self.state.reward_moments,
         )
+        self.reward_failures.observe(step + 1, batch.metrics)  # numbered as logged
         with self.phases.phase(Phase.TRAIN):
             result = self.optimizer.train(batch.experience, kl_coef=self.state.kl.value, step=step)
         if result.updated_policy:
@@ -197,6 +239,7 @@ class ColocatedRLCycle:
         metrics["kl/coef"] = self.state.kl.value
         self.state = CycleState(step + 1, kl, batch.reward_moments)
         metrics.update(batch.metrics)
+        metrics.update(balance)
         metrics.update(self._speed_metrics(batch, time.perf_counter() - started))
         metrics = self._mean_over_ranks(metrics)
         self._log_samples(batch, step + 1)
@@ -270,15 +313,17 @@ class ColocatedRLCycle:
         log.info("checkpoint.saved", step=self.state.step)
 
     def resume(self) -> bool:
-        """Loads the latest checkpoint if there is one; returns whether it did."""
+        """Loads the newest intact checkpoint if there is one (damaged ones are logged and
+        skipped, see :mod:`checkpoint_resume`); returns whether it did."""
         store = self.components.checkpoints
         if store is None:
             return False
-        latest = store.latest_step()
-        if latest is None:
+        found = load_newest_intact(store, self.components.collective)
+        if found is None:
             return False
-        self.load_state_dict(store.load(latest))
-        log.info("checkpoint.resumed", step=latest)
+        step, state = found
+        self.load_state_dict(state)
+        log.info("checkpoint.resumed", step=step)
         return True
 
     # -- metrics ----------------------------------------------------------------------
@@ -293,6 +338,26 @@ class ColocatedRLCycle:
         total_tokens = int(batch.experience.sequences.attention_mask.sum())
         metrics["throughput/tokens_per_s"] = total_tokens / elapsed if elapsed > 0 else 0.0
         return metrics
+
+    def _step_prompts(self, step: int) -> tuple[list[int], dict[str, float]]:
+        """This rank's prompt indices at ``step`` (cost-balanced over ranks when asked)."""
+        c, s = self.components, self.settings
+        schedule = {
+            "per_rank": s.rollout.prompts_per_step,
+            "rank": c.collective.rank,
+            "world_size": c.collective.world_size,
+            "num_prompts": len(c.prompts),
+            "seed": s.cycle.seed,
+            "shuffle": s.cycle.shuffle_prompts,
+        }
+        if not s.rollout.balance_ranks or c.collective.world_size == 1:
+            return prompt_indices(step, **schedule), {}
+        return balanced_prompt_indices(step, **schedule, cost=self._prompt_cost)
+
+    def _prompt_cost(self, index: int) -> int:
+        """Prompt tokens (media placeholders expanded) plus the positions its media take."""
+        prompt = self.components.prompts[index]
+        return len(prompt.prompt_token_ids) + media_cost(prompt.multimodal)
 
     def _mean_over_ranks(self, metrics: dict[str, float]) -> dict[str, float]:
         """Every metric averaged over data-parallel ranks (all ranks log the same keys)."""

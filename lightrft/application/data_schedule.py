@@ -7,7 +7,11 @@ data position is the step number, and resuming needs no sampler state.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
+
+from lightrft.domain.balanced_assignment import balanced_assignment, contiguous_loads, imbalance
 
 
 def epoch_permutation(num_prompts: int, epoch: int, seed: int) -> list[int]:
@@ -43,3 +47,40 @@ def prompt_indices(
             )
         indices.append(cache[epoch][offset])
     return indices
+
+
+def balanced_prompt_indices(
+    step: int,
+    *,
+    per_rank: int,
+    rank: int,
+    world_size: int,
+    num_prompts: int,
+    seed: int,
+    cost: Callable[[int], int],
+    shuffle: bool = True,
+) -> tuple[list[int], dict[str, float]]:
+    """Dataset indices for ``rank`` at ``step`` when the step's prompts (the same set as
+    :func:`prompt_indices` over all ranks) are spread by ``cost(index)``; every rank gets
+    ``per_rank`` of them. Also returns ``balance/imbalance_before`` (contiguous slices) and
+    ``balance/imbalance_after`` (max / mean rank cost - 1). A pure function of its inputs."""
+    step_prompts = [
+        index
+        for r in range(world_size)
+        for index in prompt_indices(
+            step,
+            per_rank=per_rank,
+            rank=r,
+            world_size=world_size,
+            num_prompts=num_prompts,
+            seed=seed,
+            shuffle=shuffle,
+        )
+    ]
+    costs = [cost(index) for index in step_prompts]
+    assignment = balanced_assignment(costs, world_size)
+    metrics = {
+        "balance/imbalance_before": imbalance(contiguous_loads(costs, world_size)),
+        "balance/imbalance_after": assignment.imbalance,
+    }
+    return [step_prompts[i] for i in assignment.ranks[rank]], metrics

@@ -12,7 +12,12 @@ import structlog
 import torch
 from torch import Tensor
 
-from lightrft.application.batching import RolloutTensors, build_rollout_tensors
+from lightrft.application.batching import (
+    RolloutTensors,
+    build_rollout_tensors,
+    split_by_token_budget,
+    trim_padding,
+)
 from lightrft.application.params import AlgorithmParams, RewardShapingParams, RolloutParams
 from lightrft.application.phases import Phase, PhaseSwitcher
 from lightrft.application.reward_scoring import Scores, score_completions, shape_rewards
@@ -201,32 +206,72 @@ class ExperienceMaker:
         per_prompt = scores.total  # (number of prompts,)
         return per_prompt[torch.tensor([c.prompt_index for c in rollout.completions])]
 
-    def _sampling_logprobs(self, seq: SequenceBatch, old: Tensor | None) -> Tensor:
+    def _sampling_logprobs(
+        self, seq: SequenceBatch, batches: list[Tensor], old: Tensor | None
+    ) -> Tensor:
         """The trainer's log-probs (B, R) at the temperature the engine sampled with (its
         log-probs are those of that distribution); ``old`` (temperature 1) when it is 1 or
         greedy decoding reported temperature-1 log-probs."""
         temperature = self.rollout.sampling.temperature
         if old is not None and temperature in (0.0, 1.0):
             return old
-        logprobs, _ = self._forward_no_grad(self.policy, seq, False, temperature=temperature or 1.0)
+        logprobs, _ = self._forward_no_grad(
+            self.policy, seq, batches, False, temperature=temperature or 1.0
+        )
         return logprobs
+
+    def _forward_batches(self, seq: SequenceBatch, group_index: Tensor) -> list[Tensor]:
+        """Row indices of each no-grad forward: ``forward_micro_batch_size`` rows, or with
+        ``max_tokens_per_forward`` balanced token-budget micro-batches (groups kept together
+        when they fit; as many on every rank, the extra ones empty)."""
+        rows = torch.arange(seq.input_ids.shape[0])
+        budget = self.rollout.max_tokens_per_forward
+        if budget is None:
+            return list(torch.split(rows, self.rollout.forward_micro_batch_size))
+        tokens = seq.attention_mask.sum(dim=-1)
+        return split_by_token_budget(rows, tokens, budget, self.collective, groups=group_index)
+
+    def _micro_inputs(self, seq: SequenceBatch, rows: Tensor) -> SequenceBatch:
+        """The rows of one forward (padding columns trimmed under a token budget); an empty
+        micro-batch runs row 0 and its result is dropped, so every rank forwards as often."""
+        if len(rows) == 0:
+            return seq.select(torch.zeros(1, dtype=torch.long))
+        micro = seq.select(rows)
+        return micro if self.rollout.max_tokens_per_forward is None else trim_padding(micro)
 
     def _forward_no_grad(
         self,
         model: Policy | ReferenceModel,
         seq: SequenceBatch,
+        batches: list[Tensor],
         entropy: bool,
         temperature: float = 1.0,
     ) -> tuple[Tensor, Tensor | None]:
-        size = self.rollout.forward_micro_batch_size
-        logprobs, entropies = [], []
+        """Log-probs (B, R) and, if asked, entropies (B, R) over the micro-batches."""
+        shape = tuple(seq.response_mask.shape)
+        logprobs = torch.zeros(shape)
+        entropies = torch.zeros(shape)
+        got_entropy = False
         with torch.no_grad():
-            for rows in torch.split(torch.arange(seq.input_ids.shape[0]), size):
-                out = model.forward(seq.select(rows), temperature=temperature, with_entropy=entropy)
-                logprobs.append(out.logprobs.float().cpu())
+            for rows in batches:
+                out = model.forward(
+                    self._micro_inputs(seq, rows), temperature=temperature, with_entropy=entropy
+                )
+                r = out.logprobs.shape[1]
+                logprobs[rows, :r] = out.logprobs.float().cpu()[: len(rows)]
                 if entropy and out.entropy is not None:
-                    entropies.append(out.entropy.float().cpu())
-        return torch.cat(logprobs), torch.cat(entropies) if entropies else None
+                    entropies[rows, :r] = out.entropy.float().cpu()[: len(rows)]
+                    got_entropy = True
+        return logprobs, entropies if got_entropy else None
+
+    def _values_no_grad(self, critic: Critic, seq: SequenceBatch, batches: list[Tensor]) -> Tensor:
+        """Values (B, R) over the micro-batches."""
+        values = torch.zeros(tuple(seq.response_mask.shape))
+        with torch.no_grad():
+            for rows in batches:
+                out = critic.values(self._micro_inputs(seq, rows)).float().cpu()
+                values[rows, : out.shape[1]] = out[: len(rows)]
+        return values
 
     def _annotate(
         self,
@@ -246,29 +291,22 @@ class ExperienceMaker:
             or need_entropy
             or self.algorithm.resolved_loss.tis_cap is not None
         )
+        batches = self._forward_batches(seq, group_index)
         old: Tensor | None = None
         entropy: Tensor | None = None
         if need_old:
-            old, entropy = self._forward_no_grad(self.policy, seq, need_entropy)
+            old, entropy = self._forward_no_grad(self.policy, seq, batches, need_entropy)
         ref = None
         if self.reference is not None and kl_coef > 0:
-            ref, _ = self._forward_no_grad(self.reference, seq, False)
+            ref, _ = self._forward_no_grad(self.reference, seq, batches, False)
         values = None
         if self.critic is not None:
-            with torch.no_grad():
-                values = torch.cat(
-                    [
-                        self.critic.values(seq.select(rows)).float().cpu()
-                        for rows in torch.split(
-                            torch.arange(len(rewards)), self.rollout.forward_micro_batch_size
-                        )
-                    ]
-                )
+            values = self._values_no_grad(self.critic, seq, batches)
         metrics: dict[str, float] = {}
         rollout_logprobs = tensors.rollout_logprobs
         correcting = self.algorithm.resolved_loss.tis_cap is not None
         if rollout_logprobs is not None and (self.rollout.measure_mismatch or correcting):
-            trainer = self._sampling_logprobs(seq, old)
+            trainer = self._sampling_logprobs(seq, batches, old)
             if self.rollout.measure_mismatch:
                 mismatch = mismatch_metrics(trainer, rollout_logprobs, mask)
                 metrics.update({k: float(v) for k, v in mismatch.items()})

@@ -71,11 +71,15 @@ class RolloutParams:
     # metrics (domain.rollout_correction). Exact only without top-k/top-p/min-p filters
     # and FIRE (the engine reports the filtered distribution's log-probs).
     measure_mismatch: bool = False
+    max_tokens_per_forward: int | None = None  # token budget of a no-grad forward instead
+    balance_ranks: bool = False  # spread a step's prompts over ranks by cost (balanced_step)
 
     def __post_init__(self) -> None:
         _positive("prompts_per_step", self.prompts_per_step)
         _positive("max_sampling_rounds", self.max_sampling_rounds)
         _positive("forward_micro_batch_size", self.forward_micro_batch_size)
+        if self.max_tokens_per_forward is not None:
+            _positive("max_tokens_per_forward", self.max_tokens_per_forward)
 
 
 @dataclass(frozen=True)

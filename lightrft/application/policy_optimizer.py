@@ -20,7 +20,11 @@ import structlog
 import torch
 from torch import Tensor
 
-from lightrft.application.batching import split_by_count, split_by_tokens
+from lightrft.application.batching import (
+    split_by_count,
+    split_by_token_budget,
+    trim_experience,
+)
 from lightrft.application.params import AlgorithmParams, TrainParams
 from lightrft.domain.aggregation import LossNormalizer
 from lightrft.domain.groups import dense_group_ids
@@ -102,12 +106,27 @@ class PolicyOptimizer:
         return torch.randperm(b, generator=gen)
 
     def _micro_batches(self, experience: Experience, rows: Tensor) -> list[Tensor]:
+        """Index tensors of the micro-batches; with a token budget, as many on every rank
+        (some possibly empty, see :func:`split_by_token_budget`)."""
         rows = group_contiguous(rows, experience.group_index[rows])
         budget = self.train_params.max_tokens_per_micro_batch
         if budget is None:
             return split_by_count(rows, self.train_params.micro_batch_size)
         tokens = experience.sequences.attention_mask[rows].sum(dim=-1)
-        return split_by_tokens(rows, tokens, budget)
+        return split_by_token_budget(
+            rows, tokens, budget, self.collective, groups=experience.group_index[rows]
+        )
+
+    def _micro(self, experience: Experience, micro_rows: Tensor, rows: Tensor) -> Experience:
+        """The micro-batch's experience; for an empty micro-batch, the first row of the
+        mini-batch, whose loss the caller multiplies by 0 (a full forward and backward, so a
+        sharded strategy's collectives run as often on every rank, with zero gradient)."""
+        if len(micro_rows) == 0:
+            return experience.select(rows[:1])
+        micro = experience.select(micro_rows)
+        if self.train_params.max_tokens_per_micro_batch is not None:
+            micro = trim_experience(micro)
+        return micro
 
     def _mini_batch(
         self, experience: Experience, rows: Tensor, kl_coef: float
@@ -122,19 +141,24 @@ class PolicyOptimizer:
         metrics: dict[str, list[float]] = defaultdict(list)
         skip_reason: str | None = None
         for micro_rows in self._micro_batches(experience, rows):
-            micro = experience.select(micro_rows)
+            micro = self._micro(experience, micro_rows, rows)
             loss, micro_metrics = self._policy_loss(micro, normalizer, kl_coef)
             skip_reason = self._agreed_skip_reason(loss)
             if skip_reason is not None:
                 break  # every rank skips together: no rank waits in a collective backward
             # Strategies average gradients over ranks; the normalizer already divides by the
-            # global count, so undo that average.
-            self.strategy.backward(loss * self.collective.world_size)
-            for key, value in micro_metrics.items():
-                metrics[key].append(float(value))
+            # global count, so undo that average. A padding micro-batch weighs 0.
+            padding = len(micro_rows) == 0
+            scale = 0.0 if padding else float(self.collective.world_size)
+            self.strategy.backward(loss * scale)
+            if not padding:
+                for key, value in micro_metrics.items():
+                    metrics[key].append(float(value))
             if self.critic is not None:
-                for key, critic_value in self._critic_backward(micro, normalizer).items():
-                    metrics[key].append(critic_value)
+                critic_metrics = self._critic_backward(micro, normalizer, scale)
+                for key, critic_value in critic_metrics.items():
+                    if not padding:
+                        metrics[key].append(critic_value)
         result = {key: sum(values) / len(values) for key, values in metrics.items()}
         if skip_reason is not None:
             log.warning("train.step_skipped", reason=skip_reason)
@@ -206,7 +230,9 @@ class PolicyOptimizer:
                 )
         return loss, metrics
 
-    def _critic_backward(self, micro: Experience, normalizer: LossNormalizer) -> dict[str, float]:
+    def _critic_backward(
+        self, micro: Experience, normalizer: LossNormalizer, scale: float
+    ) -> dict[str, float]:
         assert self.critic is not None and self.critic_strategy is not None
         if micro.values is None:
             raise ValueError("the experience has no values; the critic needs old values")
@@ -222,7 +248,7 @@ class PolicyOptimizer:
         )
         if not math.isfinite(float(out.loss.detach())):
             return {"critic/nonfinite_loss": 1.0}
-        self.critic_strategy.backward(out.loss * self.collective.world_size)
+        self.critic_strategy.backward(out.loss * scale)
         metrics = {key: float(value) for key, value in out.metrics.items()}
         metrics["critic/loss"] = float(out.loss.detach())
         return metrics

@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from lightrft.application.params import RewardShapingParams
+from lightrft.application.reward_failures import FAILURES_METRIC, failure_rate_key
 from lightrft.domain.ports import RewardSource
 from lightrft.domain.reduce import AllReduceSum
 from lightrft.domain.rewards import (
@@ -55,6 +56,9 @@ def score_completions(
         metrics[f"reward/{source.name}/mean"] = float(scores.mean())
         for key, value in result.metrics.items():
             metrics[f"reward/{source.name}/{key}"] = float(value)
+        if FAILURES_METRIC in result.metrics and samples:
+            failed = float(result.metrics[FAILURES_METRIC]) / len(samples)
+            metrics[failure_rate_key(source.name)] = failed
     unknown = sorted(set(weights) - set(by_source))
     if unknown:
         raise ValueError(

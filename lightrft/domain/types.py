@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-import torch
 from torch import Tensor
 
 from lightrft.domain.checks import check_non_negative, check_positive, check_shape
+from lightrft.domain.modality import Payload, batch_payloads
 
 FinishReason = Literal["stop", "length"]
 
@@ -118,15 +118,20 @@ class SequenceBatch:
     """Model inputs for log-prob computation.
 
     Shapes: ``input_ids`` (B, T), ``attention_mask`` (B, T), ``response_mask`` (B, R).
-    Responses occupy the last R columns (see the module docstring).
+    Responses occupy the last R columns (see the module docstring). ``multimodal`` holds one
+    opaque payload per row (the prompt's ``PromptRecord.multimodal``), or ``()`` when every
+    row is text-only (see :mod:`lightrft.domain.modality`); ``bool(batch.multimodal)`` tells
+    whether any row has media.
     """
 
     input_ids: Tensor
     attention_mask: Tensor
     response_mask: Tensor
-    multimodal: Mapping[str, Any] = field(default_factory=dict)
+    multimodal: tuple[Payload, ...] = ()
 
     def __post_init__(self) -> None:
+        rows = int(self.input_ids.shape[0]) if self.input_ids.dim() else 0
+        object.__setattr__(self, "multimodal", batch_payloads(self.multimodal, rows))
         check_shape("input_ids", self.input_ids, (None, None))
         check_shape("attention_mask", self.attention_mask, tuple(self.input_ids.shape))
         check_shape("response_mask", self.response_mask, (self.input_ids.shape[0], None))
@@ -143,11 +148,13 @@ class SequenceBatch:
 
     def select(self, index: Tensor) -> SequenceBatch:
         """Rows ``index`` (1-D long tensor) of every tensor."""
+        payloads = self.multimodal
         return replace(
             self,
             input_ids=self.input_ids[index],
             attention_mask=self.attention_mask[index],
             response_mask=self.response_mask[index],
+            multimodal=tuple(payloads[i] for i in index.tolist()) if payloads else (),
         )
 
 
@@ -195,23 +202,6 @@ class Experience:
             value = getattr(self, f.name)
             if f.name != "sequences" and isinstance(value, Tensor):
                 updates[f.name] = value[index]
-        return replace(self, **updates)
-
-    def to(self, device: torch.device) -> Experience:
-        """A copy with every tensor on ``device``."""
-        seq = self.sequences
-        updates: dict[str, Any] = {
-            "sequences": replace(
-                seq,
-                input_ids=seq.input_ids.to(device),
-                attention_mask=seq.attention_mask.to(device),
-                response_mask=seq.response_mask.to(device),
-            )
-        }
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name != "sequences" and isinstance(value, Tensor):
-                updates[f.name] = value.to(device)
         return replace(self, **updates)
 
 

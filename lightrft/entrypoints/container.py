@@ -27,11 +27,15 @@ class Container(containers.DeclarativeContainer):
 
     accelerator = providers.Singleton(models.build_accelerator, config)
     device = providers.Singleton(models.device_of, accelerator)
-    collective = providers.Singleton(models.build_collective, accelerator)
+    sequence_parallel = providers.Singleton(models.build_sequence_parallel, config, accelerator)
+    collective = providers.Singleton(models.build_collective, accelerator, sequence_parallel)
+    process = providers.Singleton(models.process_rank, accelerator)  # (rank, world) of all
     model_path = providers.Singleton(models.model_path, config)
     tokenizer = providers.Singleton(models.build_tokenizer, config, model_path)
 
-    policy = providers.Singleton(models.build_policy, config, model_path, device, tokenizer)
+    policy = providers.Singleton(
+        models.build_policy, config, model_path, device, tokenizer, sequence_parallel
+    )
     # what every component builder sees; its ``policy`` builds the policy on first call
     context = providers.Singleton(
         models.build_context, config, model_path, device, tokenizer, policy.provider
@@ -48,20 +52,23 @@ class Container(containers.DeclarativeContainer):
         critic,
     )
 
+    # media (images, audio) become model inputs through the modality's prompt encoder
     prompts = providers.Singleton(
-        lambda config, tokenizer: data.build_prompts(config.data.train, tokenizer),
-        config,
-        tokenizer,
+        lambda context: models.encode_prompts(
+            context, data.build_prompts(context.config.data.train, context.tokenizer)
+        ),
+        context,
     )
     eval_prompts = providers.Singleton(
-        lambda config, tokenizer: data.build_prompts(config.data.eval, tokenizer),
-        config,
-        tokenizer,
+        lambda context: models.encode_prompts(
+            context, data.build_prompts(context.config.data.eval, context.tokenizer)
+        ),
+        context,
     )
     reward_sources = providers.Singleton(data.build_rewards, context)
-    tracker = providers.Singleton(data.build_tracker, config, collective.provided.rank)
+    tracker = providers.Singleton(data.build_tracker, config, process.provided[0])
     checkpoints = providers.Singleton(
-        data.build_checkpoints, config, collective.provided.rank, collective.provided.world_size
+        data.build_checkpoints, config, process.provided[0], process.provided[1]
     )
 
     components = providers.Singleton(

@@ -38,6 +38,7 @@ TINY_RUN = [
         ["config", "show", "--help"],
         ["report", "--help"],
         ["demo", "--help"],
+        ["checkpoints", "verify", "--help"],
     ],
 )
 def test_every_subcommand_has_help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

@@ -129,6 +129,20 @@ def backward_batch(strategy: Any, coll: Collective, step: int, scale: float) -> 
 
 
 __all__ = [
-    "B", "CKPT_AT", "EXPECTED_LRS", "MICRO", "OPTIM", "R", "STEPS", "T", "VOCAB", "backward_batch", "cosine",
-    "global_batch", "max_diff", "nll_loss", "reference_run", "tiny_model",
+    "B",
+    "CKPT_AT",
+    "EXPECTED_LRS",
+    "MICRO",
+    "OPTIM",
+    "R",
+    "STEPS",
+    "T",
+    "VOCAB",
+    "backward_batch",
+    "cosine",
+    "global_batch",
+    "max_diff",
+    "nll_loss",
+    "reference_run",
+    "tiny_model",
 ]

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import torch
+from torch import Tensor
 
 R = TypeVar("R")
 
@@ -49,3 +50,13 @@ def run_on_ranks(fns: Sequence[Callable[[Callable[[torch.Tensor], torch.Tensor]]
     if errors:
         raise errors[0]
     return results
+
+
+class ThreadCollective:
+    """Rank ``rank`` of ``world`` simulated ranks sharing one all-reduce."""
+
+    def __init__(self, rank: int, world: int, reduce: Callable[[Tensor], Tensor]) -> None:
+        self.rank, self.world_size, self._reduce = rank, world, reduce
+
+    def all_reduce_sum(self, tensor: Tensor) -> Tensor:
+        return self._reduce(tensor)

@@ -11,3 +11,13 @@ def vowel_fraction(prompt: str, response: str, reference: str | None) -> float:
 def text_checksum(prompt: str, response: str, reference: str | None) -> float:
     """A deterministic score in [0, 1] that differs between almost any two responses."""
     return (sum(map(ord, response)) % 97) / 96
+
+
+def always_raises(prompt: str, response: str, reference: str | None) -> float:
+    """A broken reward function: fails on every sample."""
+    raise RuntimeError("this reward function is broken")
+
+
+def returns_nan(prompt: str, response: str, reference: str | None) -> float:
+    """A reward function whose every value is unusable."""
+    return float("nan")

@@ -1,6 +1,10 @@
 """Run-state persistence: the ``CheckpointStore`` port on a local filesystem."""
 
-from lightrft.adapters.checkpoint.local_store import CheckpointNotFoundError, LocalCheckpointStore
+from lightrft.adapters.checkpoint.local_store import (
+    CheckpointNotFoundError,
+    CheckpointWriteError,
+    LocalCheckpointStore,
+)
 from lightrft.adapters.checkpoint.safe_state import (
     UnsafeCheckpointStateError,
     check_weights_only_safe,
@@ -8,6 +12,7 @@ from lightrft.adapters.checkpoint.safe_state import (
 
 __all__ = [
     "CheckpointNotFoundError",
+    "CheckpointWriteError",
     "LocalCheckpointStore",
     "UnsafeCheckpointStateError",
     "check_weights_only_safe",

@@ -4,7 +4,8 @@ Layout under ``root``::
 
     step_00000010/            a complete checkpoint (only ever created by one rename)
         state.pt              torch.save of the state (weights_only-loadable)
-        metadata.json         {"step", "time", "time_utc", "lightrft_version", "has_extra"}
+        metadata.json         {"step", "time", "time_utc", "lightrft_version", "has_extra",
+                               "files": {path: {"size", "xxh3_128"}}}  (written last)
         extra/                files of ``extra_writer`` (DCP / DeepSpeed shards), if any
     .tmp-step_00000020-1a2b   a save in progress, or the leftover of a crash
 
@@ -13,6 +14,10 @@ loads back with ``weights_only=True``, then renames it to ``step_XXXXXXXX`` and 
 ``root``. Only ``step_*`` directories count, so a crash at any point leaves the previous
 checkpoints loadable and ``latest_step`` unchanged. Pruning and overwriting first rename
 the victim to a ``.tmp-*`` name, so a half-deleted checkpoint never looks complete.
+
+``metadata.json`` records the size and xxh3-128 checksum of every other file of the
+checkpoint (:mod:`manifest`); :meth:`LocalCheckpointStore.verify` checks them again, and
+``load`` raises :class:`DamagedCheckpointError` naming the file when it cannot be read.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from typing import Any
 import torch
 
 from lightrft.adapters.checkpoint.fs_sync import fsync_dir, fsync_tree
+from lightrft.adapters.checkpoint.manifest import HASH_NAME, build_manifest, check_manifest
 from lightrft.adapters.checkpoint.safe_state import check_weights_only_safe
+from lightrft.domain.checkpoint_health import DamagedCheckpointError
 
 STATE_FILE = "state.pt"
 METADATA_FILE = "metadata.json"
@@ -45,6 +52,13 @@ ExtraWriter = Callable[[Path], None]
 
 class CheckpointNotFoundError(FileNotFoundError):
     """No complete checkpoint for the requested step."""
+
+
+class CheckpointWriteError(OSError):
+    """Writing a checkpoint failed (full disk, I/O error); earlier checkpoints are intact.
+
+    ``errno`` is the cause's (``ENOSPC`` for a full disk) when it had one.
+    """
 
 
 class LocalCheckpointStore:
@@ -73,7 +87,7 @@ class LocalCheckpointStore:
         self.root = Path(root)
         self.keep_last = keep_last
         self.map_location = map_location if map_location is not None else torch.device("cpu")
-        self.verify = verify
+        self.check_on_save = verify
 
     # -- port -----------------------------------------------------------------------------
 
@@ -97,10 +111,27 @@ class LocalCheckpointStore:
         try:
             self._write(tmp, step, state, extra_writer)
             self._commit(tmp, self.directory(step))
+        except OSError as error:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise self._write_error(step, error) from error
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         self._prune(keep=step)
+
+    def _write_error(self, step: int, error: OSError) -> CheckpointWriteError:
+        try:
+            free = f"{shutil.disk_usage(self.root).free / 2**30:.1f} GiB free there"
+        except OSError:
+            free = "free space unknown"
+        previous = self.latest_step()
+        kept = f"newest: step {previous}" if previous is not None else "there are none yet"
+        return CheckpointWriteError(
+            error.errno,
+            f"cannot write the checkpoint of step {step} under {self.root} "
+            f"({type(error).__name__}: {error}; {free}). Earlier checkpoints are intact "
+            f"({kept}): fix the cause, then run the same command with --resume",
+        )
 
     def latest_step(self) -> int | None:
         """The newest complete checkpoint's step, or ``None``."""
@@ -108,12 +139,35 @@ class LocalCheckpointStore:
         return steps[-1] if steps else None
 
     def load(self, step: int) -> dict[str, Any]:
-        """The state saved for ``step`` (tensors on ``map_location``)."""
+        """The state saved for ``step`` (tensors on ``map_location``).
+
+        Raises :class:`DamagedCheckpointError` naming the file when it cannot be read
+        (truncated, overwritten, not a torch file).
+        """
         path = self._complete_directory(step) / STATE_FILE
-        state = torch.load(path, map_location=self.map_location, weights_only=True)
+        try:
+            state = torch.load(path, map_location=self.map_location, weights_only=True)
+        except (RuntimeError, EOFError, OSError, ValueError) as error:
+            raise DamagedCheckpointError(
+                f"{path} cannot be read ({type(error).__name__}: {str(error)[:200]})"
+            ) from error
         if not isinstance(state, dict):
-            raise ValueError(f"{path} holds a {type(state).__name__}, not a state dict")
+            raise DamagedCheckpointError(f"{path} holds a {type(state).__name__}, not a state")
         return state
+
+    def verify(self, step: int) -> list[str]:
+        """Problems of the checkpoint of ``step``: files missing, truncated or changed since
+        they were saved (each names the file); empty when intact. A checkpoint written
+        before checksums were recorded has nothing to check and counts as intact."""
+        directory = self._complete_directory(step)
+        try:
+            meta = self.metadata(step)
+        except (OSError, ValueError) as error:
+            return [f"{directory / METADATA_FILE}: unreadable ({error})"]
+        files = meta.get("files")
+        if not isinstance(files, dict):
+            return []
+        return check_manifest(directory, files)
 
     # -- extras ---------------------------------------------------------------------------
 
@@ -152,8 +206,11 @@ class LocalCheckpointStore:
         self, tmp: Path, step: int, state: Mapping[str, Any], extra_writer: ExtraWriter | None
     ) -> None:
         with open(tmp / STATE_FILE, "wb") as f:
-            torch.save(dict(state), f)
-        if self.verify:
+            try:
+                torch.save(dict(state), f)
+            except RuntimeError as error:  # torch reports a failed file write this way
+                raise OSError(None, f"torch.save failed: {error}") from error
+        if self.check_on_save:
             torch.load(tmp / STATE_FILE, map_location="cpu", weights_only=True, mmap=True)
         if extra_writer is not None:
             (tmp / EXTRA_DIR).mkdir()
@@ -165,6 +222,8 @@ class LocalCheckpointStore:
             "time_utc": datetime.fromtimestamp(now, tz=timezone.utc).isoformat(),
             "lightrft_version": _lightrft_version(),
             "has_extra": extra_writer is not None,
+            "hash": HASH_NAME,
+            "files": build_manifest(tmp, exclude=(METADATA_FILE,)),
         }
         (tmp / METADATA_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         fsync_tree(tmp)

@@ -1,5 +1,6 @@
 """Prompt sources (``PromptSource`` port): local files through HF ``datasets``, in-memory
-rows, blends of sources, GSM8K and a tiny built-in arithmetic task."""
+rows, blends of sources, GSM8K, and tiny built-in tasks: arithmetic, shapes (vision) and
+tones (audio)."""
 
 from lightrft.adapters.datasets.arithmetic import arithmetic_problems, arithmetic_prompts
 from lightrft.adapters.datasets.blended import BlendedPromptSource
@@ -13,6 +14,8 @@ from lightrft.adapters.datasets.hf_prompt_dataset import HfPromptDataset, load_t
 from lightrft.adapters.datasets.in_memory import InMemoryPromptSource
 from lightrft.adapters.datasets.prompt_rows import BadRowError, DatasetStats, RowSpec
 from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
+from lightrft.adapters.datasets.synthetic_audio import tone_problems, tone_prompts
+from lightrft.adapters.datasets.synthetic_visual import visual_problems, visual_prompts
 
 __all__ = [
     "BadRowError",
@@ -30,4 +33,8 @@ __all__ = [
     "gsm8k_reference",
     "gsm8k_spec",
     "load_table",
+    "tone_problems",
+    "tone_prompts",
+    "visual_problems",
+    "visual_prompts",
 ]

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from lightrft.adapters.datasets.json_check import check_json_file
 from lightrft.adapters.datasets.prompt_rows import (
     RowRef,
     RowSpec,
@@ -50,15 +51,21 @@ def load_table(path: PathLike, *, split: str = "train", cache_dir: PathLike | No
     builder = FILE_BUILDERS.get(file.suffix.lower())
     if builder is None:
         raise ValueError(f"{file}: unsupported file type; use one of {sorted(FILE_BUILDERS)}")
+    if builder == "json":
+        check_json_file(file)
     try:
-        return datasets.load_dataset(
+        table = datasets.load_dataset(
             builder,
             data_files=str(file),
             split="train",
             cache_dir=None if cache_dir is None else str(cache_dir),
         )
     except Exception as error:
-        raise ValueError(f"cannot read {file}: {error}") from error
+        reason = str(error) or type(error).__name__
+        raise ValueError(f"cannot read {file}: {reason}") from error
+    if len(table) == 0:
+        raise ValueError(f"{file} holds no rows")
+    return table
 
 
 class HfPromptDataset:
@@ -86,6 +93,7 @@ class HfPromptDataset:
         self.renderer = PromptRenderer(tokenizer, prompt_format)
         self.name = name or files[0].stem
         self._tables = [load_table(f, split=split, cache_dir=cache_dir) for f in files]
+        self._dirs = [f if f.is_dir() else f.parent for f in files]
         refs = self._row_refs(files)
         self._prepared, self.stats = prepare_prompts(refs, self.renderer, self.spec, self.name)
         if not self._prepared:
@@ -101,6 +109,7 @@ class HfPromptDataset:
                     where=f"{file} row {row_index}",
                     row=row,
                     position=(table_index, row_index),
+                    base_dir=self._dirs[table_index],
                 )
 
     def __len__(self) -> int:
@@ -109,9 +118,10 @@ class HfPromptDataset:
     def __getitem__(self, index: int) -> PromptRecord:
         """Prompt number ``index`` (negative indices count from the end)."""
         prepared = self._prepared[check_index(index, len(self._prepared))]
-        if self.spec.images_key is None:
+        if not self.spec.has_media:
             return prepared.record
         table_index, row_index = prepared.position
         row = self._tables[table_index][row_index]
-        ref = RowRef(prepared.record.uid, prepared.record.metadata["where"], row)
+        where = prepared.record.metadata["where"]
+        ref = RowRef(prepared.record.uid, where, row, base_dir=self._dirs[table_index])
         return replace(prepared.record, multimodal=multimodal_of(ref, self.spec))

@@ -51,7 +51,7 @@ class InMemoryPromptSource:
     def __getitem__(self, index: int) -> PromptRecord:
         """Prompt number ``index`` (negative indices count from the end)."""
         prepared = self._prepared[check_index(index, len(self._prepared))]
-        if self.spec.images_key is None:
+        if not self.spec.has_media:
             return prepared.record
         row = self._rows[prepared.position]
         ref = RowRef(prepared.record.uid, prepared.record.metadata["where"], row)

@@ -11,8 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
+from lightrft.adapters.datasets.bad_rows import BadRowError as BadRowError  # re-exported
+from lightrft.adapters.datasets.multimodal_rows import (
+    as_list,
+    load_audio,
+    load_image,
+    media_content,
+)
 from lightrft.adapters.datasets.rendering import Content, PromptRenderer
 from lightrft.domain.types import PromptRecord
 
@@ -20,21 +28,17 @@ BadRowPolicy = Literal["error", "skip"]
 RowPreprocessor = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 
-class BadRowError(ValueError):
-    """A row that cannot become a prompt; the message names its file, row and key."""
-
-    def __init__(self, where: str, key: str, problem: str) -> None:
-        super().__init__(f"{where}: {problem} {key!r}")
-        self.where, self.key, self.problem = where, key, problem
-
-
 @dataclass(frozen=True)
 class RowSpec:
-    """Where a row keeps its prompt, reference and images, and what to do with bad rows.
+    """Where a row keeps its prompt, reference and media, and what to do with bad rows.
 
     ``input_key`` holds a string (the user message) or a list of chat messages;
     ``reference_key`` the verifiable answer (``None``: the rows have none); ``images_key``
-    anything multimodal, passed through as ``PromptRecord.multimodal["images"]``.
+    one image or a list of them, ``audios_key`` one audio clip or a list (formats in
+    :mod:`~lightrft.adapters.datasets.multimodal_rows`; an empty list: a text-only row),
+    decoded into ``PromptRecord.multimodal`` as ``{"images": [PIL images]}`` /
+    ``{"audios": [(waveform, rate)]}`` and rendered as chat content parts;
+    ``audio_sampling_rate`` the rate every clip must have (None: any).
     ``preprocess`` maps a raw row to one with these keys (e.g. GSM8K question/answer).
     """
 
@@ -43,6 +47,13 @@ class RowSpec:
     images_key: str | None = None
     on_bad_row: BadRowPolicy = "error"
     preprocess: RowPreprocessor | None = None
+    audios_key: str | None = None
+    audio_sampling_rate: int | None = None
+
+    @property
+    def has_media(self) -> bool:
+        """Whether rows carry images or audio."""
+        return self.images_key is not None or self.audios_key is not None
 
     def __post_init__(self) -> None:
         if self.on_bad_row not in ("error", "skip"):
@@ -70,6 +81,7 @@ class RowRef:
     where: str
     row: Mapping[str, Any]
     position: Any = None  # how the owning source finds the row again (multimodal reads)
+    base_dir: Path | None = None  # relative media paths start here (the data file's folder)
 
 
 def _prepared_row(row: Mapping[str, Any], spec: RowSpec, where: str) -> Mapping[str, Any]:
@@ -81,35 +93,101 @@ def _prepared_row(row: Mapping[str, Any], spec: RowSpec, where: str) -> Mapping[
         raise BadRowError(where, str(error.args[0]), "missing key") from None
 
 
+CHAT_ROLES = ("system", "user", "assistant", "tool")
+
+
+def _required(row: Mapping[str, Any], key: str, where: str) -> Any:
+    """``row[key]``; a missing key and a null value are told apart."""
+    if key not in row:
+        raise BadRowError(where, key, "missing key")
+    value = row[key]
+    if value is None:
+        # JSON null, or absent from this row while other rows have it (the table fills in
+        # null): either way this row has no value
+        raise BadRowError(where, key, "no value (null or absent in this row) for key")
+    return value
+
+
+def _check_chat(messages: list[Any], where: str, key: str) -> None:
+    """Every message has a known role and text content; at least one is the user's."""
+    for i, message in enumerate(messages):
+        if not (isinstance(message, Mapping) and "role" in message and "content" in message):
+            raise BadRowError(where, key, f"message {i} is not {{'role', 'content'}} in")
+        role = message["role"]
+        if role not in CHAT_ROLES:
+            raise BadRowError(
+                where,
+                key,
+                f"message {i} has unknown role {role!r} (expected {', '.join(CHAT_ROLES)}) in",
+            )
+    if not any(message["role"] == "user" for message in messages):
+        raise BadRowError(where, key, "no user message in the chat")
+
+
 def read_content(ref: RowRef, spec: RowSpec) -> tuple[Content, str | None]:
     """The prompt content and reference of a row; raises :class:`BadRowError`."""
     row = _prepared_row(ref.row, spec, ref.where)
-    content = row.get(spec.input_key)
-    if content is None:
-        raise BadRowError(ref.where, spec.input_key, "missing key")
-    is_chat = isinstance(content, list) and all(
-        isinstance(m, Mapping) and "role" in m and "content" in m for m in content
-    )
-    if not (isinstance(content, str) or is_chat):
-        raise BadRowError(ref.where, spec.input_key, "expected a string or chat messages in")
-    if not content or (isinstance(content, str) and not content.strip()):
+    content = _required(row, spec.input_key, ref.where)
+    if isinstance(content, list):
+        if not content:
+            raise BadRowError(ref.where, spec.input_key, "empty chat in")
+        _check_chat(content, ref.where, spec.input_key)
+    elif not isinstance(content, str):
+        raise BadRowError(
+            ref.where,
+            spec.input_key,
+            f"expected a string or a list of chat messages, got {type(content).__name__}, in",
+        )
+    elif not content.strip():
         raise BadRowError(ref.where, spec.input_key, "empty prompt in")
     reference = None
     if spec.reference_key is not None:
-        value = row.get(spec.reference_key)
-        if value is None or (isinstance(value, str) and not value.strip()):
-            raise BadRowError(ref.where, spec.reference_key, "missing key")
+        value = _required(row, spec.reference_key, ref.where)
+        if isinstance(value, str) and not value.strip():
+            raise BadRowError(ref.where, spec.reference_key, "empty value for key")
         reference = str(value)
-    if spec.images_key is not None and row.get(spec.images_key) is None:
-        raise BadRowError(ref.where, spec.images_key, "missing key")
+    if spec.has_media:
+        media = _read_media(row, ref, spec)
+        images, audios = len(media.get("images", ())), len(media.get("audios", ()))
+        if images or audios:
+            key = spec.images_key if images else spec.audios_key
+            content = media_content(content, images, audios, ref.where, str(key))
     return content, reference
 
 
+def _read_media(row: Mapping[str, Any], ref: RowRef, spec: RowSpec) -> dict[str, Any]:
+    """The decoded images / audio clips of ``row`` (keys with no items are left out)."""
+    media: dict[str, Any] = {}
+    for key, name in ((spec.images_key, "images"), (spec.audios_key, "audios")):
+        if key is None:
+            continue
+        value = _required(row, key, ref.where)
+        if name == "images":
+            items: list[Any] = [
+                load_image(v, where=ref.where, key=key, base_dir=ref.base_dir)
+                for v in as_list(value)
+            ]
+        else:
+            items = [
+                load_audio(
+                    v,
+                    where=ref.where,
+                    key=key,
+                    base_dir=ref.base_dir,
+                    rate=spec.audio_sampling_rate,
+                )
+                for v in as_list(value)
+            ]
+        if items:
+            media[name] = items
+    return media
+
+
 def multimodal_of(ref: RowRef, spec: RowSpec) -> dict[str, Any]:
-    """``{"images": ...}`` from the row's images key, or ``{}`` without one."""
-    if spec.images_key is None:
+    """The row's decoded media (``{"images": [...]}``, ``{"audios": [...]}``), or ``{}``."""
+    if not spec.has_media:
         return {}
-    return {"images": _prepared_row(ref.row, spec, ref.where)[spec.images_key]}
+    return _read_media(_prepared_row(ref.row, spec, ref.where), ref, spec)
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,10 @@ from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor
 
+from lightrft.adapters.common.adamw import build_adamw
 from lightrft.adapters.common.lr_schedule import learning_rate
 from lightrft.adapters.fsdp.gather import clean_name, full_state
-from lightrft.adapters.fsdp.optimizer import build_adamw, clip_to_norm, total_grad_norm
+from lightrft.adapters.fsdp.optimizer import clip_to_norm, total_grad_norm
 from lightrft.adapters.fsdp.sharding import MixedPrecision, layer_class_names, shard_model
 from lightrft.domain.types import OptimizerParams, StepResult
 
@@ -57,6 +58,10 @@ class Fsdp2Strategy:
         layer_classes: class names of the blocks sharded one by one; ``None`` reads the
             model's ``_no_split_modules``; ``[]`` shards the root only.
         mesh: a 1-D data-parallel device mesh (default: every rank of the default group).
+        sequence_parallel_size: S ranks share each sample, each computing the gradient of its
+            part of the sequence (Ulysses, ``adapters/hf/sequence_parallel.py``); FSDP
+            averages over all ranks, so :meth:`backward` multiplies the loss by S to keep
+            the average over the data-parallel ranks only.
     """
 
     def __init__(
@@ -70,7 +75,10 @@ class Fsdp2Strategy:
         sync_bucket_bytes: int = DEFAULT_SYNC_BUCKET_BYTES,
         layer_classes: Sequence[str] | None = None,
         mesh: DeviceMesh | None = None,
+        sequence_parallel_size: int = 1,
     ) -> None:
+        if sequence_parallel_size < 1:
+            raise ValueError(f"sequence_parallel_size must be >= 1, got {sequence_parallel_size}")
         if sync_bucket_bytes < 1:
             raise ValueError(f"sync_bucket_bytes must be >= 1, got {sync_bucket_bytes}")
         if mixed_precision not in ("fp32", "bf16"):
@@ -83,6 +91,7 @@ class Fsdp2Strategy:
         self._bucket_bytes = sync_bucket_bytes
         self._layer_classes = None if layer_classes is None else tuple(layer_classes)
         self._mesh = mesh
+        self._sequence_parallel = sequence_parallel_size
         self._module: nn.Module | None = None
         self._optimizer: torch.optim.Optimizer | None = None
         self._params: list[nn.Parameter] = []
@@ -142,6 +151,8 @@ class Fsdp2Strategy:
     def backward(self, loss: Tensor) -> None:
         """Accumulates the (rank-averaged, sharded) gradients of the scalar ``loss``."""
         self._check_onloaded("backward")
+        if self._sequence_parallel > 1:
+            loss = loss * self._sequence_parallel
         torch.autograd.backward(loss)
 
     def step(self, *, skip_reason: str | None = None) -> StepResult:

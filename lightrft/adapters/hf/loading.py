@@ -24,6 +24,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
+from lightrft.adapters.hf.model_files import check_model_directory
+
 DTypeName = Literal["float32", "bfloat16", "float16"]
 AttnImplementation = Literal["sdpa", "eager", "flash_attention_2"]
 
@@ -152,6 +154,10 @@ def load_causal_lm(
     }
     if src.gguf_file is not None:
         kwargs["gguf_file"] = src.gguf_file
+    else:
+        kwargs["use_safetensors"] = True  # never unpickle weights
+        if Path(src.name_or_path).is_dir():
+            check_model_directory(Path(src.name_or_path))
     model: PreTrainedModel = AutoModelForCausalLM.from_pretrained(src.name_or_path, **kwargs)
     detach_gguf_quantizer(model)
     if params.gradient_checkpointing:

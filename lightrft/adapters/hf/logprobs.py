@@ -19,6 +19,7 @@ position-id resets, so samples do not see each other and the results equal the p
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -45,24 +46,84 @@ def response_logprobs(
     grad mode.
     """
     _check_batch(batch)
-    scored = batch.response_mask.bool() & batch.attention_mask[:, -batch.response_length :].bool()
-    if packing:
-        logits, labels = _packed_logits(model, batch, scored)
-    else:
-        logits, labels = _padded_logits(model, batch)
+    if not packing:
+        inputs = {
+            "input_ids": batch.input_ids,
+            "attention_mask": batch.attention_mask,
+            "position_ids": position_ids_from_mask(batch.attention_mask),
+        }
+        return logprobs_from_inputs(
+            model,
+            batch,
+            inputs,
+            temperature=temperature,
+            with_entropy=with_entropy,
+            chunk_size=chunk_size,
+        )
+    scored = scored_mask(batch)
+    logits, labels = _packed_logits(model, batch, scored)
     out = token_logprobs(
         logits, labels, temperature=temperature, with_entropy=with_entropy, chunk_size=chunk_size
     )
-    if packing:
-        return PolicyOutput(
-            _scatter(out.logprobs[0], scored),
-            None if out.entropy is None else _scatter(out.entropy[0], scored),
-        )
+    return PolicyOutput(
+        _scatter(out.logprobs[0], scored),
+        None if out.entropy is None else _scatter(out.entropy[0], scored),
+    )
+
+
+def logprobs_from_inputs(
+    model: nn.Module,
+    batch: SequenceBatch,
+    inputs: Mapping[str, Any],
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    chunk_size: int = 1024,
+    suppressed: Tensor | None = None,
+) -> PolicyOutput:
+    """The padded path of :func:`response_logprobs` on model inputs the caller built.
+
+    ``inputs`` are the forward's keyword arguments for the (B, T) rows of ``batch``
+    (``input_ids``, ``attention_mask``, ``position_ids`` and e.g. ``pixel_values``);
+    multimodal adapters build them from the batch's payloads. ``suppressed`` (S,) token
+    ids are taken out of the distribution (:func:`suppress_tokens`). Returns (B, R) tensors.
+    """
+    check_prompt_column(batch)
+    t, r = batch.input_ids.shape[1], batch.response_length
+    keep = torch.arange(t - r - 1, t - 1, device=batch.input_ids.device)  # [R]
+    logits = _forward(model, keep, **inputs)  # [B, R, V]
+    if suppressed is not None:
+        logits = suppress_tokens(logits, suppressed)
+    out = token_logprobs(
+        logits,
+        batch.input_ids[:, t - r :],
+        temperature=temperature,
+        with_entropy=with_entropy,
+        chunk_size=chunk_size,
+    )
+    scored = scored_mask(batch).to(out.logprobs.device)
     zero = torch.zeros((), dtype=out.logprobs.dtype, device=out.logprobs.device)
     return PolicyOutput(
         torch.where(scored, out.logprobs, zero),
         None if out.entropy is None else torch.where(scored, out.entropy, zero),
     )
+
+
+SUPPRESSED_LOGIT = -1e4
+"""Logit given to tokens that may never be generated: exp(-1e4 - max) is 0 in every float
+dtype, and finite, so 0 * log p stays 0 in entropies (fp16's range is +-65504)."""
+
+
+def suppress_tokens(logits: Tensor, token_ids: Tensor) -> Tensor:
+    """``logits`` (..., V) with the columns ``token_ids`` (S,) set to
+    :data:`SUPPRESSED_LOGIT` (a multimodal model's media placeholders: generating one
+    would break the next forward, whose placeholders must match its media)."""
+    return logits.index_fill(-1, token_ids.to(logits.device), SUPPRESSED_LOGIT)
+
+
+def scored_mask(batch: SequenceBatch) -> Tensor:
+    """(B, R) bool: response tokens that are attended (the ones that get a log-prob)."""
+    return batch.response_mask.bool() & batch.attention_mask[:, -batch.response_length :].bool()
 
 
 def position_ids_from_mask(attention_mask: Tensor) -> Tensor:
@@ -72,26 +133,23 @@ def position_ids_from_mask(attention_mask: Tensor) -> Tensor:
 
 def _check_batch(batch: SequenceBatch) -> None:
     if batch.multimodal:
-        raise ValueError("this adapter runs text-only causal LMs; the batch has multimodal inputs")
+        rows = [i for i, payload in enumerate(batch.multimodal) if payload]
+        keys = sorted({key for i in rows for key in batch.multimodal[i]})
+        raise ValueError(
+            f"this policy reads text only (model.modality=text), but rows {rows[:8]} of the "
+            f"batch carry multimodal inputs {keys}; use a vision-language or audio-language "
+            "model (model.modality) or drop the media keys from the data"
+        )
+    check_prompt_column(batch)
+
+
+def check_prompt_column(batch: SequenceBatch) -> None:
+    """Raises ``ValueError`` unless ``batch`` has a prompt column before its responses."""
     if batch.response_length >= batch.input_ids.shape[1]:
         raise ValueError(
             f"a response of {batch.response_length} columns needs at least one prompt column "
             f"before it; input_ids has {batch.input_ids.shape[1]}"
         )
-
-
-def _padded_logits(model: nn.Module, batch: SequenceBatch) -> tuple[Tensor, Tensor]:
-    """Logits (B, R, V) at columns T-R-1 .. T-2 and their labels (B, R)."""
-    t, r = batch.input_ids.shape[1], batch.response_length
-    keep = torch.arange(t - r - 1, t - 1, device=batch.input_ids.device)  # [R]
-    logits = _forward(
-        model,
-        keep,
-        input_ids=batch.input_ids,
-        attention_mask=batch.attention_mask,
-        position_ids=position_ids_from_mask(batch.attention_mask),
-    )
-    return logits, batch.input_ids[:, t - r :]
 
 
 def _packed_logits(model: nn.Module, batch: SequenceBatch, scored: Tensor) -> tuple[Tensor, Tensor]:

@@ -5,7 +5,7 @@ Shape letters as in :mod:`lightrft.domain.types`: B samples, T tokens, R respons
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from transformers import PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from lightrft.adapters.hf.lora import LoraParams, apply_lora, lora_layers, merged_weights
+from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs, multimodal_logprobs
 from lightrft.adapters.hf.prefix_sharing import (
     DEFAULT_MAX_ROW_TOKENS,
     PrefixSharing,
@@ -32,6 +33,8 @@ class HfPolicy:
         lora: wrap ``model`` with fresh PEFT LoRA adapters; then only the adapter weights
             train, and :meth:`weights_for_sync` / :meth:`export_hf` merge them into the base.
         packing: run each forward as one packed row of all samples (no padding compute);
+            with prefix sharing, pack several prompt groups per row of at most
+            ``max_shared_row_tokens`` tokens (:mod:`~lightrft.adapters.hf.packed_prefix`);
             results equal the padded path.
         prefix_sharing: run each distinct prompt of a batch once, its responses packed after
             it under a 4-D mask (:mod:`~lightrft.adapters.hf.prefix_sharing`); results equal
@@ -41,6 +44,12 @@ class HfPolicy:
         max_shared_row_tokens: the longest packed row "auto" shares.
         chunk_size: rows per chunk of the log-softmax (bounds the float32 logits memory).
         tokenizer: saved next to the weights by :meth:`export_hf` when given.
+        multimodal: the model family's input builder (a vision- or audio-language model,
+            :mod:`~lightrft.adapters.hf.multimodal_inputs`); then every batch, with or
+            without media, runs the padded path with the family's inputs (M-RoPE ...), and
+            ``packing`` / ``prefix_sharing`` are not used.
+        processors: media processors (image processor, feature extractor) saved with the
+            tokenizer by :meth:`export_hf`.
 
     The module's train/eval mode is the caller's choice (LoRA dropout acts in train mode).
     """
@@ -55,13 +64,19 @@ class HfPolicy:
         max_shared_row_tokens: int = DEFAULT_MAX_ROW_TOKENS,
         chunk_size: int = 1024,
         tokenizer: PreTrainedTokenizerBase | None = None,
+        multimodal: MultimodalInputs | None = None,
+        processors: Sequence[Any] = (),
     ) -> None:
         self._model: nn.Module = apply_lora(model, lora) if lora is not None else model
         self._packing = packing
-        self._prefix_sharing = PrefixSharing(prefix_sharing, max_shared_row_tokens)
+        self._multimodal = multimodal
+        self._prefix_sharing = PrefixSharing(
+            "off" if multimodal is not None else prefix_sharing, max_shared_row_tokens
+        )
         self._prefix_sharing.check_model(self._model)
         self._chunk_size = chunk_size
         self._tokenizer = tokenizer
+        self._processors = tuple(processors)
 
     @property
     def module(self) -> nn.Module:
@@ -77,6 +92,15 @@ class HfPolicy:
         self, batch: SequenceBatch, *, temperature: float = 1.0, with_entropy: bool = False
     ) -> PolicyOutput:
         """Log-probs (B, R) of the response tokens (0 on padding), entropy (B, R) if asked."""
+        if self._multimodal is not None:
+            return multimodal_logprobs(
+                self._model,
+                batch,
+                self._multimodal,
+                temperature=temperature,
+                with_entropy=with_entropy,
+                chunk_size=self._chunk_size,
+            )
         return self._prefix_sharing.logprobs(
             self._model,
             batch,
@@ -117,4 +141,6 @@ class HfPolicy:
         base.save_pretrained(directory, state_dict=merged)
         if self._tokenizer is not None:
             self._tokenizer.save_pretrained(directory)
+        for processor in self._processors:  # image processor / feature extractor
+            processor.save_pretrained(directory)
         return directory

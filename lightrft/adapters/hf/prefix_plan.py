@@ -108,7 +108,9 @@ class PrefixPlan:
     ``input_ids``, ``position_ids``, ``segment_ids`` (U, N): packed rows (pad id 0), their
     positions, and what each token is (0 prompt, b + 1 response of sample b, -1 padding);
     ``head_rows``, ``head_cols`` (K,): the packed token that predicts each scored token;
-    ``labels`` (K,): the scored tokens, in row-major order of ``scored`` (B, R).
+    ``labels`` (K,): the scored tokens, in row-major order of ``scored`` (B, R);
+    ``group_ids`` (U, N), optional: which prompt group each token belongs to when a row holds
+    several (:mod:`~lightrft.adapters.hf.packed_prefix`; -1 padding); None: one per row.
     """
 
     input_ids: Tensor
@@ -118,6 +120,7 @@ class PrefixPlan:
     head_cols: Tensor
     labels: Tensor
     scored: Tensor
+    group_ids: Tensor | None = None
 
     def attention_mask(self, dtype: torch.dtype | None = None) -> Tensor:
         """Shape (U, 1, N, N): True (boolean) or 0 (additive ``dtype``) where a query may
@@ -127,6 +130,8 @@ class PrefixPlan:
         query, key = seg[:, :, None], seg[:, None, :]  # [U, N, 1], [U, 1, N]
         causal = torch.ones(n, n, dtype=torch.bool, device=device).tril()
         allowed = causal & (query != _PADDING) & ((key == _PROMPT) | (key == query))
+        if self.group_ids is not None:  # several prompt groups per row: stay in your own
+            allowed &= self.group_ids[:, :, None] == self.group_ids[:, None, :]
         allowed |= torch.eye(n, dtype=torch.bool, device=device)  # padding: itself only
         allowed = allowed[:, None]  # [U, 1, N, N]
         if dtype is None:

@@ -40,6 +40,7 @@ from typing import Any, Literal, get_args
 from torch import Tensor, nn
 
 from lightrft.adapters.hf.logprobs import response_logprobs
+from lightrft.adapters.hf.packed_prefix import pack_prefix_plan
 from lightrft.adapters.hf.prefix_plan import (
     DEFAULT_MAX_ROW_TOKENS,
     PrefixPlan,
@@ -96,7 +97,7 @@ def prefix_shared_logprobs(
     plan = plan if plan is not None else plan_prefix_sharing(batch)
     base: Any = unwrap_peft(model)
     dtype = None if attention == "sdpa" else base.get_input_embeddings().weight.dtype
-    logits = _head_logits(
+    logits = head_logits(
         model,
         plan,
         input_ids=plan.input_ids,
@@ -186,8 +187,12 @@ class PrefixSharing:
         chunk_size: int,
     ) -> PolicyOutput:
         """Response log-probs (B, R) of ``batch``: prefix-shared when :meth:`plan` gives a
-        plan, else ``response_logprobs`` (padded, or packed when ``packing``)."""
+        plan (with ``packing``, several prompt groups per row of at most ``max_row_tokens``,
+        :mod:`~lightrft.adapters.hf.packed_prefix`), else ``response_logprobs`` (padded, or
+        packed when ``packing``)."""
         plan = self.plan(model, batch)
+        if plan is not None and packing:
+            plan = pack_prefix_plan(plan, self.max_row_tokens)
         if plan is not None:
             return prefix_shared_logprobs(
                 model,
@@ -230,7 +235,7 @@ def _sliding_window(model: nn.Module) -> int | None:
     return int(window)
 
 
-def _head_logits(model: nn.Module, plan: PrefixPlan, **inputs: Any) -> Tensor:
+def head_logits(model: nn.Module, plan: PrefixPlan, **inputs: Any) -> Tensor:
     """Logits (1, K, V): the model's forward, with the LM head fed only the K hidden states
     at ``plan.head_rows, plan.head_cols`` instead of all (U, N, H)."""
     base: Any = unwrap_peft(model)

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
+from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs, multimodal_logprobs
 from lightrft.adapters.hf.prefix_sharing import (
     DEFAULT_MAX_ROW_TOKENS,
     PrefixSharing,
@@ -29,7 +30,7 @@ class HfReferenceModel:
     and :meth:`onload` brings them back to ``device``; ``offloads`` / ``onloads`` count the
     moves. Calling :meth:`forward` while offloaded raises ``RuntimeError``.
     ``packing``, ``prefix_sharing`` and ``max_shared_row_tokens`` choose the forward path as
-    in ``HfPolicy`` (all paths give the same log-probs).
+    in ``HfPolicy`` (all paths give the same log-probs); ``multimodal`` as in ``HfPolicy``.
     """
 
     def __init__(
@@ -41,7 +42,10 @@ class HfReferenceModel:
         prefix_sharing: PrefixSharingMode = "auto",
         max_shared_row_tokens: int = DEFAULT_MAX_ROW_TOKENS,
         chunk_size: int = 1024,
+        multimodal: MultimodalInputs | None = None,
     ) -> None:
+        if multimodal is not None:
+            prefix_sharing = "off"
         sharing = PrefixSharing(prefix_sharing, max_shared_row_tokens)
         sharing.check_model(model)
         frozen_on(model, device)
@@ -50,6 +54,7 @@ class HfReferenceModel:
         self._packing = packing
         self._prefix_sharing = sharing
         self._chunk_size = chunk_size
+        self._multimodal = multimodal
         self._offloaded = False
         self.offloads = 0
         self.onloads = 0
@@ -71,6 +76,15 @@ class HfReferenceModel:
         if self._offloaded:
             raise RuntimeError("the reference model is offloaded; call onload() first")
         with torch.no_grad():
+            if self._multimodal is not None:
+                return multimodal_logprobs(
+                    self._model,
+                    batch,
+                    self._multimodal,
+                    temperature=temperature,
+                    with_entropy=with_entropy,
+                    chunk_size=self._chunk_size,
+                )
             return self._prefix_sharing.logprobs(
                 self._model,
                 batch,

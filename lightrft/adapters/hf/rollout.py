@@ -31,15 +31,16 @@ provided every parameter again (the colocated cycle syncs the policy's weights a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
 from transformers import DynamicCache, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from lightrft.adapters.hf.logprobs import position_ids_from_mask
+from lightrft.adapters.hf.logprobs import position_ids_from_mask, suppress_tokens
+from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
 from lightrft.adapters.hf.sampling import (
     StopStringMatcher,
     TokenDistribution,
@@ -48,7 +49,9 @@ from lightrft.adapters.hf.sampling import (
     sampling_logprobs,
 )
 from lightrft.adapters.hf.weights import ModelWeights, frozen_on
+from lightrft.domain.modality import Payload
 from lightrft.domain.ports import NamedTensors
+from lightrft.domain.sampling import token_temperature
 from lightrft.domain.types import Completion, FinishReason, PromptRecord, SamplingParams
 
 SleepMode = Literal["offload", "discard"]
@@ -78,6 +81,12 @@ class HfRolloutEngine:
             stays eager). Fuses the small per-layer ops and removes most of the Python
             overhead of a step; the compilation costs minutes on a small CPU, so it pays
             off on long runs only. Samples are the same up to float rounding.
+        multimodal: the model family's input builder for prompts with images / audio
+            (:mod:`~lightrft.adapters.hf.multimodal_inputs`): the prefill then gets the
+            media and the family's positions (M-RoPE), and the decode steps continue each
+            row's text positions after its media. Prompts with the same ids but other
+            media are prefilled separately. The family's media placeholder tokens are
+            never sampled (their logits are suppressed, as in the policy).
     """
 
     def __init__(
@@ -90,6 +99,7 @@ class HfRolloutEngine:
         max_batch_size: int | None = None,
         shares_policy_weights: bool = False,
         compile_decode: bool = False,
+        multimodal: MultimodalInputs | None = None,
     ) -> None:
         if sleep_mode not in ("offload", "discard"):
             raise ValueError(f"sleep_mode must be 'offload' or 'discard', got {sleep_mode!r}")
@@ -100,6 +110,7 @@ class HfRolloutEngine:
         else:
             frozen_on(model, device)
         self._shared = shares_policy_weights
+        self._multimodal = multimodal
         self._model = model
         self._compile_decode = compile_decode
         self._compiled: torch.nn.Module | None = None
@@ -142,6 +153,13 @@ class HfRolloutEngine:
                 f"them again ({len(missing)} missing, e.g. {sorted(missing)[:3]})"
             )
         rows = [p.prompt_token_ids for p in prompts for _ in range(sampling.n)]
+        payloads = [p.multimodal for p in prompts for _ in range(sampling.n)]
+        if any(payloads) and self._multimodal is None:
+            raise ValueError(
+                "this engine's model reads text only, but prompts "
+                f"{[p.uid for p in prompts if p.multimodal][:5]} carry images or audio; build "
+                "the engine with the model family's multimodal inputs"
+            )
         owners = [i for i in range(len(prompts)) for _ in range(sampling.n)]
         generators: list[torch.Generator] | None = None
         if sampling.seed is not None:  # one stream per completion: batching-independent
@@ -159,7 +177,8 @@ class HfRolloutEngine:
             with torch.no_grad():
                 for start in range(0, len(rows), size):
                     chunk = None if generators is None else generators[start : start + size]
-                    results.extend(self._decode(rows[start : start + size], sampling, chunk))
+                    part = slice(start, start + size)
+                    results.extend(self._decode(rows[part], sampling, chunk, payloads[part]))
         finally:
             self._model.train(was_training)
         texts = self._tokenizer.batch_decode(
@@ -223,10 +242,11 @@ class HfRolloutEngine:
         rows: Sequence[Sequence[int]],
         sampling: SamplingParams,
         generator: Sequence[torch.Generator] | None,
+        payloads: Sequence[Payload],
     ) -> list[tuple[list[int], list[float], FinishReason]]:
         """Samples continuations of ``rows`` until each stops or reaches the budget."""
         cache = DynamicCache(config=self._model.config)
-        logits, mask, positions = self._prefill(rows, cache)  # [N, V], [N, P], [N, P]
+        logits, mask, positions = self._prefill(rows, cache, payloads)  # [N, V], [N, P] x2
         next_position = positions[:, -1:] + 1  # [N, 1]
         stop_ids = torch.tensor(self._stop_token_ids(sampling), device=self._device)
         matcher = StopStringMatcher(self._tokenizer, sampling.stop_strings)
@@ -236,7 +256,7 @@ class HfRolloutEngine:
         active = list(range(len(rows)))  # row of each batch entry
         gens = None if generator is None else list(generator)
         for step in range(sampling.max_new_tokens):
-            dist = _distribution(sampling, first=step == 0)
+            dist = _distribution(sampling, step)
             step_logprobs = sampling_logprobs(logits, dist)  # [A, V]
             token = draw(step_logprobs, dist.temperature == 0, gens)  # [A]
             chosen = step_logprobs.gather(-1, token[:, None]).squeeze(-1)  # [A]
@@ -265,18 +285,37 @@ class HfRolloutEngine:
         return list(zip(tokens, logprobs, reasons, strict=True))
 
     def _prefill(
-        self, rows: Sequence[Sequence[int]], cache: DynamicCache
+        self, rows: Sequence[Sequence[int]], cache: DynamicCache, payloads: Sequence[Payload]
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Runs each distinct prompt of ``rows`` once and copies its cache to its samples.
 
-        Returns the next-token logits (N, V), attention mask (N, P) and position ids (N, P)
-        of every row; ``cache`` then holds N rows.
+        Returns the next-token logits (N, V), attention mask (N, P) and text position ids
+        (N, P) of every row (the last column + 1 is the next token's position); ``cache``
+        then holds N rows. A prompt's identity includes its media payload.
         """
-        distinct: dict[tuple[int, ...], int] = {}
-        owner = [distinct.setdefault(tuple(row), len(distinct)) for row in rows]
-        input_ids, mask = self._left_pad(list(distinct))  # [U, P] each
+        distinct: dict[Any, int] = {}
+        firsts: list[int] = []
+        owner = []
+        for j, (row, payload) in enumerate(zip(rows, payloads, strict=True)):
+            key = (tuple(row), id(payload)) if payload else tuple(row)
+            if key not in distinct:
+                distinct[key] = len(distinct)
+                firsts.append(j)
+            owner.append(distinct[key])
+        input_ids, mask = self._left_pad([rows[j] for j in firsts])  # [U, P] each
         positions = position_ids_from_mask(mask)
-        logits = self._step(input_ids, mask, positions, cache)  # [U, V]
+        if self._multimodal is None:
+            logits = self._step(input_ids, mask, positions, cache)  # [U, V]
+        else:
+            built = self._multimodal.model_inputs(input_ids, mask, [payloads[j] for j in firsts])
+            extra = {
+                k: v
+                for k, v in built.kwargs.items()
+                if k not in ("input_ids", "attention_mask", "position_ids")
+            }
+            model_positions = built.kwargs["position_ids"]  # e.g. M-RoPE (3, U, P)
+            logits = self._step(input_ids, mask, model_positions, cache, extra=extra)
+            positions = positions + built.position_offsets  # text positions after the media
         if len(distinct) == len(rows):
             return logits, mask, positions
         index = torch.tensor(owner, device=self._device)  # [N] row -> distinct prompt
@@ -290,8 +329,10 @@ class HfRolloutEngine:
         positions: Tensor,
         cache: DynamicCache,
         model: torch.nn.Module | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> Tensor:
-        """Logits (N, V) of the next token after feeding ``input_ids`` (N, S)."""
+        """Logits (N, V) of the next token after feeding ``input_ids`` (N, S); ``extra``:
+        further forward arguments (media of a multimodal prefill)."""
         out = (self._model if model is None else model)(
             input_ids=input_ids,
             attention_mask=mask,
@@ -299,8 +340,11 @@ class HfRolloutEngine:
             past_key_values=cache,
             use_cache=True,
             logits_to_keep=1,
+            **(extra or {}),
         )
         logits: Tensor = out.logits[:, -1]
+        if self._multimodal is not None:
+            logits = suppress_tokens(logits, self._multimodal.suppressed_token_ids)
         return logits
 
     def _decoder(self) -> torch.nn.Module:
@@ -356,9 +400,7 @@ def _same_device(actual: torch.device, wanted: torch.device) -> bool:
     return actual.type == wanted.type and (wanted.index is None or actual.index == wanted.index)
 
 
-def _distribution(sampling: SamplingParams, *, first: bool) -> TokenDistribution:
-    """The step's distribution; FIRE replaces the temperature of the first token."""
-    temperature = sampling.temperature
-    if first and sampling.first_token_temperature is not None:
-        temperature = sampling.first_token_temperature
+def _distribution(sampling: SamplingParams, position: int) -> TokenDistribution:
+    """The distribution of response token ``position`` (FIRE sets token 0's temperature)."""
+    temperature = token_temperature(sampling, position)
     return TokenDistribution(temperature, sampling.top_k, sampling.top_p, sampling.min_p)

@@ -1,4 +1,4 @@
-"""Rule-based reward sources (``RewardSource`` port): math answers, format, length, and
+"""Rule-based reward sources (``RewardSource`` port): math answers, short answers, format, length, and
 user functions run in a killable worker process.
 
 The classes load on first access (PEP 562), so the worker process that imports
@@ -11,19 +11,27 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from lightrft.adapters.rewards.choice_answer import ChoiceAnswerReward
     from lightrft.adapters.rewards.format_reward import FormatReward
     from lightrft.adapters.rewards.length_reward import LengthReward
     from lightrft.adapters.rewards.math_answer import MathAnswerReward
     from lightrft.adapters.rewards.python_function import PythonFunctionReward
 
 _EXPORTS = {
+    "ChoiceAnswerReward": "choice_answer",
     "FormatReward": "format_reward",
     "LengthReward": "length_reward",
     "MathAnswerReward": "math_answer",
     "PythonFunctionReward": "python_function",
 }
 
-__all__ = ["FormatReward", "LengthReward", "MathAnswerReward", "PythonFunctionReward"]
+__all__ = [
+    "ChoiceAnswerReward",
+    "FormatReward",
+    "LengthReward",
+    "MathAnswerReward",
+    "PythonFunctionReward",
+]
 
 
 def __getattr__(name: str) -> Any:

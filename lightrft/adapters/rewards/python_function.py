@@ -18,6 +18,7 @@ from numbers import Real
 import structlog
 import torch
 
+from lightrft.adapters.rewards.failure_log import FailureLog
 from lightrft.adapters.rewards.function_worker import (
     FunctionWorker,
     WorkerCallError,
@@ -61,44 +62,42 @@ class PythonFunctionReward:
         return self._name
 
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
-        """Scores (B,) float32, one call of the function per sample, in order."""
+        """Scores (B,) float32, one call of the function per sample, in order.
+
+        Failed samples are logged rate-limited (:class:`FailureLog`: a few one by one, then
+        one summary line per call).
+        """
         values: list[float] = []
-        failures = timeouts = 0
+        failures = FailureLog("reward.function", self.name)
         for sample in samples:
-            value, timed_out = self._call(sample)
-            failures += value is None
-            timeouts += timed_out
+            value = self._call(sample, failures)
             values.append(self.failure_score if value is None else value)
+        failures.summarize(len(samples))
         metrics = {
-            "failures": torch.tensor(float(failures)),
-            "timeouts": torch.tensor(float(timeouts)),
+            "failures": torch.tensor(float(failures.total)),
+            "timeouts": torch.tensor(float(failures.by_kind["timeout"])),
             "worker_restarts": torch.tensor(float(self._worker.restarts)),
         }
         return RewardResult(scores=torch.tensor(values, dtype=torch.float32), metrics=metrics)
 
-    def _call(self, sample: RewardSample) -> tuple[float | None, bool]:
-        """(value or None on failure, whether the call timed out)."""
+    def _call(self, sample: RewardSample, failures: FailureLog) -> float | None:
+        """The function's value, or None after recording why it failed."""
         args = (sample.prompt.prompt_text, sample.completion.text, sample.prompt.reference)
         uid = sample.prompt.uid
         try:
             value = self._worker.call(args, timeout=self.timeout_seconds)
         except WorkerTimeout:
-            log.warning(
-                "reward.function.timeout",
-                function=self.function,
-                uid=uid,
-                timeout_seconds=self.timeout_seconds,
+            failures.record(
+                "timeout", function=self.function, uid=uid, timeout_seconds=self.timeout_seconds
             )
-            return None, True
+            return None
         except (WorkerCallError, ImportError, TimeoutError) as error:
-            log.warning("reward.function.failed", function=self.function, uid=uid, error=str(error))
-            return None, False
+            failures.record("failed", function=self.function, uid=uid, error=str(error))
+            return None
         if not isinstance(value, Real) or not math.isfinite(value):  # bools count as 1 / 0
-            log.warning(
-                "reward.function.bad_value", function=self.function, uid=uid, value=repr(value)[:80]
-            )
-            return None, False
-        return float(value), False
+            failures.record("bad_value", function=self.function, uid=uid, value=repr(value)[:80])
+            return None
+        return float(value)
 
     def onload(self) -> None:
         """No weights: nothing to do."""

@@ -12,6 +12,8 @@ HELP = "the main job: GRPO on the embedded model, then the report"
 
 DEMO_OVERRIDES = [
     "logging.run_dir=runs/demo",
+    # running the demo again starts over: the previous one moves to runs/demo.old-<UTC time>
+    "logging.overwrite=true",
     # built-in arithmetic word problems; the model is asked for the bare number
     "data.train.difficulty=1",
     "data.train.num_builtin=2000",

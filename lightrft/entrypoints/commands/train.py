@@ -45,4 +45,8 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
 
     summary = train(config)
     print(json.dumps(summary, indent=2))
+    if summary.get("stopped_early"):
+        from lightrft.entrypoints.graceful_stop import EXIT_STOPPED
+
+        return EXIT_STOPPED
     return 0

@@ -74,6 +74,7 @@ SWITCH_ALIASES: dict[str, tuple[str, Any]] = {
     "adam_offload": ("backend.strategy.cpu_offload", True),
     "resume": ("checkpoint.resume", True),
     "load_checkpoint": ("checkpoint.resume", True),
+    "overwrite": ("logging.overwrite", True),
 }
 """Flags without a value and the setting each one implies."""
 
@@ -100,9 +101,9 @@ def overrides_from_args(args: Sequence[str]) -> dict[str, Any]:
         if arg.startswith("--"):
             name, has_value, value = arg[2:].partition("=")
             name = name.replace("-", "_")
-            if name in SWITCH_ALIASES and not has_value:
+            if name in SWITCH_ALIASES:
                 key, implied = SWITCH_ALIASES[name]
-                out[key] = implied
+                out[key] = parse_value(value) if has_value else implied  # --resume=auto
             elif name in FLAG_ALIASES:
                 if not has_value:
                     if i + 1 >= len(items):
@@ -149,15 +150,17 @@ def _set_dotted(tree: dict[str, Any], key: str, value: Any) -> None:
 def _format_errors(error: ValidationError) -> str:
     lines = []
     for item in error.errors():
-        key = ".".join(str(p) for p in item["loc"]) or "(config)"
+        key = ".".join(str(p) for p in item["loc"])
         message = item["msg"]
         if item["type"] == "extra_forbidden":
             message = "unknown key"
-        elif item["type"] == "value_error" and not item["loc"]:
-            message = message.removeprefix("Value error, ")  # cross-field: names its keys
+        elif isinstance(item.get("input"), Mapping):
+            # a check across fields of a section: its message names the fields involved;
+            # the section's whole contents would only bury it
+            message = message.removeprefix("Value error, ")
         elif "input" in item and item["type"] not in ("missing", "component_type"):
             message = f"{message} (got {item['input']!r})"
-        lines.append(f"{key}: {message}")
+        lines.append(f"{key}: {message}" if key else message)
     return "invalid configuration:\n  " + "\n  ".join(lines)
 
 

@@ -15,6 +15,7 @@ from lightrft.application.params import (
     RolloutParams,
     TrainParams,
 )
+from lightrft.application.reward_failures import RewardFailurePolicy
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageParams
 from lightrft.domain.policy_losses import POLICY_LOSSES
 from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_CAP
@@ -180,6 +181,8 @@ class RunConfig(Section):
                 pad_token_id=pad_token_id,
                 forward_micro_batch_size=r.forward_micro_batch_size,
                 measure_mismatch=r.measures_mismatch(),
+                max_tokens_per_forward=r.max_tokens_per_forward,
+                balance_ranks=r.balance_ranks,
             ),
             algorithm=algorithm,
             shaping=shaping,
@@ -206,5 +209,10 @@ class RunConfig(Section):
                 checkpoint_every=self.checkpoint.every,
                 log_samples_per_step=self.logging.log_samples_per_step,
                 shuffle_prompts=self.data.train.shuffle,
+            ),
+            reward_failures=RewardFailurePolicy(
+                enabled=rw.stop_on_failures,
+                threshold=rw.failure_threshold,
+                patience=rw.failure_patience,
             ),
         )

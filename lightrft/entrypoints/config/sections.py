@@ -51,10 +51,22 @@ class LoraConfig(Section):
 
 
 class ModelConfig(Section):
-    modality: Literal["text"] = Field(
+    modality: Literal["text", "vision-language", "audio-language"] = Field(
         "text",
         description="What the model reads besides text; selects the model loader "
-        "(policy, reference, critic, tokenizer/processor).",
+        "(policy, reference, critic, tokenizer/processor). vision-language: Qwen2-VL / "
+        "Qwen2.5-VL; audio-language: Qwen2-Audio.",
+    )
+    min_pixels: int = Field(
+        28 * 28 * 4, gt=0, description="vision-language: images are resized to at least this."
+    )
+    max_pixels: int = Field(
+        28 * 28 * 1280, gt=0, description="vision-language: images are resized to at most this."
+    )
+    train_vision_tower: bool = Field(
+        False,
+        description="vision-language: train (or LoRA-adapt) the vision tower too; off: it "
+        "stays frozen and LoRA adapts the language model only.",
     )
     path: str | None = Field(
         None,
@@ -83,6 +95,14 @@ class ModelConfig(Section):
     lora: LoraConfig = Field(default_factory=LoraConfig)
 
     @model_validator(mode="after")
+    def _pixel_bounds_are_ordered(self) -> ModelConfig:
+        if self.min_pixels > self.max_pixels:
+            raise ValueError(
+                f"model.min_pixels ({self.min_pixels}) exceeds model.max_pixels ({self.max_pixels})"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _prefix_sharing_needs_a_dense_mask(self) -> ModelConfig:
         if self.prefix_sharing == "on" and self.attn_implementation == "flash_attention_2":
             raise ValueError(
@@ -98,8 +118,12 @@ class DatasetConfig(Section):
         description="jsonl/json/parquet/arrow file or load_from_disk directory; "
         "null uses the built-in task.",
     )
-    builtin: Literal["arithmetic"] = Field(
-        "arithmetic", description="Built-in prompt set used when path is null."
+    builtin: Literal["arithmetic", "visual_colour", "visual_count", "tones"] = Field(
+        "arithmetic",
+        description="Built-in prompt set used when path is null: arithmetic word problems; "
+        "visual_colour / visual_count: PIL-drawn shapes (name the colour / count them; a "
+        "vision-language model); tones: which of two tones is higher (an audio-language "
+        "model). Score the last three with reward type 'choice'.",
     )
     difficulty: int = Field(1, ge=1, le=3, description="Built-in arithmetic difficulty (1-3).")
     instruction: str | None = Field(
@@ -109,6 +133,15 @@ class DatasetConfig(Section):
         "none", description="gsm8k: 'question' -> prompt, answer after '####' -> reference."
     )
     input_key: str = Field("prompt", description="Column holding the prompt text or messages.")
+    images_key: str | None = Field(
+        None, description="Column holding the row's images (path, bytes, base64, HF Image)."
+    )
+    audios_key: str | None = Field(
+        None, description="Column holding the row's audio clips (array + rate, HF Audio, .wav)."
+    )
+    audio_sampling_rate: int | None = Field(
+        None, gt=0, description="Sampling rate every audio clip must have (null: any)."
+    )
     reference_key: str | None = Field("reference", description="Column holding the answer.")
     system_prompt: str | None = Field(None, description="System message prepended to each prompt.")
     apply_chat_template: bool = Field(True, description="Render prompts with the chat template.")
@@ -198,8 +231,19 @@ class RolloutConfig(Section):
     )
     dynamic_sampling: bool = Field(False, description="DAPO: refill until groups are informative.")
     max_sampling_rounds: int = Field(3, gt=0, description="Round limit of dynamic sampling.")
+    balance_ranks: bool = Field(
+        False,
+        description="Spread each step's prompts over the data-parallel ranks by cost (prompt "
+        "tokens + media positions) instead of contiguous slices; logs balance/imbalance_*.",
+    )
     forward_micro_batch_size: int = Field(
         16, gt=0, description="Rows per no-grad log-prob forward."
+    )
+    max_tokens_per_forward: int | None = Field(
+        None,
+        gt=0,
+        description="Token budget of a no-grad forward (old/reference log-probs, values); "
+        "replaces forward_micro_batch_size when set.",
     )
     mismatch_metrics: bool | None = Field(
         None,
@@ -241,6 +285,15 @@ class RewardConfig(Section):
     )
     reward_clip: float | None = Field(None, gt=0, description="Clip rewards to [-c, c].")
     advantage_clip: float | None = Field(None, gt=0, description="Clip advantages to [-c, c].")
+    stop_on_failures: bool = Field(
+        True, description="Stop (with a checkpoint) when a source keeps failing on samples."
+    )
+    failure_threshold: float = Field(
+        0.9, gt=0, le=1, description="Failed fraction of a step's samples that counts as failing."
+    )
+    failure_patience: int = Field(
+        3, ge=1, description="Consecutive failing steps of one source before the run stops."
+    )
 
     @property
     def typed_sources(self) -> list[RewardSourceSection]:
@@ -264,7 +317,12 @@ class TrainConfig(Section):
         None, gt=0, description="Samples per optimizer step per rank."
     )
     micro_batch_size: int = Field(4, gt=0, description="Samples per forward/backward.")
-    max_tokens_per_micro_batch: int | None = Field(None, gt=0, description="Dynamic batch size.")
+    max_tokens_per_micro_batch: int | None = Field(
+        None,
+        gt=0,
+        description="Dynamic batch size: tokens per training micro-batch (balanced, as many "
+        "on every rank); replaces micro_batch_size when set.",
+    )
     shuffle: bool = Field(True, description="Shuffle each epoch's samples before mini-batches.")
     seed: int = Field(0, description="Seed of data order, sampling and shuffles.")
 
@@ -291,10 +349,38 @@ class BackendConfig(Section):
     nproc_per_node: int = Field(
         1, gt=0, description="Processes per node (wraps torchrun when > 1)."
     )
+    sequence_parallel_size: int = Field(
+        1,
+        gt=0,
+        description="Ulysses sequence parallelism: this many ranks split each training "
+        "forward along the sequence (heads exchanged around attention); needs fsdp2 and a "
+        "world size it divides. 1: off.",
+    )
+
+    @model_validator(mode="after")
+    def _sequence_parallel_needs_fsdp2(self) -> BackendConfig:
+        size = self.sequence_parallel_size
+        if size == 1:
+            return self
+        strategy = getattr(self.strategy, "type", self.strategy)
+        if strategy != "fsdp2":
+            raise ValueError(
+                f"backend.sequence_parallel_size={size} needs backend.strategy=fsdp2, "
+                f"got {strategy!r}"
+            )
+        if self.nproc_per_node % size:
+            raise ValueError(
+                f"backend.sequence_parallel_size={size} must divide backend.nproc_per_node="
+                f"{self.nproc_per_node}"
+            )
+        return self
 
 
 class LoggingConfig(Section):
     run_dir: str = Field("runs/latest", description="Directory for metrics, checkpoints, reports.")
+    overwrite: bool = Field(
+        False, description="Move a previous run in run_dir aside (to run_dir.old-<time>) first."
+    )
     trackers: list[Literal["jsonl", "tensorboard", "wandb"]] = Field(
         default_factory=lambda: ["jsonl"], description="Metric sinks (jsonl always recommended)."
     )
@@ -309,7 +395,11 @@ class CheckpointConfig(Section):
         None, gt=0, description="Save run state every k steps (and at the end)."
     )
     keep_last: int = Field(2, gt=0, description="Checkpoints kept.")
-    resume: bool = Field(False, description="Continue from the latest checkpoint in run_dir.")
+    resume: bool | Literal["auto"] = Field(
+        False,
+        description="Continue from the newest intact checkpoint in run_dir (an error if there "
+        "is none); 'auto' starts fresh when run_dir holds no run.",
+    )
     export_final: bool = Field(True, description="Write the final model in HF format.")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +13,54 @@ from lightrft.adapters.datasets import (
     RowSpec,
     arithmetic_prompts,
     gsm8k_prompts,
+    tone_prompts,
+    visual_prompts,
 )
 from lightrft.adapters.tracking import make_tracker
 from lightrft.domain.ports import CheckpointStore, PromptSource, RewardSource, Tracker
+from lightrft.domain.registry import Registry
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.sections import DatasetConfig
 from lightrft.entrypoints.wiring import reward_sources  # noqa: F401  (registers the built-ins)
 from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
+
+BuiltinTask = Callable[[DatasetConfig, Any, PromptFormat], PromptSource]
+BUILTIN_TASKS: Registry[BuiltinTask] = Registry("built-in task (data.*.builtin)")
+
+
+@BUILTIN_TASKS.register("arithmetic")
+def _arithmetic(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptSource:
+    extra = {} if dataset.instruction is None else {"instruction": dataset.instruction}
+    return arithmetic_prompts(
+        dataset.num_builtin,
+        dataset.seed,
+        dataset.difficulty,
+        tokenizer=tokenizer,
+        prompt_format=fmt,
+        **extra,
+    )
+
+
+@BUILTIN_TASKS.register("visual_colour")
+def _visual_colour(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptSource:
+    return visual_prompts(
+        dataset.num_builtin, dataset.seed, "colour", tokenizer=tokenizer, prompt_format=fmt
+    )
+
+
+@BUILTIN_TASKS.register("visual_count")
+def _visual_count(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptSource:
+    return visual_prompts(
+        dataset.num_builtin, dataset.seed, "count", tokenizer=tokenizer, prompt_format=fmt
+    )
+
+
+@BUILTIN_TASKS.register("tones")
+def _tones(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptSource:
+    rate = dataset.audio_sampling_rate or 16_000
+    return tone_prompts(
+        dataset.num_builtin, dataset.seed, tokenizer=tokenizer, prompt_format=fmt, rate=rate
+    )
 
 
 def build_prompts(dataset: DatasetConfig | None, tokenizer: Any) -> PromptSource | None:
@@ -31,15 +73,7 @@ def build_prompts(dataset: DatasetConfig | None, tokenizer: Any) -> PromptSource
         max_prompt_tokens=dataset.max_prompt_length,
     )
     if dataset.path is None:
-        extra = {} if dataset.instruction is None else {"instruction": dataset.instruction}
-        return arithmetic_prompts(
-            dataset.num_builtin,
-            dataset.seed,
-            dataset.difficulty,
-            tokenizer=tokenizer,
-            prompt_format=fmt,
-            **extra,
-        )
+        return BUILTIN_TASKS.get(dataset.builtin)(dataset, tokenizer, fmt)
     path = Path(dataset.path)
     if not path.exists():
         raise FileNotFoundError(f"dataset {path} does not exist")
@@ -53,6 +87,9 @@ def build_prompts(dataset: DatasetConfig | None, tokenizer: Any) -> PromptSource
             input_key=dataset.input_key,
             reference_key=dataset.reference_key,
             on_bad_row=dataset.on_bad_row,
+            images_key=dataset.images_key,
+            audios_key=dataset.audios_key,
+            audio_sampling_rate=dataset.audio_sampling_rate,
         )
         source = HfPromptDataset(path, tokenizer, spec=spec, prompt_format=fmt)
     if dataset.max_samples is not None and dataset.max_samples < len(source):

@@ -18,11 +18,9 @@ def build_hf_engine(section: HfEngineConfig, context: BuildContext) -> HfRollout
     weights, else on a model of its own."""
     config = context.config
     shared = section.shares_weights(config)
-    model = (
-        context.policy().module  # type: ignore[attr-defined]
-        if shared
-        else MODEL_LOADERS.get(config.model.modality).generation_model(context)
-    )
+    loader = MODEL_LOADERS.get(config.model.modality)
+    model = context.policy().module if shared else loader.generation_model(context)
+    inputs = None if loader.engine_inputs is None else loader.engine_inputs(model)
     return HfRolloutEngine(
         model,  # type: ignore[arg-type]
         context.tokenizer,
@@ -31,6 +29,7 @@ def build_hf_engine(section: HfEngineConfig, context: BuildContext) -> HfRollout
         max_batch_size=section.max_batch_size,
         shares_policy_weights=shared,
         compile_decode=section.compile_decode,
+        multimodal=inputs,
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
 from lightrft.adapters.accelerators import detect_accelerator
 from lightrft.adapters.distributed import (
@@ -15,19 +16,32 @@ from lightrft.adapters.distributed import (
     TorchCollective,
     init_process_group_from_env,
 )
-from lightrft.adapters.hf import default_model_path
+from lightrft.adapters.hf import HfPolicy, default_model_path
+from lightrft.adapters.hf.multimodal_inputs import EncodedPromptSource
+from lightrft.adapters.hf.sequence_parallel import (
+    SequenceParallelGroup,
+    SequenceParallelPolicy,
+    sequence_parallel_groups,
+)
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS
 from lightrft.domain.ports import (
     Accelerator,
     Collective,
     Critic,
     Policy,
+    PromptSource,
     ReferenceModel,
     RolloutEngine,
     Strategy,
 )
 from lightrft.entrypoints.config import RunConfig
-from lightrft.entrypoints.wiring import engines, model_loaders, reward_sources, strategies  # noqa: F401  (registers the built-ins)
+from lightrft.entrypoints.wiring import (  # noqa: F401  (registers the built-ins)
+    engines,
+    model_loaders,
+    multimodal_loaders,
+    reward_sources,
+    strategies,
+)
 from lightrft.entrypoints.wiring.registries import (
     ENGINES,
     MODEL_LOADERS,
@@ -47,9 +61,36 @@ def device_of(accelerator: Any) -> torch.device:
     return accelerator.device()  # type: ignore[no-any-return]
 
 
-def build_collective(accelerator: Accelerator) -> Collective:
+def build_sequence_parallel(
+    config: RunConfig, accelerator: Accelerator
+) -> tuple[SequenceParallelGroup, Any] | None:
+    """This rank's sequence-parallel group and data-parallel process group when
+    ``backend.sequence_parallel_size`` > 1 (collective: every rank builds them), else None."""
+    size = config.backend.sequence_parallel_size
+    if size == 1:
+        return None
+    init_process_group_from_env(accelerator)
+    return sequence_parallel_groups(size)
+
+
+def build_collective(
+    accelerator: Accelerator, sequence_parallel: tuple[SequenceParallelGroup, Any] | None = None
+) -> Collective:
+    """Over the data-parallel ranks: all of them, or with sequence parallelism the ranks
+    holding different samples (one per sequence-parallel group)."""
     env = init_process_group_from_env(accelerator)
+    if sequence_parallel is not None:
+        return TorchCollective(sequence_parallel[1])
     return TorchCollective() if env.world_size > 1 else LocalCollective()
+
+
+def process_rank(accelerator: Accelerator) -> tuple[int, int]:
+    """(rank, world size) of this process among all processes (for files each process
+    writes: metrics and exports on rank 0, one checkpoint directory per process)."""
+    init_process_group_from_env(accelerator)
+    if not dist.is_initialized():
+        return 0, 1
+    return dist.get_rank(), dist.get_world_size()
 
 
 def model_path(config: RunConfig) -> Path:
@@ -75,14 +116,40 @@ def build_context(
     return BuildContext(config, path, device, tokenizer, policy)
 
 
-def build_policy(config: RunConfig, path: Path, device: torch.device, tokenizer: Any) -> Policy:
-    """The trained policy (its builder sees a context whose ``policy`` it must not call)."""
+def build_policy(
+    config: RunConfig,
+    path: Path,
+    device: torch.device,
+    tokenizer: Any,
+    sequence_parallel: tuple[SequenceParallelGroup, Any] | None = None,
+) -> Policy:
+    """The trained policy (its builder sees a context whose ``policy`` it must not call);
+    with sequence parallelism its forwards run split over the sequence-parallel group."""
     context = build_context(config, path, device, tokenizer, _no_policy_yet)
-    return loader(config).policy(context)
+    policy = loader(config).policy(context)
+    if sequence_parallel is None:
+        return policy
+    if not isinstance(policy, HfPolicy):
+        raise ValueError(
+            f"backend.sequence_parallel_size > 1 needs a text HfPolicy; model.modality "
+            f"{config.model.modality!r} builds {type(policy).__name__}"
+        )
+    return SequenceParallelPolicy(
+        policy, sequence_parallel[0], chunk_size=config.model.logprob_chunk_size
+    )
 
 
 def _no_policy_yet() -> Policy:
     raise RuntimeError("the policy's own builder cannot ask the context for the policy")
+
+
+def encode_prompts(context: BuildContext, source: PromptSource | None) -> PromptSource | None:
+    """``source`` with its media turned into model inputs by the modality's prompt encoder
+    (unchanged for text models, and ``None`` stays ``None``)."""
+    make = loader(context.config).prompt_encoder
+    if source is None or make is None:
+        return source
+    return EncodedPromptSource(source, make(context))
 
 
 def build_reference(context: BuildContext) -> ReferenceModel | None:

@@ -62,6 +62,10 @@ class ModelLoader:
     ``tokenizer(config, path)`` returns the tokenizer or processor; ``policy``,
     ``reference`` and ``critic`` take the context; ``generation_model(context)`` is the
     plain module an in-process engine runs when it does not share the policy's weights.
+    Multimodal modalities also give ``prompt_encoder(context)`` (turns records with decoded
+    media into model-ready ones, :mod:`lightrft.adapters.hf.multimodal_inputs`) and
+    ``engine_inputs(module)`` (the engine's builder of media inputs for that module);
+    ``None`` for text.
     """
 
     tokenizer: Callable[[RunConfig, Path], Any]
@@ -69,6 +73,8 @@ class ModelLoader:
     reference: Callable[[BuildContext], ReferenceModel]
     critic: Callable[[BuildContext], Critic]
     generation_model: Callable[[BuildContext], torch.nn.Module]
+    prompt_encoder: Callable[[BuildContext], Any] | None = None
+    engine_inputs: Callable[[torch.nn.Module], Any] | None = None
 
 
 ENGINES: Registry[EngineBuilder] = Registry("rollout engine")

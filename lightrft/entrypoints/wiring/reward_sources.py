@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from lightrft.adapters.rewards import (
+    ChoiceAnswerReward,
     FormatReward,
     LengthReward,
     MathAnswerReward,
     PythonFunctionReward,
 )
 from lightrft.entrypoints.config.reward_configs import (
+    ChoiceRewardConfig,
     FormatRewardConfig,
     LengthRewardConfig,
     MathRewardConfig,
@@ -19,7 +21,12 @@ from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext
 
 @REWARD_SOURCES.register("math")
 def build_math(section: MathRewardConfig, context: BuildContext) -> MathAnswerReward:
-    return MathAnswerReward(name=section.label)
+    return MathAnswerReward(name=section.label, extractors=tuple(section.extractors))
+
+
+@REWARD_SOURCES.register("choice")
+def build_choice(section: ChoiceRewardConfig, context: BuildContext) -> ChoiceAnswerReward:
+    return ChoiceAnswerReward(name=section.label)
 
 
 @REWARD_SOURCES.register("format")

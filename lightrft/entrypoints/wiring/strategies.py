@@ -27,6 +27,7 @@ def build_fsdp2(section: Fsdp2StrategyConfig, context: BuildContext) -> Strategy
         device=context.device,
         mixed_precision="bf16" if context.config.model.dtype == "bf16" else "fp32",
         cpu_offload=section.cpu_offload,
+        sequence_parallel_size=context.config.backend.sequence_parallel_size,
     )
 
 

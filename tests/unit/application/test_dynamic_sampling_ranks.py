@@ -14,20 +14,10 @@ from torch import Tensor
 from lightrft.domain.rewards import RunningMoments
 from lightrft.domain.types import RewardResult, RewardSample
 from tests.helpers.fake_cycle import build_rig
-from tests.helpers.simulated_ranks import run_on_ranks
+from tests.helpers.simulated_ranks import ThreadCollective, run_on_ranks
 
 PROMPTS_PER_RANK = 4
 N = 4
-
-
-class ThreadCollective:
-    """Rank ``rank`` of ``world`` simulated ranks sharing one all-reduce."""
-
-    def __init__(self, rank: int, world: int, reduce: Callable[[Tensor], Tensor]) -> None:
-        self.rank, self.world_size, self._reduce = rank, world, reduce
-
-    def all_reduce_sum(self, tensor: Tensor) -> Tensor:
-        return self._reduce(tensor)
 
 
 class InformativeFor:

@@ -111,6 +111,8 @@ def contiguous(groups: list[int]) -> bool:
         TrainParams(micro_batch_size=SIZE, seed=1),
         TrainParams(micro_batch_size=2, mini_batch_size=6, seed=2),
         TrainParams(max_tokens_per_micro_batch=12, seed=3),
+        TrainParams(max_tokens_per_micro_batch=15, seed=4),
+        TrainParams(max_tokens_per_micro_batch=7, mini_batch_size=6, seed=5),
     ],
 )
 def test_micro_batches_hold_groups_together_and_give_the_one_micro_batch_gradient(
@@ -118,7 +120,18 @@ def test_micro_batches_hold_groups_together_and_give_the_one_micro_batch_gradien
 ) -> None:
     log, grads = train(params)
     for micro_batches in log.mini_batches():
-        assert contiguous([g for micro in micro_batches for g in micro]), micro_batches
+        if params.max_tokens_per_micro_batch is None:
+            assert contiguous([g for micro in micro_batches for g in micro]), micro_batches
+            continue
+        # balanced token budget: groups contiguous inside a micro-batch; a group that fits
+        # the budget is in one micro-batch only. Group tokens (prompt 2 + response
+        # 1 + i % 4 for rows i = 3g .. 3g + 2): 12, 13, 14, 15.
+        assert all(contiguous(micro) for micro in micro_batches), micro_batches
+        fitting = [
+            g for g, n in enumerate([12, 13, 14, 15]) if n <= params.max_tokens_per_micro_batch
+        ]
+        for group in fitting:
+            assert sum(group in micro for micro in micro_batches) == 1, micro_batches
     if params.micro_batch_size == SIZE and params.mini_batch_size is None:
         # whole-batch mini-batch, micro-batches of the group size: one group each
         assert all(len(set(micro)) == 1 for micro in log.mini_batches()[0])

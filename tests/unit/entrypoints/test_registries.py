@@ -126,3 +126,56 @@ def test_plugin_components_are_built_and_run_by_the_cycle(tiny_dir: Path, tmp_pa
     assert history[0]["reward/mean"] == pytest.approx(0.25)  # the only source, weight 1
     source = container.reward_sources()[0]
     assert source.value == 0.25 and source.name == "quarter"
+
+
+def test_json_logs_from_the_config_reach_the_run(
+    tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from lightrft.entrypoints.logging_setup import configure_logging
+    from lightrft.entrypoints.run_training import train
+
+    config = load_config(
+        None,
+        [
+            f"plugins=[{PLUGIN}]",
+            f"model.path={tiny_dir}",
+            f"logging.run_dir={tmp_path}",
+            "logging.json_logs=true",
+            "rollout.engine=scripted",
+            "reward.sources=[{type: math, extractors: [last_number]}]",
+            "rollout.prompts_per_step=1",
+            "rollout.n_samples_per_prompt=2",
+            "rollout.max_new_tokens=2",
+            "train.total_steps=1",
+            "data.train.num_builtin=2",
+            "data.eval=null",
+            "checkpoint.export_final=false",
+            "logging.progress=false",
+        ],
+    )
+    import structlog
+
+    saved = structlog.get_config()
+    configure_logging(json_logs=False, rank=0)  # what the CLI does before the config exists
+    capsys.readouterr()
+    try:
+        train(config)
+    finally:  # later tests must not log into this test's captured (then closed) stderr
+        structlog.configure(**saved)
+    events = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line[:1] == "{"]
+    assert {"run.start", "run.done"} <= {e["event"] for e in events}
+
+
+def test_math_extractors_from_the_config_reach_the_reward() -> None:
+    from lightrft.entrypoints.wiring.registries import build
+
+    config = load_config(None, ["reward.sources=[{type: math, extractors: [boxed, last_number]}]"])
+    reward = build(REWARD_SOURCES, config.reward.sources[0], None)  # type: ignore[arg-type]
+    try:
+        assert reward.extractors == ("boxed", "last_number")
+    finally:
+        reward.close()
+    with pytest.raises(ConfigError, match="unknown answer extractor 'lastnumber'"):
+        load_config(None, ["reward.sources=[{type: math, extractors: [lastnumber]}]"])

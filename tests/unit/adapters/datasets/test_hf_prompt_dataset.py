@@ -1,4 +1,4 @@
-"""HfPromptDataset: file formats, bad rows, rendering, truncation, multimodal pass-through."""
+"""HfPromptDataset: file formats, bad rows, rendering, truncation, decoded images."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import datasets
 import pytest
+from PIL import Image
 
 from lightrft.adapters.datasets import (
     BadRowError,
     HfPromptDataset,
-    InMemoryPromptSource,
     PromptFormat,
     RowSpec,
 )
@@ -189,13 +189,14 @@ def test_left_truncation_keeps_the_end_and_counts(tmp_path: Path) -> None:
     assert dropped[0].reference == "4" and dropped[0].uid.endswith(":0")
 
 
-def test_images_pass_through_into_multimodal(tmp_path: Path) -> None:
+def test_images_are_decoded_into_multimodal(tmp_path: Path) -> None:
+    (tmp_path / "img").mkdir()
+    Image.new("RGB", (8, 6), (255, 0, 0)).save(tmp_path / "img" / "cat.png")
     rows = [{"prompt": "Describe.", "reference": "cat", "images": ["img/cat.png"]}]
     path = write_jsonl(tmp_path / "vl.jsonl", rows)
     dataset = build(path, tmp_path, spec=RowSpec(images_key="images"))
-    assert dict(dataset[0].multimodal) == {"images": ["img/cat.png"]}
-    memory = InMemoryPromptSource(rows, byte_tokenizer(), spec=RowSpec(images_key="images"))
-    assert dict(memory[0].multimodal) == {"images": ["img/cat.png"]}
+    (image,) = dataset[0].multimodal["images"]  # relative to the data file's folder
+    assert image.size == (8, 6) and image.getpixel((0, 0)) == (255, 0, 0)
     with pytest.raises(BadRowError, match="'pictures'"):
         build(path, tmp_path, spec=RowSpec(images_key="pictures"))
 

@@ -102,7 +102,7 @@ def test_bad_batches_are_refused() -> None:
     no_prompt = SequenceBatch(ids, torch.ones_like(ids), torch.ones(1, 3, dtype=torch.bool))
     with pytest.raises(ValueError, match="prompt column"):
         policy.forward(no_prompt)
-    mm = SequenceBatch(ids, torch.ones_like(ids), torch.ones(1, 1), multimodal={"pixels": 1})
+    mm = SequenceBatch(ids, torch.ones_like(ids), torch.ones(1, 1), multimodal=({"pixels": 1},))
     with pytest.raises(ValueError, match="multimodal"):
         policy.forward(mm)
 

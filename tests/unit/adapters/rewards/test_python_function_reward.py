@@ -82,7 +82,9 @@ def test_a_hanging_function_is_cut_off_and_the_next_call_works(
     assert float(result.metrics["failures"]) == 1.0
     assert float(result.metrics["worker_restarts"]) == 1.0
     assert elapsed < 10  # the function sleeps 600 s
-    assert [e["event"] for e in logs] == ["reward.function.timeout"]
+    # the failed sample, then the call's summary line
+    assert [e["event"] for e in logs] == ["reward.function.timeout", "reward.function.failures"]
+    assert logs[1]["failed"] == 1 and logs[1]["by_kind"] == {"timeout": 1}
     again = reward.score([sample("fine")])
     assert again.scores.tolist() == [0.5]
     assert float(again.metrics["timeouts"]) == 0.0
@@ -122,3 +124,16 @@ def test_prompt_response_and_reference_are_passed(rewards: list[PythonFunctionRe
 def test_a_bad_function_reference_fails_at_construction(function: str) -> None:
     with pytest.raises((ImportError, ValueError)):
         PythonFunctionReward(function)
+
+
+def test_failure_warnings_are_rate_limited_and_summarized(
+    rewards: list[PythonFunctionReward],
+) -> None:
+    reward = make(rewards, "raise_on_request")
+    with structlog.testing.capture_logs() as logs:
+        result = reward.score([sample("raise") for _ in range(10)])
+    assert float(result.metrics["failures"]) == 10.0
+    events = [e["event"] for e in logs]
+    # 3 samples logged one by one (the limit), then one summary for all 10
+    assert events == ["reward.function.failed"] * 3 + ["reward.function.failures"]
+    assert logs[-1]["failed"] == 10 and logs[-1]["not_shown"] == 7

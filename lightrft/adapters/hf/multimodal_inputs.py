@@ -1,0 +1,204 @@
+"""From opaque per-sample payloads to the forward arguments of a multimodal HF model.
+
+Shape letters: B rows, T tokens, R response tokens.
+
+Two halves, both chosen by the model family (``config.model_type``) in the adapters, never
+by the services:
+
+- a *prompt encoder* turns a :class:`~lightrft.domain.types.PromptRecord` whose
+  ``multimodal`` holds decoded media (``{"images": [PIL.Image, ...]}`` or
+  ``{"audios": [(waveform, sampling_rate), ...]}``, one placeholder token per item in the
+  prompt ids) into one whose ids have each placeholder expanded to the number of positions
+  the item occupies and whose payload holds the processed tensors (``pixel_values`` ...);
+  :class:`EncodedPromptSource` applies it to every record of a prompt source;
+- :class:`MultimodalInputs` turns a batch's payloads (one per row, aligned with
+  ``SequenceBatch.multimodal``) into forward keyword arguments, checking that every row's
+  placeholder count matches its media (an error naming the row otherwise).
+
+Every payload also holds ``"where"`` (the row's origin, for error messages) and
+:data:`~lightrft.domain.modality.COST_KEY` (positions its media occupy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from torch import Tensor, nn
+
+from lightrft.adapters.hf.logprobs import logprobs_from_inputs
+from lightrft.domain.modality import Payload
+from lightrft.domain.ports import PolicyOutput, PromptSource
+from lightrft.domain.registry import Registry
+from lightrft.domain.types import PromptRecord, SequenceBatch
+
+
+@dataclass(frozen=True)
+class ModelInputs:
+    """Forward keyword arguments for (B, T) rows, and the position offset (B, 1) of tokens
+    appended after them (M-RoPE's ``rope_deltas``; zeros for 1-D positions)."""
+
+    kwargs: dict[str, Any]
+    position_offsets: Tensor
+
+
+class MultimodalInputs(Protocol):
+    """Builds the forward arguments of one model family from per-row payloads.
+
+    ``suppressed_token_ids`` (S,) are the family's media placeholders: the engine never
+    samples them and the policy's distribution excludes them (both alike, so engine and
+    policy log-probs agree), since a placeholder in a response would not match the media.
+    """
+
+    @property
+    def suppressed_token_ids(self) -> Tensor:
+        """Token ids (S,) that are never generated."""
+        ...
+
+    def model_inputs(
+        self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload]
+    ) -> ModelInputs:
+        """Arguments for ``input_ids`` / ``attention_mask`` (B, T); ``payloads`` has B entries
+        (empty mappings for text-only rows)."""
+        ...
+
+
+class PromptEncoder(Protocol):
+    """Expands a record's media placeholders and processes its media (see module doc)."""
+
+    def encode(self, record: PromptRecord) -> PromptRecord:
+        """The record ready for the model (unchanged when it has no media)."""
+        ...
+
+
+MULTIMODAL_INPUTS: Registry[Callable[[nn.Module], MultimodalInputs]] = Registry(
+    "multimodal model family"
+)
+
+
+def multimodal_inputs_for(model: nn.Module) -> MultimodalInputs:
+    """The :class:`MultimodalInputs` of ``model``'s family (``config.model_type``)."""
+    base = unwrapped(model)
+    return MULTIMODAL_INPUTS.get(str(base.config.model_type))(base)
+
+
+def unwrapped(model: nn.Module) -> Any:
+    """The transformers model under a PEFT wrapper (``model`` itself otherwise)."""
+    unwrap: Any = getattr(model, "get_base_model", None)
+    return unwrap() if callable(unwrap) else model
+
+
+def multimodal_logprobs(
+    model: nn.Module,
+    batch: SequenceBatch,
+    inputs: MultimodalInputs,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    chunk_size: int = 1024,
+) -> PolicyOutput:
+    """Response log-probs (B, R) of ``batch`` (rows with and without media) under ``model``."""
+    rows = int(batch.input_ids.shape[0])
+    payloads = batch.multimodal or tuple({} for _ in range(rows))
+    built = inputs.model_inputs(batch.input_ids, batch.attention_mask, payloads)
+    return logprobs_from_inputs(
+        model,
+        batch,
+        built.kwargs,
+        temperature=temperature,
+        with_entropy=with_entropy,
+        chunk_size=chunk_size,
+        suppressed=inputs.suppressed_token_ids,
+    )
+
+
+def row_name(payload: Payload, row: int) -> str:
+    """How errors name a batch row: its index and, when known, its origin."""
+    where = payload.get("where") if payload else None
+    return f"row {row} ({where})" if where else f"row {row}"
+
+
+def check_placeholders(
+    input_ids: Tensor, payloads: Sequence[Payload], token_id: int, count_key: str, what: str
+) -> None:
+    """Every row holds as many ``token_id`` tokens as its payload's ``count_key`` entries sum
+    to; raises ``ValueError`` naming the first row that does not."""
+    found = (input_ids == token_id).sum(-1).tolist()  # [B]
+    for row, (have, payload) in enumerate(zip(found, payloads, strict=True)):
+        want = sum(payload.get(count_key, ())) if payload else 0
+        if have != want:
+            raise ValueError(
+                f"{row_name(payload, row)}: {have} {what} placeholder tokens but its media "
+                f"need {want}; the prompt's placeholders do not match its media"
+            )
+
+
+def checked_media(record: PromptRecord, key: str, placeholder: int, what: str) -> list[Any]:
+    """The media items ``record.multimodal[key]``, checked to match the prompt's count of
+    ``placeholder`` tokens; raises ``ValueError`` naming the record's row otherwise."""
+    items = list(record.multimodal.get(key, ()))
+    pads = record.prompt_token_ids.count(placeholder)
+    if pads != len(items):
+        where = record.metadata.get("where", record.uid)
+        raise ValueError(f"{where}: the prompt has {pads} {what} placeholders for {len(items)}")
+    return items
+
+
+def expand_placeholders(
+    ids: Sequence[int], placeholder: int, counts: Sequence[int]
+) -> tuple[int, ...]:
+    """``ids`` with the i-th ``placeholder`` repeated ``counts[i]`` times."""
+    out: list[int] = []
+    item = 0
+    for token in ids:
+        if token == placeholder:
+            out.extend([placeholder] * counts[item])
+            item += 1
+        else:
+            out.append(token)
+    return tuple(out)
+
+
+def concat_payload_tensors(payloads: Sequence[Payload], key: str) -> Tensor | None:
+    """``payload[key]`` of every row that has it, concatenated along dim 0 (or ``None``)."""
+    parts = [p[key] for p in payloads if p and key in p]
+    return torch.cat(parts) if parts else None
+
+
+def model_dtype(model: nn.Module) -> torch.dtype:
+    """The floating dtype of ``model``'s parameters (media features are cast to it)."""
+    for param in model.parameters():
+        if param.is_floating_point():
+            return param.dtype
+    return torch.float32
+
+
+class EncodedPromptSource:
+    """A ``PromptSource`` whose records went through a :class:`PromptEncoder` on access.
+
+    Encoding happens when a record is read (the media of a large dataset are not held in
+    memory); the last ``cache_size`` encoded records are kept.
+    """
+
+    def __init__(self, inner: PromptSource, encoder: PromptEncoder, cache_size: int = 256) -> None:
+        self._inner, self._encoder, self._cache_size = inner, encoder, cache_size
+        self._cache: dict[int, PromptRecord] = {}
+
+    def __len__(self) -> int:
+        return len(self._inner)
+
+    def __getitem__(self, index: int) -> PromptRecord:
+        key = index % len(self._inner) if len(self._inner) else index
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        record = self._encoder.encode(self._inner[index])
+        if len(self._cache) >= self._cache_size:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[key] = record
+        return record
+
+    def __getattr__(self, name: str) -> Any:  # stats, name ... of the wrapped source
+        return getattr(self._inner, name)

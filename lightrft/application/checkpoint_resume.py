@@ -1,0 +1,99 @@
+"""Choosing the checkpoint to resume from: the newest one that is intact on every rank.
+
+A store that records checksums (:class:`~lightrft.domain.checkpoint_health.VerifiableStore`)
+has each candidate verified before it is loaded; a candidate that fails verification or
+loading is logged (``checkpoint.damaged``, naming the file) and the next older one is tried.
+With several data-parallel ranks (each with its own store of its shard) the candidates are
+the steps every rank holds, and a step is used only if it is intact on all of them, so every
+rank resumes from the same step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+import torch
+
+from lightrft.domain.checkpoint_health import (
+    DamagedCheckpointError,
+    NoIntactCheckpointError,
+    VerifiableStore,
+)
+from lightrft.domain.ports import CheckpointStore, Collective
+
+log = structlog.get_logger(__name__)
+
+
+def load_newest_intact(
+    store: CheckpointStore, collective: Collective
+) -> tuple[int, dict[str, Any]] | None:
+    """``(step, state)`` of the newest checkpoint intact on every rank; ``None`` when there
+    is no checkpoint at all. Raises :class:`NoIntactCheckpointError` when all are damaged."""
+    candidates = _common_steps(_local_steps(store), collective)
+    if not candidates:
+        return None
+    damaged: list[str] = []
+    for step in reversed(candidates):
+        state, problems = _try_load(store, step)
+        if _any_rank(bool(problems), collective):
+            damaged.append(f"step {step}: " + ("; ".join(problems) or "damaged on another rank"))
+            log.warning(
+                "checkpoint.damaged",
+                step=step,
+                problems=problems or ["damaged on another rank"],
+                next=[s for s in candidates if s < step][-1:] or None,
+            )
+            continue
+        assert state is not None
+        return step, state
+    raise NoIntactCheckpointError(
+        "every checkpoint is damaged, nothing to resume from:\n  " + "\n  ".join(damaged)
+    )
+
+
+def _local_steps(store: CheckpointStore) -> list[int]:
+    steps = getattr(store, "steps", None)
+    if steps is not None:
+        return sorted(int(s) for s in steps())
+    latest = store.latest_step()
+    return [] if latest is None else [latest]
+
+
+def _try_load(store: CheckpointStore, step: int) -> tuple[dict[str, Any] | None, list[str]]:
+    """The state of ``step`` and no problems, or ``None`` and what is wrong with it."""
+    if isinstance(store, VerifiableStore):
+        problems = store.verify(step)
+        if problems:
+            return None, problems
+    try:
+        return store.load(step), []
+    except DamagedCheckpointError as error:
+        return None, [str(error)]
+
+
+def _any_rank(flag: bool, collective: Collective) -> bool:
+    if collective.world_size == 1:
+        return flag
+    return bool(collective.all_reduce_sum(torch.tensor([float(flag)], dtype=torch.float64)) > 0)
+
+
+def _common_steps(steps: list[int], collective: Collective) -> list[int]:
+    """The steps present on every rank, ascending (an all-gather made of two all-reduces)."""
+    world, rank = collective.world_size, collective.rank
+    if world == 1:
+        return steps
+    counts = torch.zeros(world, dtype=torch.float64)
+    counts[rank] = len(steps)
+    counts = collective.all_reduce_sum(counts)
+    sizes = [int(c) for c in counts.tolist()]
+    gathered = torch.zeros(sum(sizes), dtype=torch.float64)  # exact for steps < 2**53
+    offset = sum(sizes[:rank])
+    gathered[offset : offset + len(steps)] = torch.tensor(steps, dtype=torch.float64)
+    gathered = collective.all_reduce_sum(gathered)
+    common = set(steps)
+    start = 0
+    for size in sizes:
+        common &= {int(v) for v in gathered[start : start + size].tolist()}
+        start += size
+    return sorted(common)

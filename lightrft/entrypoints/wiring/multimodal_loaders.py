@@ -1,0 +1,141 @@
+"""Model loaders of ``model.modality`` ``vision-language`` (Qwen2-VL, Qwen2.5-VL) and
+``audio-language`` (Qwen2-Audio): policy, reference, engine model, prompt encoder.
+
+The vision tower stays frozen unless ``model.train_vision_tower``; LoRA then adapts the
+language model's linear layers only. A critic (PPO with GAE) is not offered for these
+modalities: use a critic-free estimator (GRPO, RLOO, REINFORCE++ ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from lightrft.adapters.hf import HfPolicy, HfReferenceModel, LoraParams, load_tokenizer
+from lightrft.adapters.hf.audio_language import AudioLanguageEncoder
+from lightrft.adapters.hf.multimodal_inputs import multimodal_inputs_for
+from lightrft.adapters.hf.multimodal_loading import (
+    load_feature_extractor,
+    load_image_processor,
+    load_multimodal_model,
+)
+from lightrft.adapters.hf.vision_language import (
+    VisionLanguageEncoder,
+    freeze_vision_tower,
+    language_model_lora,
+)
+from lightrft.domain.ports import Critic
+from lightrft.entrypoints.config import RunConfig
+from lightrft.entrypoints.wiring.model_loaders import load_params, lora_params
+from lightrft.entrypoints.wiring.registries import MODEL_LOADERS, BuildContext, ModelLoader
+
+
+def _model(context: BuildContext, *, train: bool) -> Any:
+    return load_multimodal_model(
+        context.model_path,
+        context.config.model.modality,
+        context.device,
+        load_params(context.config, train=train),
+    )
+
+
+def _tokenizer(config: RunConfig, path: Path) -> Any:
+    return load_tokenizer(path, trust_remote_code=config.model.trust_remote_code)
+
+
+@dataclass(frozen=True)
+class _Media:
+    """What differs between the multimodal modalities: the media processor, how the trained
+    model is prepared (frozen parts, LoRA targets) and the prompt encoder."""
+
+    processor: Callable[[BuildContext], Any]
+    prepare: Callable[[Any, LoraParams | None, BuildContext], LoraParams | None]
+    encoder: Callable[[Any, Any], Any]  # (tokenizer, processor) -> PromptEncoder
+
+
+def _prepare_vision(
+    model: Any, lora: LoraParams | None, context: BuildContext
+) -> LoraParams | None:
+    """LoRA on the language model (and the tower when trained); else freeze the tower."""
+    train_vision = context.config.model.train_vision_tower
+    if lora is not None:
+        return language_model_lora(model, lora, train_vision=train_vision)
+    if not train_vision:
+        freeze_vision_tower(model)
+    return None
+
+
+def _prepare_audio(model: Any, lora: LoraParams | None, context: BuildContext) -> LoraParams | None:
+    return lora  # every weight trains (or LoRA on the configured targets)
+
+
+def _image_processor(context: BuildContext) -> Any:
+    m = context.config.model
+    return load_image_processor(
+        context.model_path, min_pixels=m.min_pixels, max_pixels=m.max_pixels
+    )
+
+
+def _feature_extractor(context: BuildContext) -> Any:
+    return load_feature_extractor(context.model_path)
+
+
+def _loader(media: _Media) -> ModelLoader:
+    def policy(context: BuildContext) -> HfPolicy:
+        m = context.config.model
+        model = _model(context, train=True)
+        lora = media.prepare(model, lora_params(context.config), context)
+        return HfPolicy(
+            model,
+            lora=lora,
+            chunk_size=m.logprob_chunk_size,
+            tokenizer=context.tokenizer,
+            multimodal=multimodal_inputs_for(model),
+            processors=[media.processor(context)],  # saved with the exported model
+        )
+
+    def encoder(context: BuildContext) -> Any:
+        return media.encoder(context.tokenizer, media.processor(context))
+
+    return ModelLoader(
+        tokenizer=_tokenizer,
+        policy=policy,
+        reference=_reference,
+        critic=_no_critic,
+        generation_model=_generation_model,
+        prompt_encoder=encoder,
+        engine_inputs=multimodal_inputs_for,
+    )
+
+
+def _reference(context: BuildContext) -> HfReferenceModel:
+    model = _model(context, train=False)
+    return HfReferenceModel(
+        model,
+        context.device,
+        chunk_size=context.config.model.logprob_chunk_size,
+        multimodal=multimodal_inputs_for(model),
+    )
+
+
+def _no_critic(context: BuildContext) -> Critic:
+    raise ValueError(
+        f"model.modality {context.config.model.modality!r} has no critic (value model); use "
+        "a critic-free algorithm.advantage_estimator such as grpo"
+    )
+
+
+def _generation_model(context: BuildContext) -> torch.nn.Module:
+    return _model(context, train=False)  # type: ignore[no-any-return]
+
+
+MODEL_LOADERS.add(
+    "vision-language", _loader(_Media(_image_processor, _prepare_vision, VisionLanguageEncoder))
+)
+MODEL_LOADERS.add(
+    "audio-language", _loader(_Media(_feature_extractor, _prepare_audio, AudioLanguageEncoder))
+)

@@ -1,0 +1,552 @@
+"""The bad-input catalogue: one test per row of docs/troubleshooting.md.
+
+Each test gives `lightrft` (in-process, on a tiny random model) one bad input and checks
+what the user sees (exit status, the message naming the key / file / row, no traceback) and
+what is kept. `test_every_row_has_a_test` ties the table and the tests together.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+import torch
+
+from lightrft.adapters.checkpoint import LocalCheckpointStore, UnsafeCheckpointStateError
+from lightrft.adapters.checkpoint import local_store as local_store_module
+from lightrft.adapters.hf.loading import load_causal_lm
+from lightrft.entrypoints.cli import main
+from lightrft.entrypoints.graceful_stop import EXIT_STOPPED
+from lightrft.entrypoints.run_directory import RunDirectoryLock
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLE = ROOT / "docs" / "troubleshooting.md"
+TINY = [
+    "train.total_steps=2",
+    "rollout.max_new_tokens=4",
+    "rollout.prompts_per_step=2",
+    "rollout.n_samples_per_prompt=2",
+    "data.train.num_builtin=8",
+    "data.eval=null",
+    "logging.progress=false",
+    "checkpoint.export_final=false",
+]
+TOY = "tests.helpers.toy_rewards"
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """`main` points structlog at the captured stderr; put the quiet test setup back."""
+    yield
+    structlog.reset_defaults()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+class Cli:
+    """Runs `lightrft` in-process; returns (exit status, stdout, stderr)."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str], model: Path, tmp: Path) -> None:
+        self.capsys, self.model, self.tmp = capsys, model, tmp
+        self.run_dir = tmp / "run"
+
+    def __call__(self, *argv: str) -> tuple[int, str, str]:
+        self.capsys.readouterr()
+        code = main(list(argv))
+        out, err = self.capsys.readouterr()
+        return code, out, err
+
+    def train(self, *extra: str, run_dir: Path | None = None) -> tuple[int, str, str]:
+        where = run_dir or self.run_dir
+        return self(
+            "train", "grpo", f"model.path={self.model}", f"logging.run_dir={where}", *TINY, *extra
+        )
+
+    def data(self, name: str, text: str, *extra: str) -> tuple[int, str, str]:
+        path = self.tmp / name
+        path.write_text(text)
+        return self.train(f"data.train.path={path}", *extra)
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], tiny_dir: Path, tmp_path: Path) -> Cli:
+    return Cli(capsys, tiny_dir, tmp_path)
+
+
+def _clean(code: int, err: str, expected: int = 2) -> str:
+    """Asserts a handled error: the status and no traceback; returns stderr."""
+    assert code == expected, err
+    assert "Traceback" not in err
+    return err
+
+
+def _metric_steps(run_dir: Path) -> list[int]:
+    return [
+        json.loads(line)["step"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+    ]
+
+
+# -- configuration --------------------------------------------------------------------------
+
+
+def test_config_unknown_key(cli: Cli) -> None:
+    assert "model.colour: unknown key" in _clean(*cli.train("model.colour=red")[::2])
+
+
+def test_config_bad_choice(cli: Cli) -> None:
+    err = _clean(*cli.train("algorithm.policy_loss=foo")[::2])
+    assert "algorithm.policy_loss: Input should be 'ppo'" in err and "(got 'foo')" in err
+
+
+def test_config_out_of_range(cli: Cli) -> None:
+    err = _clean(*cli.train("optim.lr=-1")[::2])
+    assert "optim.lr: Input should be greater than 0 (got -1)" in err
+
+
+def test_config_wrong_type(cli: Cli) -> None:
+    err = _clean(*cli.train("train.total_steps=many")[::2])
+    assert "train.total_steps: Input should be a valid integer" in err
+
+
+def test_config_several_mistakes_at_once(cli: Cli) -> None:
+    err = _clean(*cli.train("model.colour=red", "optim.lr=-1")[::2])
+    assert "model.colour: unknown key" in err and "optim.lr:" in err
+
+
+def test_config_cross_field_group_size(cli: Cli) -> None:
+    err = _clean(*cli.train("rollout.n_samples_per_prompt=1")[::2])
+    assert "algorithm.advantage_estimator 'grpo' compares samples of a group" in err
+    assert "rollout.n_samples_per_prompt must be >= 2" in err
+    assert "{" not in err and len(err.splitlines()) == 2  # no dump of the whole config
+
+
+def test_config_cross_field_mini_batch(cli: Cli) -> None:
+    err = _clean(*cli.train("train.mini_batch_size=99")[::2])
+    assert "train.mini_batch_size (99) exceeds the samples per step" in err and "{" not in err
+
+
+def test_config_file_missing(cli: Cli) -> None:
+    err = _clean(*cli.train("--config", str(cli.tmp / "nope.yaml"))[::2])
+    assert "nope.yaml does not exist" in err
+
+
+def test_config_file_not_yaml(cli: Cli) -> None:
+    path = cli.tmp / "bad.yaml"
+    path.write_text("optim: {lr: [\n")
+    assert "is not valid YAML" in _clean(*cli.train("--config", str(path))[::2])
+
+
+def test_config_file_not_a_mapping(cli: Cli) -> None:
+    path = cli.tmp / "list.yaml"
+    path.write_text("- optim.lr=1\n")
+    assert "must hold a mapping" in _clean(*cli.train("--config", str(path))[::2])
+
+
+def test_config_unknown_flag(cli: Cli) -> None:
+    err = _clean(*cli.train("--colour", "red")[::2])
+    assert "unknown option --colour" in err and "key=value" in err
+
+
+def test_config_flag_without_value(cli: Cli) -> None:
+    assert "--n_samples_per_prompt: expected a value" in _clean(
+        *cli.train("--n_samples_per_prompt")[::2]
+    )
+
+
+def test_config_unknown_algorithm(cli: Cli) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli("train", "grpoo")
+    assert info.value.code == 2
+    assert "invalid choice: 'grpoo'" in cli.capsys.readouterr().err
+
+
+def test_config_python_reward_without_function(cli: Cli) -> None:
+    err = _clean(*cli.train("reward.sources=[{type: python}]")[::2])
+    assert "reward.sources.0.function: Field required" in err
+
+
+def test_config_duplicate_reward_names(cli: Cli) -> None:
+    err = _clean(*cli.train("reward.sources=[{type: math}, {type: math}]")[::2])
+    assert "reward source names must be unique" in err
+
+
+# -- model ----------------------------------------------------------------------------------
+
+
+def _model_copy(cli: Cli, name: str) -> Path:
+    path = cli.tmp / name
+    shutil.copytree(cli.model, path)
+    return path
+
+
+def test_model_directory_missing(cli: Cli) -> None:
+    code, _, err = cli("train", "grpo", f"model.path={cli.tmp / 'no-model'}", *TINY)
+    assert "no-model does not exist" in _clean(code, err)
+
+
+def test_model_weights_corrupt(cli: Cli) -> None:
+    model = _model_copy(cli, "corrupt")
+    (model / "model.safetensors").write_bytes(os.urandom(4096))
+    code, _, err = cli(
+        "train", "grpo", f"model.path={model}", f"logging.run_dir={cli.run_dir}", *TINY
+    )
+    err = _clean(code, err)
+    assert f"{model / 'model.safetensors'} is not a readable safetensors file" in err
+    assert "export the model again" in err
+
+
+def test_model_weights_truncated(cli: Cli) -> None:
+    model = _model_copy(cli, "truncated")
+    weights = model / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-1000])
+    code, _, err = cli(
+        "train", "grpo", f"model.path={model}", f"logging.run_dir={cli.run_dir}", *TINY
+    )
+    err = _clean(code, err)
+    assert f"{weights} is truncated" in err and "export the model again" in err
+
+
+def test_model_pickle_only(cli: Cli) -> None:
+    model = _model_copy(cli, "pickled")
+    (model / "model.safetensors").unlink()
+    torch.save({"w": torch.zeros(1)}, model / "pytorch_model.bin")
+    code, _, err = cli(
+        "train", "grpo", f"model.path={model}", f"logging.run_dir={cli.run_dir}", *TINY
+    )
+    err = _clean(code, err)
+    assert "holds only pickled weights (pytorch_model.bin)" in err
+    assert "unpickling a file can run arbitrary code" in err and ".save_pretrained(" in err
+
+
+def test_model_missing_shard(cli: Cli) -> None:
+    model = _model_copy(cli, "sharded")
+    index = {"metadata": {}, "weight_map": {"lm_head.weight": "model-00002-of-00002.safetensors"}}
+    (model / "model.safetensors.index.json").write_text(json.dumps(index))
+    code, _, err = cli(
+        "train", "grpo", f"model.path={model}", f"logging.run_dir={cli.run_dir}", *TINY
+    )
+    assert "missing: model-00002-of-00002.safetensors" in _clean(code, err)
+
+
+def test_model_custom_code_is_not_run(cli: Cli) -> None:
+    model = _model_copy(cli, "remote")
+    marker = cli.tmp / "custom-code-ran"
+    config = json.loads((model / "config.json").read_text())
+    config["auto_map"] = {"AutoModelForCausalLM": "modeling_evil.EvilForCausalLM"}
+    (model / "config.json").write_text(json.dumps(config))
+    (model / "modeling_evil.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    load_causal_lm(model, torch.device("cpu"))  # trust_remote_code is off by default
+    assert not marker.exists()
+
+
+def test_model_flash_attention_unavailable(cli: Cli) -> None:
+    err = _clean(*cli.train("model.attn_implementation=flash_attention_2")[::2])
+    assert "flash_attention_2' needs the flash-attn package" in err and "use 'sdpa'" in err
+
+
+# -- data -------------------------------------------------------------------------------------
+
+
+def test_data_file_missing(cli: Cli) -> None:
+    err = _clean(*cli.train(f"data.train.path={cli.tmp / 'none.jsonl'}")[::2])
+    assert "none.jsonl does not exist" in err
+
+
+def test_data_file_empty(cli: Cli) -> None:
+    err = _clean(*cli.data("empty.jsonl", "")[::2])
+    assert "empty.jsonl is empty: expected one JSON object per line" in err
+
+
+def test_data_file_whitespace_only(cli: Cli) -> None:
+    assert "blank.jsonl holds only whitespace" in _clean(*cli.data("blank.jsonl", "\n \n")[::2])
+
+
+def test_data_line_not_json(cli: Cli) -> None:
+    err = _clean(*cli.data("broken.jsonl", '{"prompt": "1+1?", "reference": "2"}\n{oops\n')[::2])
+    assert "broken.jsonl line 2 is not valid JSON" in err
+
+
+def test_data_line_not_an_object(cli: Cli) -> None:
+    err = _clean(*cli.data("strings.jsonl", '"1+1?"\n')[::2])
+    assert "strings.jsonl line 1 is a JSON string, not an object" in err
+
+
+def test_data_unsupported_file_type(cli: Cli) -> None:
+    err = _clean(*cli.data("rows.csv", "prompt,reference\n1+1?,2\n")[::2])
+    assert "rows.csv: unsupported file type" in err
+
+
+def test_data_missing_prompt_key(cli: Cli) -> None:
+    rows = '{"prompt": "1+1?", "reference": "2"}\n{"question": "no prompt key", "reference": "1"}\n'
+    err = _clean(*cli.data("keys.jsonl", rows)[::2])
+    assert "keys.jsonl row 1:" in err and "'prompt'" in err
+
+
+def test_data_null_reference(cli: Cli) -> None:
+    err = _clean(*cli.data("null.jsonl", '{"prompt": "1+1?", "reference": null}\n')[::2])
+    assert "null.jsonl row 0: no value (null or absent in this row) for key 'reference'" in err
+
+
+def test_data_empty_prompt(cli: Cli) -> None:
+    err = _clean(*cli.data("blank_prompt.jsonl", '{"prompt": "  ", "reference": "1"}\n')[::2])
+    assert "blank_prompt.jsonl row 0: empty prompt in 'prompt'" in err
+
+
+def test_data_prompt_wrong_type(cli: Cli) -> None:
+    err = _clean(*cli.data("number.jsonl", '{"prompt": 7, "reference": "1"}\n')[::2])
+    assert "expected a string or a list of chat messages, got int" in err
+
+
+def test_data_chat_unknown_role(cli: Cli) -> None:
+    row = {"prompt": [{"role": "wizard", "content": "1+1?"}], "reference": "2"}
+    err = _clean(*cli.data("roles.jsonl", json.dumps(row) + "\n")[::2])
+    assert "roles.jsonl row 0: message 0 has unknown role 'wizard'" in err
+    assert "expected system, user, assistant, tool" in err
+
+
+def test_data_chat_without_user_turn(cli: Cli) -> None:
+    row = {"prompt": [{"role": "system", "content": "Be brief."}], "reference": "2"}
+    err = _clean(*cli.data("system_only.jsonl", json.dumps(row) + "\n")[::2])
+    assert "system_only.jsonl row 0: no user message in the chat 'prompt'" in err
+
+
+def test_data_bad_rows_skipped_on_request(cli: Cli) -> None:
+    rows = (
+        "".join(json.dumps({"prompt": f"{i}+1?", "reference": str(i + 1)}) + "\n" for i in range(4))
+        + '{"prompt": "no reference"}\n'
+    )
+    code, _, err = cli.data(
+        "mixed.jsonl", rows, "data.train.on_bad_row=skip", "train.total_steps=1"
+    )
+    assert code == 0, err
+    assert _metric_steps(cli.run_dir) == [1]
+
+
+# -- run directory ----------------------------------------------------------------------------
+
+
+def test_run_dir_in_use(cli: Cli) -> None:
+    with RunDirectoryLock(cli.run_dir):
+        err = _clean(*cli.train()[::2])
+    assert f"run directory {cli.run_dir} is in use by another lightrft process" in err
+    assert f"pid {os.getpid()}" in err
+    assert not (cli.run_dir / "metrics.jsonl").exists()
+
+
+def test_run_dir_stale_lock_is_ignored(cli: Cli) -> None:
+    cli.run_dir.mkdir()
+    (cli.run_dir / ".lightrft.lock").write_text("")
+    (cli.run_dir / ".lightrft-owner.json").write_text('{"pid": 999999, "host": "gone"}')
+    code, _, err = cli.train("train.total_steps=1")
+    assert code == 0, err
+    assert not (cli.run_dir / ".lightrft-owner.json").exists()  # released at the end
+
+
+def test_run_dir_holds_a_previous_run(cli: Cli) -> None:
+    assert cli.train("train.total_steps=1")[0] == 0
+    before = (cli.run_dir / "metrics.jsonl").read_text()
+    err = _clean(*cli.train()[::2])
+    assert "holds a previous run" in err and "--resume" in err and "--overwrite" in err
+    assert (cli.run_dir / "metrics.jsonl").read_text() == before
+
+
+def test_run_dir_overwrite_moves_it_aside(cli: Cli) -> None:
+    assert cli.train("train.total_steps=1", "checkpoint.every=1")[0] == 0
+    code, _, err = cli.train("--overwrite")
+    assert code == 0, err
+    (aside,) = cli.tmp.glob("run.old-*")
+    assert _metric_steps(aside) == [1] and (aside / "checkpoints" / "step_00000001").is_dir()
+    assert _metric_steps(cli.run_dir) == [1, 2]
+
+
+def test_run_dir_resume_with_nothing_to_resume(cli: Cli) -> None:
+    err = _clean(*cli.train("--resume", run_dir=cli.tmp / "typo")[::2])
+    assert "nothing to resume in" in err and "typo" in err and "--resume=auto" in err
+
+
+def test_run_dir_resume_auto_starts_fresh(cli: Cli) -> None:
+    code, _, err = cli.train("--resume=auto", "train.total_steps=1")
+    assert code == 0, err
+    assert _metric_steps(cli.run_dir) == [1]
+
+
+def test_run_dir_resume_does_not_repeat_metrics(cli: Cli) -> None:
+    assert cli.train("checkpoint.every=1", "train.total_steps=3")[0] == 0
+    # as if killed after logging step 3 but before its checkpoint was committed
+    shutil.rmtree(cli.run_dir / "checkpoints" / "step_00000003")
+    code, _, err = cli.train("checkpoint.every=1", "train.total_steps=3", "--resume")
+    assert code == 0, err
+    assert _metric_steps(cli.run_dir) == [1, 2, 3]
+
+
+def test_report_of_a_missing_run(cli: Cli) -> None:
+    code, _, err = cli("report", str(cli.tmp / "nowhere"))
+    assert "nowhere does not exist" in _clean(code, err)
+
+
+# -- checkpoints --------------------------------------------------------------------------------
+
+
+def _damage_newest(cli: Cli) -> Path:
+    assert cli.train("checkpoint.every=1", "train.total_steps=2")[0] == 0
+    state = cli.run_dir / "checkpoints" / "step_00000002" / "state.pt"
+    state.write_bytes(state.read_bytes()[:-100])
+    return state
+
+
+def test_checkpoint_newest_damaged_falls_back(cli: Cli) -> None:
+    state = _damage_newest(cli)
+    code, _, err = cli.train("checkpoint.every=1", "train.total_steps=2", "--resume")
+    assert code == 0, err
+    assert "checkpoint.damaged" in err and str(state) in err
+    assert re.search(r"checkpoint.resumed\s+step=1", err)
+    assert _metric_steps(cli.run_dir) == [1, 2]
+
+
+def test_checkpoint_all_damaged(cli: Cli) -> None:
+    _damage_newest(cli)
+    first = cli.run_dir / "checkpoints" / "step_00000001" / "state.pt"
+    first.write_bytes(b"not a checkpoint")
+    code, _, err = cli.train("checkpoint.every=1", "train.total_steps=2", "--resume")
+    err = _clean(code, err, expected=1)
+    assert "every checkpoint is damaged" in err and str(first) in err
+
+
+def test_checkpoints_verify_lists_their_state(cli: Cli) -> None:
+    state = _damage_newest(cli)
+    code, out, _ = cli("checkpoints", "verify", str(cli.run_dir))
+    assert code == 1
+    lines = out.splitlines()
+    assert re.match(r"intact\s+step\s+1\s", lines[0])
+    assert re.match(r"damaged\s+step\s+2\s", lines[1]) and str(state) in lines[2]
+
+
+def test_checkpoint_state_not_weights_only(tmp_path: Path) -> None:
+    import numpy as np
+
+    with pytest.raises(
+        UnsafeCheckpointStateError, match=r"state\['stats'\]\['mean'\] holds a numpy"
+    ):
+        LocalCheckpointStore(tmp_path).save(1, {"stats": {"mean": np.float64(0.5)}})
+    assert LocalCheckpointStore(tmp_path).steps() == []
+
+
+def test_checkpoint_disk_full(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_save = torch.save
+
+    def full_disk_at_step_2(obj, f, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if "step_00000002" in str(getattr(f, "name", f)):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(local_store_module.torch, "save", full_disk_at_step_2)
+    code, _, err = cli.train("checkpoint.every=1")
+    monkeypatch.undo()
+    err = _clean(code, err, expected=1)
+    assert "cannot write the checkpoint of step 2" in err and "No space left" in err
+    assert "newest: step 1" in err and "--resume" in err
+    code, _, err = cli.train("checkpoint.every=1", "--resume")
+    assert code == 0, err
+    assert _metric_steps(cli.run_dir) == [1, 2]
+
+
+# -- rewards --------------------------------------------------------------------------------------
+
+
+def test_reward_function_always_fails(cli: Cli) -> None:
+    source = f"reward.sources=[{{type: python, name: broken, function: '{TOY}:always_raises'}}]"
+    code, _, err = cli.train(source, "reward.failure_patience=2", "train.total_steps=4")
+    err = _clean(code, err, expected=1)
+    assert "reward source 'broken' (100% of step 2's samples) failed" in err
+    assert err.count("reward.function.failed") == 3 * 2  # 3 per step, then the summary
+    assert err.count("reward.function.failures") == 2
+    assert LocalCheckpointStore(cli.run_dir / "checkpoints").steps() == [1]
+
+
+def test_reward_function_returns_nan(cli: Cli) -> None:
+    source = f"reward.sources=[{{type: python, name: nan, function: '{TOY}:returns_nan'}}]"
+    code, _, err = cli.train(source, "reward.stop_on_failures=false")
+    assert code == 0, err
+    rows = [json.loads(line) for line in (cli.run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["reward/nan/failure_rate"] for r in rows] == [1.0, 1.0]
+    assert "reward.function.bad_value" in err
+
+
+def test_reward_function_not_importable(cli: Cli) -> None:
+    source = "reward.sources=[{type: python, function: 'no_such_module:score'}]"
+    err = _clean(*cli.train(source)[::2])
+    assert "cannot load reward function 'no_such_module:score'" in err
+
+
+# -- faults -------------------------------------------------------------------------------------------
+
+
+def test_sigterm_stops_after_a_checkpoint(cli: Cli) -> None:
+    metrics = cli.run_dir / "metrics.jsonl"
+
+    def signal_after_first_step() -> None:
+        deadline = time.monotonic() + 60
+        while not metrics.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    sender = threading.Thread(target=signal_after_first_step)
+    sender.start()
+    code, out, err = cli.train("train.total_steps=50")
+    sender.join()
+    assert code == EXIT_STOPPED, err
+    summary = json.loads(out[out.index("{") :])
+    stopped_at = summary["steps"]
+    assert summary["stopped_early"] and 1 <= stopped_at < 50
+    assert LocalCheckpointStore(cli.run_dir / "checkpoints").steps() == [stopped_at]
+    code, _, err = cli.train(f"train.total_steps={stopped_at + 1}", "--resume")
+    assert code == 0, err
+    assert _metric_steps(cli.run_dir) == list(range(1, stopped_at + 2))
+
+
+def test_debug_shows_the_traceback(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = cli.train(f"data.train.path={cli.tmp / 'none.jsonl'}")[2]
+    assert "Traceback" not in plain and "--debug" in plain
+    debug = cli(
+        "--debug",
+        "train",
+        "grpo",
+        f"model.path={cli.model}",
+        *TINY,
+        f"data.train.path={cli.tmp / 'none.jsonl'}",
+    )[2]
+    monkeypatch.setenv("LIGHTRFT_DEBUG", "1")
+    env = cli.train(f"data.train.path={cli.tmp / 'none.jsonl'}")[2]
+    for err in (debug, env):
+        assert "Traceback (most recent call last)" in err and "none.jsonl does not exist" in err
+
+
+# -- the table ----------------------------------------------------------------------------------------
+
+
+def _table_tests() -> list[str]:
+    rows = [line for line in TABLE.read_text().splitlines() if line.startswith("| ")]
+    return [m.group(1) for line in rows if (m := re.search(r"`(tests/[^`]+::\w+)`", line))]
+
+
+def test_every_row_has_a_test() -> None:
+    named = _table_tests()
+    assert len(named) >= 35
+    assert len(set(named)) == len(named), "a test is named by two rows"
+    for ref in named:
+        path, name = ref.split("::")
+        source = (ROOT / path).read_text()
+        assert re.search(rf"^def {name}\(", source, re.MULTILINE), f"{ref} does not exist"
+    here = {n for n in globals() if n.startswith("test_") and n != "test_every_row_has_a_test"}
+    listed = {ref.split("::")[1] for ref in named if ref.startswith("tests/e2e/test_bad_inputs.py")}
+    assert here == listed, f"tests without a row: {sorted(here - listed)}"

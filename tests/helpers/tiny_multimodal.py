@@ -1,0 +1,224 @@
+"""Tiny random vision- and audio-language models, tokenizer and media for tests (no download).
+
+The tokenizer is byte-level (one token per byte) plus the Qwen special tokens; its chat
+template renders ``{"type": "image"}`` / ``{"type": "audio"}`` content parts the way the
+Qwen2-VL and Qwen2-Audio templates do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from transformers import (
+    PreTrainedTokenizerFast,
+    Qwen2_5_VLConfig,
+    Qwen2_5_VLForConditionalGeneration,
+    Qwen2AudioConfig,
+    Qwen2AudioForConditionalGeneration,
+    Qwen2VLConfig,
+    Qwen2VLForConditionalGeneration,
+    WhisperFeatureExtractor,
+)
+from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+SPECIALS = (
+    "<|endoftext|>",
+    "<|im_end|>",
+    "<|im_start|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<|audio_bos|>",
+    "<|AUDIO|>",
+    "<|audio_eos|>",
+)
+PAD, EOS = 0, 1
+VOCAB = 272  # 10 specials + 256 bytes, rounded up
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif c['type'] == 'audio' %}<|audio_bos|><|AUDIO|><|audio_eos|>"
+    "{% else %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def token_id(token: str) -> int:
+    """The id of a special token of :func:`tiny_mm_tokenizer`."""
+    return SPECIALS.index(token)
+
+
+def tiny_mm_tokenizer() -> PreTrainedTokenizerFast:
+    """Byte-level tokenizer with the Qwen special tokens (ids 0..9) and a chat template."""
+    vocab = {token: i for i, token in enumerate(SPECIALS)}
+    for i, ch in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet())):
+        vocab[ch] = len(SPECIALS) + i
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    backend.decoder = decoders.ByteLevel()
+    return _qwen_tokenizer(backend)
+
+
+def _qwen_tokenizer(backend: Tokenizer, **extra: str) -> PreTrainedTokenizerFast:
+    """``backend`` with the Qwen pad / EOS / media tokens and the media chat template."""
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token="<|endoftext|>",
+        eos_token="<|im_end|>",
+        additional_special_tokens=list(SPECIALS[2:]),
+        **extra,
+    )
+    tok.chat_template = CHAT_TEMPLATE
+    tok.padding_side = "left"
+    return tok
+
+
+def _text_config(hidden: int = 64) -> dict[str, object]:
+    return {
+        "vocab_size": VOCAB,
+        "hidden_size": hidden,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "intermediate_size": 2 * hidden,
+        "max_position_embeddings": 1024,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [4, 6, 6]},
+        "pad_token_id": PAD,
+        "eos_token_id": EOS,
+        "bos_token_id": None,
+    }
+
+
+def _vl_ids() -> dict[str, int]:
+    return {
+        "image_token_id": token_id("<|image_pad|>"),
+        "video_token_id": token_id("<|video_pad|>"),
+        "vision_start_token_id": token_id("<|vision_start|>"),
+        "vision_end_token_id": token_id("<|vision_end|>"),
+    }
+
+
+def tiny_qwen2_vl(seed: int = 0) -> Qwen2VLForConditionalGeneration:
+    """Qwen2-VL: text head_dim 32 (mrope 4+6+6 = 16), vision depth 2, width 32."""
+    vision = {
+        "depth": 2,
+        "embed_dim": 32,
+        "hidden_size": 64,
+        "num_heads": 2,
+        "mlp_ratio": 2,
+        "patch_size": 14,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+    }
+    config = Qwen2VLConfig(text_config=_text_config(), vision_config=vision, **_vl_ids())
+    config.eos_token_id, config.pad_token_id = EOS, PAD
+    torch.manual_seed(seed)
+    return Qwen2VLForConditionalGeneration(config).eval()
+
+
+def tiny_qwen2_5_vl(seed: int = 0) -> Qwen2_5_VLForConditionalGeneration:
+    """Qwen2.5-VL: tower width 128 (out 64 = text hidden), window 56, one full-attn block."""
+    vision = {
+        "depth": 2,
+        "hidden_size": 128,
+        "out_hidden_size": 64,
+        "intermediate_size": 128,
+        "num_heads": 2,
+        "patch_size": 14,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        "window_size": 56,
+        "fullatt_block_indexes": [1],
+    }
+    config = Qwen2_5_VLConfig(text_config=_text_config(), vision_config=vision, **_vl_ids())
+    config.eos_token_id, config.pad_token_id = EOS, PAD
+    torch.manual_seed(seed)
+    return Qwen2_5_VLForConditionalGeneration(config).eval()
+
+
+def tiny_image_processor() -> Qwen2VLImageProcessorPil:
+    """4-16 merged tokens per image (min 28*28*4, max 28*28*16 pixels)."""
+    return Qwen2VLImageProcessorPil(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 16)
+
+
+def noise_image(width: int, height: int, seed: int) -> Image.Image:
+    """A random RGB image."""
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
+
+
+def tiny_qwen2_audio(
+    seed: int = 0, *, max_source_positions: int = 1500
+) -> Qwen2AudioForConditionalGeneration:
+    """Qwen2-Audio: 2 encoder layers of width 32, 128 mel bins, qwen2 text of hidden 64.
+
+    The encoder reads ``2 * max_source_positions`` feature frames (1500: Whisper's 30 s)."""
+    text = _text_config()
+    text.pop("rope_parameters")
+    text["model_type"] = "qwen2"
+    audio = {
+        "num_mel_bins": 128,
+        "encoder_layers": 2,
+        "encoder_attention_heads": 2,
+        "encoder_ffn_dim": 64,
+        "d_model": 32,
+        "max_source_positions": max_source_positions,
+    }
+    config = Qwen2AudioConfig(
+        text_config=text, audio_config=audio, audio_token_index=token_id("<|AUDIO|>")
+    )
+    config.eos_token_id, config.pad_token_id = EOS, PAD
+    torch.manual_seed(seed)
+    return Qwen2AudioForConditionalGeneration(config).eval()
+
+
+def tiny_feature_extractor(chunk_seconds: int = 30) -> WhisperFeatureExtractor:
+    """Whisper features with 128 mel bins at 16 kHz, padded to ``chunk_seconds``."""
+    return WhisperFeatureExtractor(feature_size=128, chunk_length=chunk_seconds)
+
+
+TASK_WORDS = (
+    "[UNK]", "user", "assistant", "What", "colour", "is", "the", "shape", "How", "many",
+    "shapes", "are", "there", "Which", "tone", "higher", "first", "or", "second", "red",
+    "blue", "green", "yellow", "1", "2", "3", "?", ",", ".",
+)  # fmt: skip
+
+
+def task_tokenizer() -> PreTrainedTokenizerFast:
+    """A word-level tokenizer over the built-in tasks' words plus the Qwen special tokens:
+    each answer ("red", "first" ...) is one token, so a tiny model learns it fast."""
+    vocab = {token: i for i, token in enumerate(SPECIALS)}
+    for word in TASK_WORDS:
+        vocab[word] = len(vocab)
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return _qwen_tokenizer(backend, unk_token="[UNK]")
+
+
+def _save(directory: Path, model: torch.nn.Module, processor: object) -> Path:
+    tok = task_tokenizer()
+    model.resize_token_embeddings(len(tok))  # type: ignore[operator]
+    model.save_pretrained(directory)  # type: ignore[operator]
+    tok.save_pretrained(directory)
+    processor.save_pretrained(directory)  # type: ignore[attr-defined]
+    return directory
+
+
+def save_tiny_vl_model(directory: Path, seed: int = 0) -> Path:
+    """A from-scratch tiny Qwen2-VL over :func:`task_tokenizer`, saved with its tokenizer
+    and image processor (what ``model.path`` of a vision-language run points to)."""
+    return _save(directory, tiny_qwen2_vl(seed), tiny_image_processor())
+
+
+def save_tiny_audio_model(directory: Path, seed: int = 0) -> Path:
+    """A from-scratch tiny Qwen2-Audio over :func:`task_tokenizer`, saved with its
+    tokenizer and feature extractor; clips are padded to 1 s (100 frames), not 30 s."""
+    model = tiny_qwen2_audio(seed, max_source_positions=50)
+    return _save(directory, model, tiny_feature_extractor(chunk_seconds=1))

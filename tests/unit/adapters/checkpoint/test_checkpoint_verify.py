@@ -1,0 +1,79 @@
+"""Checkpoint manifests: sizes and checksums recorded at save time, damage found and named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import xxhash
+
+from lightrft.adapters.checkpoint import LocalCheckpointStore
+from lightrft.domain.checkpoint_health import DamagedCheckpointError, VerifiableStore
+
+
+def _store_with_two(tmp_path: Path) -> LocalCheckpointStore:
+    store = LocalCheckpointStore(tmp_path / "ckpt", keep_last=None)
+    for step in (1, 2):
+
+        def extra(path: Path, step: int = step) -> None:
+            (path / "shard_0.bin").write_bytes(bytes(range(step * 10)))
+
+        store.save(step, {"w": torch.full((64,), float(step))}, extra_writer=extra)
+    return store
+
+
+def test_metadata_records_size_and_xxh3_of_every_file(tmp_path: Path) -> None:
+    store = _store_with_two(tmp_path)
+    assert isinstance(store, VerifiableStore)
+    directory = store.directory(2)
+    files = json.loads((directory / "metadata.json").read_text())["files"]
+    assert sorted(files) == ["extra/shard_0.bin", "state.pt"]
+    shard = (directory / "extra" / "shard_0.bin").read_bytes()
+    assert files["extra/shard_0.bin"] == {"size": 20, "xxh3_128": xxhash.xxh3_128(shard).hexdigest()}
+    state = (directory / "state.pt").read_bytes()
+    assert files["state.pt"]["size"] == len(state)
+    assert store.verify(1) == [] and store.verify(2) == []
+
+
+def test_truncation_bit_flips_and_missing_files_are_named(tmp_path: Path) -> None:
+    store = _store_with_two(tmp_path)
+    state = store.directory(2) / "state.pt"
+    data = state.read_bytes()
+    state.write_bytes(data[: len(data) // 2])
+    (problem,) = store.verify(2)
+    assert str(state) in problem and "truncated" in problem and f"expected {len(data)}" in problem
+
+    flipped = bytearray(data)
+    flipped[-5] ^= 0xFF  # same size, one byte changed
+    state.write_bytes(bytes(flipped))
+    (problem,) = store.verify(2)
+    assert str(state) in problem and "checksum" in problem
+
+    shard = store.directory(1) / "extra" / "shard_0.bin"
+    shard.unlink()
+    assert store.verify(1) == [f"{shard}: missing"]
+
+
+def test_loading_a_truncated_state_names_the_file(tmp_path: Path) -> None:
+    store = _store_with_two(tmp_path)
+    state = store.directory(2) / "state.pt"
+    state.write_bytes(state.read_bytes()[:100])
+    with pytest.raises(DamagedCheckpointError, match="state.pt cannot be read"):
+        store.load(2)
+    assert torch.equal(store.load(1)["w"], torch.full((64,), 1.0))
+
+
+def test_unreadable_metadata_is_a_problem_and_old_checkpoints_count_as_intact(
+    tmp_path: Path,
+) -> None:
+    store = _store_with_two(tmp_path)
+    meta = store.directory(1) / "metadata.json"
+    legacy = json.loads(meta.read_text())
+    del legacy["files"]  # written before checksums existed
+    meta.write_text(json.dumps(legacy))
+    assert store.verify(1) == []
+    (store.directory(2) / "metadata.json").write_text("{not json")
+    (problem,) = store.verify(2)
+    assert "metadata.json: unreadable" in problem
