@@ -32,6 +32,7 @@ from lightrft.domain.ports import (
     RolloutEngine,
 )
 from lightrft.domain.rewards import RunningMoments, clip_values
+from lightrft.domain.rollout_correction import mismatch_metrics
 from lightrft.domain.sampling import (
     DynamicSamplingState,
     high_entropy_token_mask,
@@ -207,6 +208,20 @@ class ExperienceMaker:
         per_prompt = scores.total  # (number of prompts,)
         return per_prompt[torch.tensor([c.prompt_index for c in rollout.completions])]
 
+    def _sampling_logprobs(
+        self, seq: SequenceBatch, batches: list[Tensor], old: Tensor | None
+    ) -> Tensor:
+        """The trainer's log-probs (B, R) at the temperature the engine sampled with (its
+        log-probs are those of that distribution); ``old`` (temperature 1) when it is 1 or
+        greedy decoding reported temperature-1 log-probs."""
+        temperature = self.rollout.sampling.temperature
+        if old is not None and temperature in (0.0, 1.0):
+            return old
+        logprobs, _ = self._forward_no_grad(
+            self.policy, seq, batches, False, temperature=temperature or 1.0
+        )
+        return logprobs
+
     def _forward_batches(self, seq: SequenceBatch, group_index: Tensor) -> list[Tensor]:
         """Row indices of each no-grad forward: ``forward_micro_batch_size`` rows, or with
         ``max_tokens_per_forward`` balanced token-budget micro-batches (groups kept together
@@ -232,6 +247,7 @@ class ExperienceMaker:
         seq: SequenceBatch,
         batches: list[Tensor],
         entropy: bool,
+        temperature: float = 1.0,
     ) -> tuple[Tensor, Tensor | None]:
         """Log-probs (B, R) and, if asked, entropies (B, R) over the micro-batches."""
         shape = tuple(seq.response_mask.shape)
@@ -240,7 +256,9 @@ class ExperienceMaker:
         got_entropy = False
         with torch.no_grad():
             for rows in batches:
-                out = model.forward(self._micro_inputs(seq, rows), with_entropy=entropy)
+                out = model.forward(
+                    self._micro_inputs(seq, rows), temperature=temperature, with_entropy=entropy
+                )
                 r = out.logprobs.shape[1]
                 logprobs[rows, :r] = out.logprobs.float().cpu()[: len(rows)]
                 if entropy and out.entropy is not None:
@@ -287,6 +305,18 @@ class ExperienceMaker:
         if self.critic is not None:
             values = self._values_no_grad(self.critic, seq, batches)
         metrics: dict[str, float] = {}
+        rollout_logprobs = tensors.rollout_logprobs
+        correcting = self.algorithm.resolved_loss.tis_cap is not None
+        if rollout_logprobs is not None and (self.rollout.measure_mismatch or correcting):
+            trainer = self._sampling_logprobs(seq, batches, old)
+            if self.rollout.measure_mismatch:
+                mismatch = mismatch_metrics(trainer, rollout_logprobs, mask)
+                metrics.update({k: float(v) for k, v in mismatch.items()})
+            if correcting and old is not None and trainer is not old:
+                # The loss weighs by exp(old - rollout) with old at temperature 1; shift the
+                # engine's log-probs so that difference is the mismatch at the sampling
+                # temperature: old - shifted = trainer_T - engine_T.
+                rollout_logprobs = (old - trainer + rollout_logprobs) * mask
         kl = None
         if ref is not None and old is not None:
             kl = kl_estimate(self.algorithm.kl_estimator, old, ref, mask)
@@ -322,7 +352,7 @@ class ExperienceMaker:
             rewards=rewards,
             group_index=group_index,
             ref_logprobs=ref,
-            rollout_logprobs=tensors.rollout_logprobs,
+            rollout_logprobs=rollout_logprobs,
             values=values,
         )
         return experience, metrics

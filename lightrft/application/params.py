@@ -66,6 +66,11 @@ class RolloutParams:
     max_sampling_rounds: int = 3
     pad_token_id: int = 0
     forward_micro_batch_size: int = 16  # rows per no-grad log-prob forward
+    # The engine's log-probs come from another implementation (vLLM, SGLang): compute the
+    # trainer's at the sampling temperature every step and log the rollout/* mismatch
+    # metrics (domain.rollout_correction). Exact only without top-k/top-p/min-p filters
+    # and FIRE (the engine reports the filtered distribution's log-probs).
+    measure_mismatch: bool = False
     max_tokens_per_forward: int | None = None  # token budget of a no-grad forward instead
     balance_ranks: bool = False  # spread a step's prompts over ranks by cost (balanced_step)
 

@@ -29,6 +29,12 @@ from lightrft.domain.checks import (
 )
 from lightrft.domain.masked import masked_mean
 from lightrft.domain.registry import Registry
+from lightrft.domain.rollout_correction import (
+    DEFAULT_CORRECTION_MODE,
+    CorrectionMode,
+    RolloutCorrection,
+    correction_weights,
+)
 
 LOG_RATIO_BOUND = 20.0
 """Log-ratios are clamped to [-LOG_RATIO_BOUND, LOG_RATIO_BOUND] before ``exp``."""
@@ -57,8 +63,10 @@ class PolicyLossInputs:
 @dataclass(frozen=True)
 class PolicyLossParams:
     """Clip range (eps_low in [0, 1), eps_high >= 0), optional dual clip c > 1 (ratio losses
-    only), aggregation mode, optional truncated-IS cap C > 0, and the CPGD policy-drift
-    coefficient (0.001, the value of the CPGD authors' scripts; only ``cpgd`` reads it)."""
+    only), aggregation mode, optional rollout-correction cap C > 0 (``tis_cap``) with its
+    ``correction_mode`` (:mod:`lightrft.domain.rollout_correction`; token-level truncation,
+    TIS, by default), and the CPGD policy-drift coefficient (0.001, the value of the CPGD
+    authors' scripts; only ``cpgd`` reads it)."""
 
     clip_eps_low: float = 0.2
     clip_eps_high: float = 0.2
@@ -66,6 +74,7 @@ class PolicyLossParams:
     agg: AggMode = "token-mean"
     tis_cap: float | None = None
     drift_coef: float = 0.001
+    correction_mode: CorrectionMode = DEFAULT_CORRECTION_MODE
 
     def __post_init__(self) -> None:
         check_non_negative("clip_eps_low", self.clip_eps_low)
@@ -78,6 +87,7 @@ class PolicyLossParams:
             raise ValueError(f"unknown agg {self.agg!r}; valid choices: {', '.join(AGG_MODES)}")
         if self.tis_cap is not None:
             check_positive("tis_cap", self.tis_cap)
+        RolloutCorrection(self.correction_mode)  # validates the mode name
         check_non_negative("drift_coef", self.drift_coef)
 
 
@@ -311,13 +321,8 @@ def truncated_is_weights(
     check_mask("response_mask", response_mask)
     mask = response_mask.bool()
     old = _masked_input("old_logprobs", old_logprobs, mask)
-    return _capped_ratio(old, _masked_input("rollout_logprobs", rollout_logprobs, mask), mask, cap)
-
-
-def _capped_ratio(old: Tensor, rollout: Tensor, mask: Tensor, cap: float) -> Tensor:
-    """min(exp(old - rollout), cap) on masked tokens, 0 elsewhere, detached. Shape: (B, R)."""
-    log_w = (old - rollout).detach().clamp(-LOG_RATIO_BOUND, LOG_RATIO_BOUND)
-    return torch.where(mask, log_w.exp().clamp(max=cap), torch.zeros_like(log_w))
+    rollout = _masked_input("rollout_logprobs", rollout_logprobs, mask)
+    return correction_weights(old, rollout, mask, RolloutCorrection("token_truncate", cap))
 
 
 def compute_policy_loss(
@@ -329,8 +334,9 @@ def compute_policy_loss(
     """Policy loss ``name`` on one micro-batch: per-token loss, optional TIS weights, aggregation.
 
     Shape: every input (B, R); the loss is 0-dim. ``params`` None uses the loss's paper defaults.
-    With ``params.tis_cap`` set, l_t is multiplied by :func:`truncated_is_weights` (needs
-    ``inputs.rollout_logprobs``). ``normalizer`` None treats the micro-batch as the whole global
+    With ``params.tis_cap`` set, l_t is multiplied by the rollout-correction weights of
+    ``params.correction_mode`` (:func:`~lightrft.domain.rollout_correction.correction_weights`;
+    needs ``inputs.rollout_logprobs``). ``normalizer`` None treats the micro-batch as the whole global
     batch. Metrics add ``policy/approx_kl`` (k3 = rho - 1 - log rho, KL(pi_old || pi)),
     ``policy/ratio_mean`` and, with TIS, ``policy/tis_weight_mean``. Papers: each loss's
     docstring; aggregation modes: DAPO arXiv:2503.14476, Dr. GRPO arXiv:2503.20783.
@@ -355,8 +361,10 @@ def compute_policy_loss(
         "policy/ratio_mean": masked_mean(log_ratio.exp(), mask),
     }
     if params.tis_cap is not None and clean.rollout_logprobs is not None:
-        weights = _capped_ratio(clean.old_logprobs, clean.rollout_logprobs, mask, params.tis_cap)
+        correction = RolloutCorrection(params.correction_mode, params.tis_cap)
+        weights = correction_weights(clean.old_logprobs, clean.rollout_logprobs, mask, correction)
         per_token = per_token * weights
         metrics["policy/tis_weight_mean"] = masked_mean(weights, mask)
+        metrics["policy/tis_dropped_fraction"] = _fraction(weights == 0, mask)
     loss = aggregate(per_token, mask, params.agg, normalizer)
     return PolicyLossOutput(loss=loss, metrics={k: v.detach() for k, v in metrics.items()})

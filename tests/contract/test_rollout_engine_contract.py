@@ -60,6 +60,15 @@ def make_hf_engine(sleep_mode: SleepMode) -> EngineSubject:
     return EngineSubject(engine, short_prompts(), HfPolicy(tiny_model(1)), reload_weights=reload)
 
 
+def make_vllm_engine() -> EngineSubject:
+    """The process's shared in-process vLLM engine (CPU: sleep keeps the weights), reset to
+    ``tiny_vllm_model(0)``; skipped when vLLM is not installed."""
+    from tests.unit.adapters.vllm.vllm_tiny import shared_engine, tiny_vllm_model
+
+    engine, _ = shared_engine()
+    return EngineSubject(engine, short_prompts(), HfPolicy(tiny_vllm_model(1)))
+
+
 def make_shared_hf_engine() -> EngineSubject:
     model = tiny_model(0)
     engine = HfRolloutEngine(model, tiny_tokenizer(), CPU, shares_policy_weights=True)
@@ -77,6 +86,7 @@ IMPLEMENTATIONS: list[object] = [
     pytest.param(lambda: make_hf_engine("offload"), id="hf-offload"),
     pytest.param(lambda: make_hf_engine("discard"), id="hf-discard"),
     pytest.param(make_shared_hf_engine, id="hf-shared"),
+    pytest.param(make_vllm_engine, id="vllm"),
 ]
 
 SAMPLING = SamplingParams(n=3, max_new_tokens=5, seed=7)

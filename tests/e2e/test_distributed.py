@@ -7,16 +7,13 @@ with the single-process run is a real check.
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 
-from tests.helpers.cli_runs import train_grpo_command
+from tests.helpers.cli_runs import final_weights, max_weight_diff, run_train
 
 COMMON = [
     "rollout.max_new_tokens=6",
@@ -32,19 +29,10 @@ COMMON = [
 
 
 def _train(tiny_dir: Path, run_dir: Path, *extra: str) -> None:
-    env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": "1"}
-    command = train_grpo_command(tiny_dir, run_dir, *COMMON, *extra)
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_train(tiny_dir, run_dir, *COMMON, *extra)
 
 
-def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
-    return load_file(str(run_dir / "final_model" / "model.safetensors"))
-
-
-def _max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
-    assert a.keys() == b.keys()
-    return max(float((a[k] - b[k]).abs().max()) for k in a)
+_weights, _max_diff = final_weights, max_weight_diff
 
 
 BACKENDS = [

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
 
 
 def train_grpo_command(model_dir: Path, run_dir: Path, *overrides: str) -> list[str]:
@@ -18,3 +23,22 @@ def train_grpo_command(model_dir: Path, run_dir: Path, *overrides: str) -> list[
         f"logging.run_dir={run_dir}",
         *overrides,
     ]
+
+
+def run_train(model_dir: Path, run_dir: Path, *overrides: str) -> None:
+    """Runs :func:`train_grpo_command` single-threaded; fails the test with its stderr tail."""
+    env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": "1"}
+    command = train_grpo_command(model_dir, run_dir, *overrides)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def final_weights(run_dir: Path) -> dict[str, torch.Tensor]:
+    """The tensors of a run's ``final_model``."""
+    return load_file(str(run_dir / "final_model" / "model.safetensors"))
+
+
+def max_weight_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    """Largest absolute difference between two state dicts with the same keys."""
+    assert a.keys() == b.keys()
+    return max(float((a[k] - b[k]).abs().max()) for k in a)

@@ -18,7 +18,6 @@ decoding (temperature 0) takes the argmax and reports the plain log_softmax(logi
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,7 +25,10 @@ import torch
 from torch import Tensor
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
+from lightrft.adapters.common.seeds import row_seed
 from lightrft.domain.sampling import filter_logits
+
+__all__ = ["StopStringMatcher", "TokenDistribution", "draw", "row_seed", "sampling_logprobs"]
 
 
 @dataclass(frozen=True)
@@ -81,16 +83,6 @@ def draw(
     # with p > 0 (searching the total itself would run past the end)
     target = torch.minimum(u * total, torch.nextafter(total, torch.zeros_like(total)))
     return torch.searchsorted(cdf, target, right=True).squeeze(-1)  # [N]
-
-
-def row_seed(seed: int, prompt_uid: str, sample: int) -> int:
-    """A 63-bit seed for sample ``sample`` of prompt ``prompt_uid`` under base ``seed``.
-
-    Stable across processes and Python versions (SHA-256, not ``hash``), so a completion is
-    the same whatever the batch, the batch size or the data-parallel rank that draws it.
-    """
-    digest = hashlib.sha256(f"{seed}:{prompt_uid}:{sample}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
 
 
 class StopStringMatcher:

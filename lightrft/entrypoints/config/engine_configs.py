@@ -50,3 +50,65 @@ class HfEngineConfig(ComponentSection):
                 f"not shard parameters (got {run.backend.strategy.type!r}) and "
                 f"model.lora.rank 0 (got {run.model.lora.rank})"
             )
+
+
+@register_config(ENGINE_CONFIGS, "vllm")
+class VllmEngineConfig(ComponentSection):
+    """vLLM in the training process (one engine per rank); see docs/engines.md."""
+
+    type: Literal["vllm"] = "vllm"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="Engine dtype; auto: the model's training dtype (model.dtype)."
+    )
+    memory_fraction: float = Field(
+        0.3,
+        gt=0,
+        le=1,
+        description="vLLM gpu_memory_utilization: share of device memory (host RAM on CPU) "
+        "for weights, activations and KV cache.",
+    )
+    kv_cache_gib: float | None = Field(
+        None, gt=0, description="Explicit KV cache size in GiB (CPU default: 1 GiB)."
+    )
+    max_model_len: int | None = Field(
+        None, gt=0, description="Longest prompt + response (default: the model config's)."
+    )
+    enforce_eager: bool | None = Field(
+        None,
+        description="No CUDA graphs / torch.compile (less memory and start time, slower "
+        "steps); None: eager on CPU (compiling takes ~40 s on 2 cores), compiled on CUDA.",
+    )
+    sleep_level: Literal[1, 2] = Field(
+        1,
+        description="GPU sleep: 1 offloads weights and drops the KV cache; 2 drops both "
+        "(reloaded by the next sync). CPU: no sleep mode (memory is not freed).",
+    )
+    sync_bucket_mib: float = Field(
+        512.0, gt=0, description="Bound of one weight-sync call (a layer is never split)."
+    )
+    tensor_parallel_size: int = Field(
+        1, ge=1, description="GPUs per engine (consecutive ranks; GPU-only, unverified)."
+    )
+    max_num_seqs: int | None = Field(None, gt=0, description="Sequences decoded together.")
+
+    def check_in_run(self, run: RunConfig) -> None:
+        if run.rollout.first_token_temperature is not None:
+            raise ValueError(
+                "rollout.first_token_temperature (FIRE) is not supported by rollout.engine=vllm"
+            )
+
+
+@register_config(ENGINE_CONFIGS, "sglang")
+class SglangEngineConfig(ComponentSection):
+    """SGLang in the training process (GPU-only, unverified: see docs/engines.md)."""
+
+    type: Literal["sglang"] = "sglang"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="Engine dtype; auto: the model's training dtype (model.dtype)."
+    )
+    memory_fraction: float = Field(
+        0.5, gt=0, le=1, description="SGLang mem_fraction_static (weights + KV cache)."
+    )
+    context_length: int | None = Field(None, gt=0, description="Longest prompt + response.")
+    sync_bucket_mib: float = Field(512.0, gt=0, description="Bound of one weight-sync call.")
+    tensor_parallel_size: int = Field(1, ge=1, description="GPUs per engine.")

@@ -18,6 +18,7 @@ from lightrft.application.params import (
 from lightrft.application.reward_failures import RewardFailurePolicy
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageParams
 from lightrft.domain.policy_losses import POLICY_LOSSES
+from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_CAP
 from lightrft.domain.types import OptimizerParams, SamplingParams
 from lightrft.entrypoints.config.components import ComponentSection
 from lightrft.entrypoints.config.sections import (
@@ -141,8 +142,11 @@ class RunConfig(Section):
                 "clip_eps_high": a.clip_eps_high,
                 "dual_clip": a.dual_clip,
                 "agg": a.agg,
-                "tis_cap": a.tis_cap,
+                "tis_cap": a.tis_cap
+                if a.tis_cap is not None or not self.rollout.fp8
+                else DEFAULT_CORRECTION_CAP,  # FP8 rollout: correction on by default
                 "drift_coef": a.drift_coef,
+                "correction_mode": a.correction_mode,
             }.items()
             if value is not None
         }
@@ -180,6 +184,7 @@ class RunConfig(Section):
                 max_sampling_rounds=r.max_sampling_rounds,
                 pad_token_id=pad_token_id,
                 forward_micro_batch_size=r.forward_micro_batch_size,
+                measure_mismatch=r.measures_mismatch(),
                 max_tokens_per_forward=r.max_tokens_per_forward,
                 balance_ranks=r.balance_ranks,
             ),

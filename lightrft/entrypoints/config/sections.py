@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_MODE, CorrectionMode
 from lightrft.entrypoints.config import engine_configs, reward_configs, strategy_configs
 from lightrft.entrypoints.config.base import Section
 from lightrft.entrypoints.config.components import (
@@ -191,7 +192,15 @@ class AlgorithmConfig(Section):
     dual_clip: float | None = Field(None, gt=1, description="Dual-clip c for negative advantages.")
     agg: AggName | None = Field(None, description="Loss aggregation mode (None: loss default).")
     tis_cap: float | None = Field(
-        None, gt=0, description="Truncated IS cap C for rollout mismatch."
+        None,
+        gt=0,
+        description="Rollout-mismatch correction cap C (None: no correction; see "
+        "correction_mode and docs/engines.md).",
+    )
+    correction_mode: CorrectionMode = Field(
+        DEFAULT_CORRECTION_MODE,
+        description="Rollout-mismatch correction with tis_cap: token_truncate (TIS), "
+        "token_mask, sequence_truncate or sequence_mask (MIS).",
     )
     drift_coef: float | None = Field(None, ge=0, description="CPGD policy-drift coefficient.")
     kl_estimator: KLEstimatorName = Field("k3", description="KL estimator.")
@@ -253,6 +262,30 @@ class RolloutConfig(Section):
         description="Token budget of a no-grad forward (old/reference log-probs, values); "
         "replaces forward_micro_batch_size when set.",
     )
+    mismatch_metrics: bool | None = Field(
+        None,
+        description="Log rollout/* engine-vs-trainer log-prob metrics every step (one extra "
+        "no-grad forward); None: on for every engine but hf.",
+    )
+    fp8: bool = Field(
+        False,
+        description="FP8 rollout: the engine's weights quantized block-wise to e4m3 at each "
+        "sync (vLLM on CUDA only; turns on algorithm.tis_cap=2 unless set).",
+    )
+
+    @model_validator(mode="after")
+    def _fp8_needs_vllm(self) -> RolloutConfig:
+        if self.fp8 and self.engine.type != "vllm":
+            raise ValueError(
+                f"rollout.fp8=true needs rollout.engine=vllm (got {self.engine.type!r})"
+            )
+        return self
+
+    def measures_mismatch(self) -> bool:
+        """Whether the rollout/* mismatch metrics are computed (see ``mismatch_metrics``)."""
+        if self.mismatch_metrics is not None:
+            return self.mismatch_metrics
+        return self.engine.type != "hf"  # another implementation than the trainer's
 
 
 class RewardConfig(Section):

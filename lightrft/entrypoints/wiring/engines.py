@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from lightrft.adapters.hf import HfRolloutEngine
-from lightrft.entrypoints.config.engine_configs import HfEngineConfig
+from lightrft.domain.ports import RolloutEngine
+from lightrft.entrypoints.config.engine_configs import (
+    HfEngineConfig,
+    SglangEngineConfig,
+    VllmEngineConfig,
+)
 from lightrft.entrypoints.wiring.registries import ENGINES, MODEL_LOADERS, BuildContext
 
 
@@ -26,3 +31,58 @@ def build_hf_engine(section: HfEngineConfig, context: BuildContext) -> HfRollout
         compile_decode=section.compile_decode,
         multimodal=inputs,
     )
+
+
+_ENGINE_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+@ENGINES.register("vllm")
+def build_vllm_engine(section: VllmEngineConfig, context: BuildContext) -> RolloutEngine:
+    """An in-process vLLM engine on the run's model directory (its own copy of the weights,
+    synced from the policy each step)."""
+    from lightrft.adapters.vllm import VllmEngineParams, VllmRolloutEngine
+
+    config = context.config
+    device_type = context.device.type
+    if config.rollout.fp8 and device_type != "cuda":
+        raise ValueError(
+            f"rollout.fp8=true needs vLLM on a CUDA device; this run's device is {device_type}"
+        )
+    dtype = _ENGINE_DTYPES[config.model.dtype] if section.dtype == "auto" else section.dtype
+    params = VllmEngineParams(
+        model_path=str(context.model_path),
+        dtype=dtype,  # type: ignore[arg-type]
+        memory_fraction=section.memory_fraction,
+        kv_cache_gib=section.kv_cache_gib,
+        max_model_len=section.max_model_len,
+        enforce_eager=device_type != "cuda"
+        if section.enforce_eager is None
+        else section.enforce_eager,
+        sleep_level=section.sleep_level,
+        sync_bucket_mib=section.sync_bucket_mib,
+        tensor_parallel_size=section.tensor_parallel_size,
+        seed=config.train.seed,
+        max_num_seqs=section.max_num_seqs,
+        quantization="fp8" if config.rollout.fp8 else None,
+        trust_remote_code=config.model.trust_remote_code,
+    )
+    return VllmRolloutEngine(params, device_type)
+
+
+@ENGINES.register("sglang")
+def build_sglang_engine(section: SglangEngineConfig, context: BuildContext) -> RolloutEngine:
+    """An in-process SGLang engine on the run's model directory (CUDA only, unverified)."""
+    from lightrft.adapters.sglang import SglangEngineParams, SglangRolloutEngine, start_sglang
+
+    config = context.config
+    dtype = _ENGINE_DTYPES[config.model.dtype] if section.dtype == "auto" else section.dtype
+    params = SglangEngineParams(
+        model_path=str(context.model_path),
+        dtype=dtype,
+        memory_fraction=section.memory_fraction,
+        tensor_parallel_size=section.tensor_parallel_size,
+        seed=config.train.seed,
+        context_length=section.context_length,
+        sync_bucket_mib=section.sync_bucket_mib,
+    )
+    return SglangRolloutEngine(params, engine=start_sglang(params, context.device.type))

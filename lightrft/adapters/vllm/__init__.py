@@ -1,0 +1,18 @@
+"""vLLM adapters: ``VllmRolloutEngine`` behind the ``RolloutEngine`` port.
+
+Importing this package does not import vLLM; building an engine does (and says how to
+install it when it is missing).
+"""
+
+from lightrft.adapters.vllm.checks import VllmMemoryError, require_vllm
+from lightrft.adapters.vllm.engine import VllmRolloutEngine, start_llm
+from lightrft.adapters.vllm.params import VllmEngineParams, llm_kwargs
+
+__all__ = [
+    "VllmEngineParams",
+    "VllmMemoryError",
+    "VllmRolloutEngine",
+    "llm_kwargs",
+    "require_vllm",
+    "start_llm",
+]
