@@ -24,9 +24,12 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from lightrft.adapters.common.positions import position_ids_from_mask
 from lightrft.domain.ports import PolicyOutput
 from lightrft.domain.token_logprobs import token_logprobs
 from lightrft.domain.types import SequenceBatch
+
+__all__ = ["position_ids_from_mask", "response_logprobs"]
 
 
 def response_logprobs(
@@ -63,11 +66,6 @@ def response_logprobs(
         torch.where(scored, out.logprobs, zero),
         None if out.entropy is None else torch.where(scored, out.entropy, zero),
     )
-
-
-def position_ids_from_mask(attention_mask: Tensor) -> Tensor:
-    """Positions counting attended tokens only. Shape: (B, T) -> (B, T), 0 on left padding."""
-    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
 def _check_batch(batch: SequenceBatch) -> None:
