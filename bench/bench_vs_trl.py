@@ -36,7 +36,7 @@ batch the old policy is the current one, and both use the detached current log-p
   projects *every* position of the sequence, prompt included, through the LM head) and a
   backward; then the optimizer step.
 - LightRFT (its defaults for one CPU device): the rollout engine runs the policy's own module
-  (``rollout.share_policy_weights=auto``: no second copy of the weights, and the weight sync
+  (``rollout.engine.share_policy_weights=auto``: no second copy of the weights, and the weight sync
   copies nothing); our KV-cached sampling loop prefills each distinct prompt once and drops
   finished rows; reward, advantages; then per micro-batch (rows of one prompt kept together)
   one forward that runs each distinct prompt once (``model.prefix_sharing=auto``: one packed
@@ -71,7 +71,7 @@ DEFAULT_PATCHES = "no_entropy"
 _DEMO_INSTRUCTION = "Answer with just the number."
 _DEMO_SYSTEM = "Reply with only the final number."
 WORKLOADS: dict[str, dict[str, Any]] = {
-    "main-job": {  # `lightrft demo` (lightrft/entrypoints/cli.py DEMO_OVERRIDES)
+    "main-job": {  # `lightrft demo` (lightrft/entrypoints/commands/demo.py DEMO_OVERRIDES)
         "prompts": 8,
         "group": 8,
         "max_new_tokens": 16,

@@ -25,7 +25,7 @@ from lightrft.application.params import (
     RolloutParams,
     TrainParams,
 )
-from lightrft.application.phases import DEFAULT_PLAN, PhaseSwitcher, Switch
+from lightrft.application.phases import DEFAULT_PLAN, Phase, PhaseSwitcher, Switch
 from lightrft.application.policy_optimizer import PolicyOptimizer
 from lightrft.domain.kl import KLController, make_kl_controller
 from lightrft.domain.ports import (
@@ -186,12 +186,13 @@ class ColocatedRLCycle:
             kl_coef=self.state.kl.value,
             moments=self.state.reward_moments,
         )
-        with self.phases.phase("train"):
-            metrics = self.optimizer.train(batch.experience, kl_coef=self.state.kl.value, step=step)
-        if metrics.get("train/skipped_steps", 0.0) < 1.0:
+        with self.phases.phase(Phase.TRAIN):
+            result = self.optimizer.train(batch.experience, kl_coef=self.state.kl.value, step=step)
+        if result.updated_policy:
             self.policy_version += 1
-        observed_kl = batch.metrics.get("kl/mean", metrics.get("train/kl", 0.0))
-        kl = self.state.kl.update(observed_kl, len(batch.experience))
+        observed_kl = batch.kl if batch.kl is not None else result.kl
+        kl = self.state.kl.update(observed_kl or 0.0, len(batch.experience))
+        metrics = dict(result.metrics)
         metrics["kl/coef"] = self.state.kl.value
         self.state = CycleState(step + 1, kl, batch.reward_moments)
         metrics.update(batch.metrics)
@@ -216,7 +217,7 @@ class ColocatedRLCycle:
         if self.engine_version == self.policy_version:
             return
         c = self.components
-        with self.phases.phase("weight_sync"):
+        with self.phases.phase(Phase.WEIGHT_SYNC):
             c.engine.load_weights(c.policy.weights_for_sync(c.policy_strategy.full_state()))
         self.engine_version = self.policy_version
 

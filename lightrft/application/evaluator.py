@@ -8,7 +8,7 @@ from math import comb
 
 import torch
 
-from lightrft.application.phases import PhaseSwitcher
+from lightrft.application.phases import Phase, PhaseSwitcher
 from lightrft.application.reward_scoring import score_completions
 from lightrft.domain.ports import PromptSource, RewardSource, RolloutEngine
 from lightrft.domain.types import PromptRecord, SamplingParams
@@ -59,9 +59,9 @@ class Evaluator:
             batch: list[PromptRecord] = [
                 prompts[i] for i in range(start, min(count, start + self.batch_size))
             ]
-            with _phase(phases, "eval"):
+            with _phase(phases, Phase.EVAL):
                 completions = self.engine.generate(batch, sampling)
-            with _phase(phases, "eval_reward"):
+            with _phase(phases, Phase.EVAL_REWARD):
                 scores = score_completions(self.reward_sources, batch, completions, self.weights)
             totals.append(scores.total.view(len(batch), sampling.n))
             lengths.extend(len(c.token_ids) for c in completions)

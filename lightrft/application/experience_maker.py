@@ -14,9 +14,9 @@ from torch import Tensor
 
 from lightrft.application.batching import RolloutTensors, build_rollout_tensors
 from lightrft.application.params import AlgorithmParams, RewardShapingParams, RolloutParams
-from lightrft.application.phases import PhaseSwitcher
+from lightrft.application.phases import Phase, PhaseSwitcher
 from lightrft.application.reward_scoring import Scores, score_completions, shape_rewards
-from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageInputs, compute_advantages
+from lightrft.domain.advantages import AdvantageInputs, compute_advantages
 from lightrft.domain.kl import kl_estimate
 from lightrft.domain.ports import (
     Collective,
@@ -47,6 +47,7 @@ class ExperienceBatch:
     metrics: dict[str, float]
     reward_moments: RunningMoments
     generated_tokens: int
+    kl: float | None = None  # mean KL(old policy || reference) over response tokens
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class ExperienceMaker:
         self.rollout, self.algorithm, self.shaping = rollout, algorithm, shaping
         self.reference, self.critic = reference, critic
         self.recompute_old_logprobs = recompute_old_logprobs
-        self.estimator = ADVANTAGE_ESTIMATORS.get(algorithm.advantage_estimator)
+        self.estimator = algorithm.estimator
         if self.estimator.needs_values and critic is None:
             raise ValueError(f"advantage estimator {self.estimator.name!r} needs a critic")
         if algorithm.kl_coef > 0 and reference is None:
@@ -105,7 +106,7 @@ class ExperienceMaker:
             self.collective.all_reduce_sum,
         )
         baseline = self._greedy_baseline(rollout) if self.estimator.needs_baseline_rewards else None
-        with self.phases.phase("reference"):
+        with self.phases.phase(Phase.REFERENCE):
             experience, ref_metrics = self._annotate(
                 tensors, rewards, group_index, baseline, kl_coef
             )
@@ -118,12 +119,13 @@ class ExperienceMaker:
             metrics,
             moments,
             int(tensors.response_lengths.sum()),
+            ref_metrics.get("kl/mean"),
         )
 
     def _generate_and_score(self, prompts: list[PromptRecord], seed: int) -> _Rollout:
-        with self.phases.phase("rollout"):
+        with self.phases.phase(Phase.ROLLOUT):
             completions = self.engine.generate(prompts, replace(self.rollout.sampling, seed=seed))
-        with self.phases.phase("reward"):
+        with self.phases.phase(Phase.REWARD):
             scores = score_completions(
                 self.reward_sources, prompts, completions, dict(self.shaping.weights)
             )
@@ -189,9 +191,9 @@ class ExperienceMaker:
     def _greedy_baseline(self, rollout: _Rollout) -> Tensor:
         """ReMax: the reward of one greedy rollout of each prompt, per sample (B,)."""
         greedy = replace(self.rollout.sampling, n=1, temperature=0.0)
-        with self.phases.phase("rollout"):
+        with self.phases.phase(Phase.ROLLOUT):
             completions = self.engine.generate(rollout.prompts, greedy)
-        with self.phases.phase("reward"):
+        with self.phases.phase(Phase.REWARD):
             scores = score_completions(
                 self.reward_sources, rollout.prompts, completions, dict(self.shaping.weights)
             )

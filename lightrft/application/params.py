@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
-from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageParams
+from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator, AdvantageParams
 from lightrft.domain.kl import KL_CONTROLLERS, KL_ESTIMATORS
-from lightrft.domain.policy_losses import POLICY_LOSSES, PolicyLossParams
+from lightrft.domain.policy_losses import POLICY_LOSSES, PolicyLoss, PolicyLossParams
 from lightrft.domain.types import SamplingParams
 
 
@@ -107,10 +108,20 @@ class AlgorithmParams:
                 f"high_entropy_fraction must be in (0, 1], got {self.high_entropy_fraction}"
             )
 
+    @cached_property
+    def estimator(self) -> AdvantageEstimator:
+        """The registered advantage estimator and its capability flags (looked up once)."""
+        return ADVANTAGE_ESTIMATORS.get(self.advantage_estimator)
+
+    @cached_property
+    def loss_definition(self) -> PolicyLoss:
+        """The registered policy loss and its capability flags (looked up once)."""
+        return POLICY_LOSSES.get(self.policy_loss)
+
     @property
     def resolved_loss(self) -> PolicyLossParams:
         """``loss`` or, when unset, the policy loss's recommended parameters."""
-        return self.loss if self.loss is not None else POLICY_LOSSES.get(self.policy_loss).defaults
+        return self.loss if self.loss is not None else self.loss_definition.defaults
 
 
 @dataclass(frozen=True)

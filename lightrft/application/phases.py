@@ -20,14 +20,28 @@ log = structlog.get_logger(__name__)
 
 COMPONENTS = frozenset({"engine", "policy", "critic", "reference", "reward_models"})
 
+
+class Phase:
+    """The phase names: the cycle, the experience maker, the evaluator and the plans use
+    these constants (and metrics are named ``time/<phase>_s``)."""
+
+    ROLLOUT = "rollout"
+    REWARD = "reward"
+    REFERENCE = "reference"
+    TRAIN = "train"
+    WEIGHT_SYNC = "weight_sync"
+    EVAL = "eval"
+    EVAL_REWARD = "eval_reward"
+
+
 DEFAULT_PLAN: Mapping[str, frozenset[str]] = {
-    "rollout": frozenset({"engine"}),
-    "reward": frozenset({"reward_models"}),
-    "reference": frozenset({"policy", "reference", "critic"}),
-    "train": frozenset({"policy", "critic"}),
-    "weight_sync": frozenset({"engine", "policy"}),
-    "eval": frozenset({"engine"}),
-    "eval_reward": frozenset({"reward_models"}),
+    Phase.ROLLOUT: frozenset({"engine"}),
+    Phase.REWARD: frozenset({"reward_models"}),
+    Phase.REFERENCE: frozenset({"policy", "reference", "critic"}),
+    Phase.TRAIN: frozenset({"policy", "critic"}),
+    Phase.WEIGHT_SYNC: frozenset({"engine", "policy"}),
+    Phase.EVAL: frozenset({"engine"}),
+    Phase.EVAL_REWARD: frozenset({"reward_models"}),
 }
 """Components awake per phase; everything else is asleep (offloaded)."""
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import structlog
 import torch
@@ -21,7 +22,6 @@ from torch import Tensor
 
 from lightrft.application.batching import split_by_count, split_by_tokens
 from lightrft.application.params import AlgorithmParams, TrainParams
-from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS
 from lightrft.domain.aggregation import LossNormalizer
 from lightrft.domain.groups import dense_group_ids
 from lightrft.domain.kl import kl_loss
@@ -31,6 +31,26 @@ from lightrft.domain.types import Experience
 from lightrft.domain.value_loss import entropy_loss, value_loss
 
 log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What one :meth:`PolicyOptimizer.train` call did.
+
+    ``optimizer_steps`` were attempted, ``skipped_steps`` of them did not update the weights;
+    ``kl`` is the mean KL(policy || reference) the loss saw (None when no KL term ran);
+    ``metrics`` are averaged over micro-batches and steps, for logging only.
+    """
+
+    metrics: dict[str, float]
+    optimizer_steps: int
+    skipped_steps: int
+    kl: float | None
+
+    @property
+    def updated_policy(self) -> bool:
+        """Whether at least one optimizer step changed the policy's weights."""
+        return self.skipped_steps < self.optimizer_steps
 
 
 class PolicyOptimizer:
@@ -53,22 +73,25 @@ class PolicyOptimizer:
         self.algorithm, self.train_params = algorithm, train
         self.critic, self.critic_strategy = critic, critic_strategy
         self.loss_params = algorithm.resolved_loss
-        estimator = ADVANTAGE_ESTIMATORS.get(algorithm.advantage_estimator)
-        self.kl_in_loss = not estimator.kl_in_reward
+        self.kl_in_loss = not algorithm.estimator.kl_in_reward
 
-    def train(self, experience: Experience, *, kl_coef: float, step: int) -> dict[str, float]:
-        """Runs ``epochs`` passes; returns metrics averaged over micro-batches and steps."""
+    def train(self, experience: Experience, *, kl_coef: float, step: int) -> TrainResult:
+        """Runs ``epochs`` passes over ``experience``; one optimizer step per mini-batch."""
         sums: dict[str, float] = defaultdict(float)
         counts: dict[str, int] = defaultdict(int)
         b = len(experience)
         mini = self.train_params.mini_batch_size or b
+        steps = skipped = 0
         for epoch in range(self.train_params.epochs):
             order = self._order(b, step, epoch)
             for rows in split_by_count(order, mini):
-                for key, value in self._mini_batch(experience, rows, kl_coef).items():
+                metrics, stepped = self._mini_batch(experience, rows, kl_coef)
+                steps, skipped = steps + 1, skipped + (not stepped)
+                for key, value in metrics.items():
                     sums[key] += value
                     counts[key] += 1
-        return {key: sums[key] / counts[key] for key in sums}
+        means = {key: sums[key] / counts[key] for key in sums}
+        return TrainResult(means, steps, skipped, means.get("train/kl"))
 
     def _order(self, b: int, step: int, epoch: int) -> Tensor:
         if not self.train_params.shuffle:
@@ -86,7 +109,11 @@ class PolicyOptimizer:
         tokens = experience.sequences.attention_mask[rows].sum(dim=-1)
         return split_by_tokens(rows, tokens, budget)
 
-    def _mini_batch(self, experience: Experience, rows: Tensor, kl_coef: float) -> dict[str, float]:
+    def _mini_batch(
+        self, experience: Experience, rows: Tensor, kl_coef: float
+    ) -> tuple[dict[str, float], bool]:
+        """Accumulates the mini-batch ``rows`` and steps; returns its metrics and whether
+        the step updated the weights."""
         normalizer = LossNormalizer.from_mask(
             experience.response_mask[rows],
             max_response_length=self.algorithm.max_response_length,
@@ -122,7 +149,7 @@ class PolicyOptimizer:
         if self.critic_strategy is not None:
             critic_step = self.critic_strategy.step(skip_reason=skip_reason)
             result["critic/grad_norm"] = critic_step.grad_norm
-        return result
+        return result, not step_result.skipped
 
     def _agreed_skip_reason(self, loss: Tensor) -> str | None:
         """A reason to skip the step if the loss is not finite on any rank, else None."""

@@ -97,12 +97,15 @@ PerTokenLoss = Callable[[PolicyLossInputs, PolicyLossParams], tuple[Tensor, Metr
 class PolicyLoss:
     """A registered loss: ``per_token`` maps inputs whose padding is zeroed to a (B, R) loss
     (sequence losses broadcast over their tokens) and metrics; ``defaults`` are the paper's;
-    ``supports_dual_clip``: whether it honours ``PolicyLossParams.dual_clip``."""
+    ``supports_dual_clip``: whether it honours ``PolicyLossParams.dual_clip``;
+    ``sequence_level``: one ratio per sequence (GSPO, GMPO), whose papers average over
+    sequences, so a token-mean aggregation (which weights sequences by length) is refused."""
 
     name: str
     per_token: PerTokenLoss
     defaults: PolicyLossParams
     supports_dual_clip: bool = False
+    sequence_level: bool = False
 
 
 POLICY_LOSSES: Registry[PolicyLoss] = Registry("policy loss")
@@ -240,17 +243,21 @@ def reinforce_per_token(
     }
 
 
-def _register(name: str, fn: PerTokenLoss, defaults: PolicyLossParams, dual: bool) -> None:
-    POLICY_LOSSES.add(name, PolicyLoss(name, fn, defaults, supports_dual_clip=dual))
+def _register(
+    name: str, fn: PerTokenLoss, defaults: PolicyLossParams, dual: bool, sequence: bool = False
+) -> None:
+    POLICY_LOSSES.add(
+        name, PolicyLoss(name, fn, defaults, supports_dual_clip=dual, sequence_level=sequence)
+    )
 
 
 _GSPO = PolicyLossParams(clip_eps_low=3e-4, clip_eps_high=4e-4, agg="seq-mean-token-mean")
 _GMPO = PolicyLossParams(clip_eps_low=0.4, clip_eps_high=0.4, agg="seq-mean-token-mean")
 _register("ppo", ppo_per_token, PolicyLossParams(), dual=True)
 _register("dapo", ppo_per_token, PolicyLossParams(0.2, 0.28), dual=True)
-_register("gspo", gspo_per_token, _GSPO, dual=True)
-_register("gspo_token", gspo_token_per_token, _GSPO, dual=True)
-_register("gmpo", gmpo_per_token, _GMPO, dual=False)
+_register("gspo", gspo_per_token, _GSPO, dual=True, sequence=True)
+_register("gspo_token", gspo_token_per_token, _GSPO, dual=True, sequence=True)
+_register("gmpo", gmpo_per_token, _GMPO, dual=False, sequence=True)
 _register("cpgd", cpgd_per_token, PolicyLossParams(drift_coef=0.001), dual=False)
 _register("reinforce", reinforce_per_token, PolicyLossParams(), dual=False)
 

@@ -116,6 +116,12 @@ class RolloutEngine(Protocol):
         """Whether ``generate`` may be called."""
         ...
 
+    @property
+    def shares_policy_weights(self) -> bool:
+        """Whether the engine runs the trained policy's own module (then the policy must be
+        awake whenever the engine is, and a weight sync copies nothing)."""
+        ...
+
 
 @runtime_checkable
 class RewardSource(Protocol):

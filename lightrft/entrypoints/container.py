@@ -32,20 +32,19 @@ class Container(containers.DeclarativeContainer):
     tokenizer = providers.Singleton(models.build_tokenizer, config, model_path)
 
     policy = providers.Singleton(models.build_policy, config, model_path, device, tokenizer)
-    reference = providers.Singleton(models.build_reference, config, model_path, device)
-    critic = providers.Singleton(models.build_critic, config, model_path, device)
-    engine = providers.Singleton(
-        models.build_engine, config, model_path, device, tokenizer, policy.provider
+    # what every component builder sees; its ``policy`` builds the policy on first call
+    context = providers.Singleton(
+        models.build_context, config, model_path, device, tokenizer, policy.provider
     )
-    policy_strategy = providers.Singleton(
-        models.build_strategy, config, device, policy.provided.module
-    )
+    reference = providers.Singleton(models.build_reference, context)
+    critic = providers.Singleton(models.build_critic, context)
+    engine = providers.Singleton(models.build_engine, context)
+    policy_strategy = providers.Singleton(models.build_strategy, context, policy.provided.module)
     critic_strategy = providers.Singleton(
-        lambda config, device, critic: models.build_strategy(
-            config, device, None if critic is None else critic.module
+        lambda context, critic: models.build_strategy(
+            context, None if critic is None else critic.module
         ),
-        config,
-        device,
+        context,
         critic,
     )
 
@@ -59,7 +58,7 @@ class Container(containers.DeclarativeContainer):
         config,
         tokenizer,
     )
-    reward_sources = providers.Singleton(data.build_rewards, config)
+    reward_sources = providers.Singleton(data.build_rewards, context)
     tracker = providers.Singleton(data.build_tracker, config, collective.provided.rank)
     checkpoints = providers.Singleton(
         data.build_checkpoints, config, collective.provided.rank, collective.provided.world_size
@@ -88,11 +87,7 @@ class Container(containers.DeclarativeContainer):
     )
     # an engine running the policy's own weights needs the policy awake whenever it is
     plan = providers.Singleton(
-        lambda engine: (
-            engine_on_policy_plan()
-            if getattr(engine, "shares_policy_weights", False)
-            else DEFAULT_PLAN
-        ),
+        lambda engine: engine_on_policy_plan() if engine.shares_policy_weights else DEFAULT_PLAN,
         engine,
     )
     cycle = providers.Singleton(ColocatedRLCycle, components, settings, plan)

@@ -50,7 +50,7 @@ def _max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
 BACKENDS = [
     pytest.param(["backend.strategy=fsdp2"], id="fsdp2"),
     pytest.param(
-        ["backend.strategy=deepspeed", "backend.zero_stage=3"],
+        ["backend.strategy=deepspeed", "backend.strategy.zero_stage=3"],
         id="deepspeed-zero3",
         marks=pytest.mark.skipif(
             importlib.util.find_spec("deepspeed") is None,

@@ -85,6 +85,11 @@ class FakeRolloutEngine:
         """Whether ``generate`` may be called."""
         return self._awake
 
+    @property
+    def shares_policy_weights(self) -> bool:
+        """The fake engine always holds its own copy of the weights."""
+        return False
+
     def named_parameters(self) -> dict[str, Tensor]:
         """Detached clones of the engine's weights (for tests)."""
         return {n: p.detach().clone() for n, p in self._module.named_parameters()}

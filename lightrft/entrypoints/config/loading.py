@@ -5,7 +5,9 @@ Errors name the key and what is allowed: ``ConfigError`` carries one line per pr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import importlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +56,7 @@ FLAG_ALIASES: dict[str, tuple[str, ...]] = {
     "lora_alpha": ("model.lora.alpha",),
     "lora_dropout": ("model.lora.dropout",),
     "target_modules": ("model.lora.target_modules",),
-    "zero_stage": ("backend.zero_stage",),
+    "zero_stage": ("backend.strategy.zero_stage",),
     "seed": ("train.seed",),
     "save_steps": ("checkpoint.every",),
     "eval_steps": ("eval.every",),
@@ -69,7 +71,7 @@ FLAG_ALIASES: dict[str, tuple[str, ...]] = {
 
 SWITCH_ALIASES: dict[str, tuple[str, Any]] = {
     "bf16": ("model.dtype", "bf16"),
-    "adam_offload": ("backend.cpu_offload", True),
+    "adam_offload": ("backend.strategy.cpu_offload", True),
     "resume": ("checkpoint.resume", True),
     "load_checkpoint": ("checkpoint.resume", True),
 }
@@ -124,14 +126,24 @@ def overrides_from_args(args: Sequence[str]) -> dict[str, Any]:
 
 
 def _set_dotted(tree: dict[str, Any], key: str, value: Any) -> None:
+    """Sets ``key`` in ``tree``. A component section may be named by its type alone: an
+    option set under a name becomes ``{type: name, option: ...}``, and a name set over a
+    mapping sets its ``type`` (``backend.strategy=deepspeed backend.strategy.zero_stage=3``
+    in either order)."""
     parts = key.split(".")
     node = tree
     for depth, part in enumerate(parts[:-1]):
         child = node.setdefault(part, {})
+        if isinstance(child, str):
+            child = node[part] = {"type": child}
         if not isinstance(child, dict):
             raise ConfigError(f"{'.'.join(parts[: depth + 1])} is not a section; cannot set {key}")
         node = child
-    node[parts[-1]] = value
+    leaf = parts[-1]
+    if isinstance(value, str) and isinstance(node.get(leaf), dict):
+        node[leaf] = {**node[leaf], "type": value}
+    else:
+        node[leaf] = value
 
 
 def _format_errors(error: ValidationError) -> str:
@@ -141,7 +153,9 @@ def _format_errors(error: ValidationError) -> str:
         message = item["msg"]
         if item["type"] == "extra_forbidden":
             message = "unknown key"
-        elif "input" in item and item["type"] != "missing":
+        elif item["type"] == "value_error" and not item["loc"]:
+            message = message.removeprefix("Value error, ")  # cross-field: names its keys
+        elif "input" in item and item["type"] not in ("missing", "component_type"):
             message = f"{message} (got {item['input']!r})"
         lines.append(f"{key}: {message}")
     return "invalid configuration:\n  " + "\n  ".join(lines)
@@ -176,10 +190,29 @@ def load_config(
     pairs = overrides if isinstance(overrides, Mapping) else overrides_from_args(list(overrides))
     for key, value in pairs.items():
         _set_dotted(tree, key, value)
+    import_plugins(tree.get("plugins") or [])
     try:
         return RunConfig.model_validate(tree)
     except ValidationError as exc:
         raise ConfigError(_format_errors(exc)) from None
+
+
+def import_plugins(modules: Any) -> None:
+    """Imports the installed ``lightrft.plugins`` entry points and the config's ``plugins``
+    modules, which register their components (config models and builders) on import."""
+    if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+        raise ConfigError(f"plugins: expected a list of module names (got {modules!r})")
+    for entry in entry_points(group="lightrft.plugins"):
+        _import_plugin(entry.value, f"entry point {entry.name!r}", entry.load)
+    for name in modules:
+        _import_plugin(name, "plugins", lambda name=name: importlib.import_module(name))
+
+
+def _import_plugin(name: str, origin: str, load: Callable[[], Any]) -> None:
+    try:
+        load()
+    except Exception as exc:  # a broken plugin is a config problem, named as such
+        raise ConfigError(f"{origin}: cannot import plugin {name!r}: {exc}") from exc
 
 
 def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

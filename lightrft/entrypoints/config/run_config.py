@@ -18,6 +18,7 @@ from lightrft.application.params import (
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageParams
 from lightrft.domain.policy_losses import POLICY_LOSSES
 from lightrft.domain.types import OptimizerParams, SamplingParams
+from lightrft.entrypoints.config.components import ComponentSection
 from lightrft.entrypoints.config.sections import (
     AlgorithmConfig,
     BackendConfig,
@@ -37,6 +38,11 @@ from lightrft.entrypoints.config.sections import (
 class RunConfig(Section):
     """Everything a run needs. Build it with :func:`lightrft.entrypoints.config.load_config`."""
 
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="Modules imported before the config is validated; they register "
+        "components (engines, reward sources, strategies) with their config models.",
+    )
     model: ModelConfig = Field(default_factory=ModelConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
@@ -58,8 +64,12 @@ class RunConfig(Section):
                 f"algorithm.advantage_estimator {a.advantage_estimator!r} compares samples of a "
                 "group: rollout.n_samples_per_prompt must be >= 2"
             )
-        if self._agg() == "seq-mean-token-sum-norm" and self.rollout.max_new_tokens is None:
-            raise ValueError("agg 'seq-mean-token-sum-norm' needs rollout.max_new_tokens")
+        if POLICY_LOSSES.get(a.policy_loss).sequence_level and self._agg() == "token-mean":
+            raise ValueError(
+                f"algorithm.policy_loss {a.policy_loss!r} has one ratio per sequence and "
+                "averages over sequences; algorithm.agg 'token-mean' would weight sequences by "
+                "their length (use seq-mean-token-mean, the default)"
+            )
         mini = self.train.mini_batch_size
         batch = self.rollout.prompts_per_step * self.rollout.n_samples_per_prompt
         if mini is not None and mini > batch and not self.rollout.dynamic_sampling:
@@ -69,22 +79,13 @@ class RunConfig(Section):
             )
         if self.model.lora.rank == 0 and self.model.lora.target_modules != "all-linear":
             raise ValueError("model.lora.target_modules is set but model.lora.rank is 0")
-        if self.rollout.share_policy_weights == "on" and not self.engine_can_share_weights():
-            raise ValueError(
-                "rollout.share_policy_weights 'on' needs backend.strategy 'single' (got "
-                f"{self.backend.strategy!r}) and model.lora.rank 0 (got {self.model.lora.rank})"
-            )
+        for section in self.components():
+            section.check_in_run(self)
         return self
 
-    def engine_can_share_weights(self) -> bool:
-        """Whether the rollout engine can run the policy's own module: one unsharded copy
-        of the plain weights (a LoRA policy syncs merged weights)."""
-        return self.backend.strategy == "single" and self.model.lora.rank == 0
-
-    def engine_shares_weights(self) -> bool:
-        """Whether the rollout engine runs the policy's own module (``share_policy_weights``)."""
-        choice = self.rollout.share_policy_weights
-        return choice == "on" or (choice == "auto" and self.engine_can_share_weights())
+    def components(self) -> list[ComponentSection]:
+        """Every component section (engine, strategy, reward sources), for generic checks."""
+        return [self.rollout.engine, self.backend.strategy, *self.reward.sources]
 
     def _agg(self) -> str:
         return self.algorithm.agg or POLICY_LOSSES.get(self.algorithm.policy_loss).defaults.agg
@@ -157,7 +158,7 @@ class RunConfig(Section):
         )
         rw = self.reward
         shaping = RewardShapingParams(
-            weights={s.name or s.type: s.weight for s in rw.sources},
+            weights={s.label: s.weight for s in rw.typed_sources},
             overlong_buffer=rw.overlong_buffer,
             overlong_factor=rw.overlong_factor,
             normalize=rw.normalize,

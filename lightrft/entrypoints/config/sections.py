@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from lightrft.entrypoints.config import engine_configs, reward_configs, strategy_configs
+from lightrft.entrypoints.config.base import Section
+from lightrft.entrypoints.config.components import (
+    ENGINE_CONFIGS,
+    REWARD_SOURCE_CONFIGS,
+    STRATEGY_CONFIGS,
+    RewardSourceSection,
+    component_field,
+)
 
 AdvantageName = Literal[
     "grpo",
@@ -30,12 +40,6 @@ AggName = Literal[
 ]
 
 
-class Section(BaseModel):
-    """Base of every config section: frozen, unknown keys refused."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
-
-
 class LoraConfig(Section):
     rank: int = Field(0, ge=0, description="LoRA rank; 0 trains all weights.")
     alpha: float = Field(16.0, gt=0, description="LoRA scaling numerator (scale = alpha / rank).")
@@ -46,6 +50,11 @@ class LoraConfig(Section):
 
 
 class ModelConfig(Section):
+    modality: Literal["text"] = Field(
+        "text",
+        description="What the model reads besides text; selects the model loader "
+        "(policy, reference, critic, tokenizer/processor).",
+    )
     path: str | None = Field(
         None,
         description="Local HF model directory, hub-cache directory or .gguf file; "
@@ -159,7 +168,11 @@ class AlgorithmConfig(Section):
 
 
 class RolloutConfig(Section):
-    engine: Literal["hf"] = Field("hf", description="Generation engine (HF generate).")
+    engine: component_field(ENGINE_CONFIGS, "hf") = Field(  # type: ignore[valid-type]
+        default_factory=engine_configs.HfEngineConfig,
+        description="Generation engine: a section with its type (hf, ...) and that type's "
+        "options, or just the type's name.",
+    )
     prompts_per_step: int = Field(8, gt=0, description="Prompts per step per rank (rollout batch).")
     n_samples_per_prompt: int = Field(4, gt=0, description="Samples per prompt (group size G).")
     temperature: float = Field(1.0, ge=0, description="Sampling temperature (0: greedy).")
@@ -176,41 +189,13 @@ class RolloutConfig(Section):
     forward_micro_batch_size: int = Field(
         16, gt=0, description="Rows per no-grad log-prob forward."
     )
-    max_batch_size: int | None = Field(None, gt=0, description="HF engine: rows generated at once.")
-    share_policy_weights: Literal["auto", "on", "off"] = Field(
-        "auto",
-        description="HF engine runs the policy's own module (no weight copy, no sync copy); "
-        "auto: when backend.strategy is single and model.lora.rank is 0.",
-    )
-    compile_decode: bool = Field(
-        False,
-        description="HF engine: torch.compile the one-token decode step (minutes of "
-        "compilation on a small CPU; faster steps after).",
-    )
-
-
-RewardType = Literal["math", "format", "length", "python"]
-
-
-class RewardSourceConfig(Section):
-    type: RewardType = Field(description="math (math-verify), format, length or python function.")
-    name: str | None = Field(None, description="Metric name; defaults to the type.")
-    weight: float = Field(1.0, description="Weight in the composite reward.")
-    function: str | None = Field(None, description="python: 'module:function' to call.")
-    timeout_s: float = Field(5.0, gt=0, description="python: per-call timeout.")
-    think_tag: str = Field("think", description="format: the reasoning tag name.")
-
-    @model_validator(mode="after")
-    def _python_needs_function(self) -> RewardSourceConfig:
-        if self.type == "python" and not self.function:
-            raise ValueError("reward source of type 'python' needs function: 'module:function'")
-        return self
 
 
 class RewardConfig(Section):
-    sources: list[RewardSourceConfig] = Field(
-        default_factory=lambda: [RewardSourceConfig(type="math")],
-        description="Reward sources, combined as a weighted sum.",
+    sources: list[component_field(REWARD_SOURCE_CONFIGS)] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: [reward_configs.MathRewardConfig()],
+        description="Reward sources, each a section with its type (math, format, length, "
+        "python, ...) and that type's options; combined as a weighted sum.",
     )
     overlong_buffer: int | None = Field(None, gt=0, description="DAPO overlong buffer L_cache.")
     overlong_factor: float = Field(1.0, ge=0, description="DAPO overlong penalty factor.")
@@ -218,9 +203,14 @@ class RewardConfig(Section):
     reward_clip: float | None = Field(None, gt=0, description="Clip rewards to [-c, c].")
     advantage_clip: float | None = Field(None, gt=0, description="Clip advantages to [-c, c].")
 
+    @property
+    def typed_sources(self) -> list[RewardSourceSection]:
+        """``sources`` with their common base type (name, weight, label)."""
+        return [s for s in self.sources if isinstance(s, RewardSourceSection)]
+
     @model_validator(mode="after")
     def _unique_names(self) -> RewardConfig:
-        names = [s.name or s.type for s in self.sources]
+        names = [s.label for s in self.typed_sources]
         if len(set(names)) != len(names):
             raise ValueError(f"reward source names must be unique, got {names}")
         if not self.sources:
@@ -252,14 +242,12 @@ class OptimConfig(Section):
 
 
 class BackendConfig(Section):
-    strategy: Literal["single", "fsdp2", "deepspeed"] = Field(
-        "single", description="Training backend."
+    strategy: component_field(STRATEGY_CONFIGS, "single") = Field(  # type: ignore[valid-type]
+        default_factory=strategy_configs.SingleStrategyConfig,
+        description="Training backend: a section with its type (single, fsdp2, deepspeed) "
+        "and that type's options, or just the type's name.",
     )
     accelerator: Literal["auto", "cpu", "cuda", "npu"] = Field("auto", description="Device type.")
-    zero_stage: Literal[0, 1, 2, 3] = Field(2, description="DeepSpeed ZeRO stage.")
-    cpu_offload: bool = Field(
-        False, description="Offload parameters/optimizer to CPU (sharded backends)."
-    )
     nproc_per_node: int = Field(
         1, gt=0, description="Processes per node (wraps torchrun when > 1)."
     )

@@ -13,16 +13,12 @@ from lightrft.adapters.datasets import (
     arithmetic_prompts,
     gsm8k_prompts,
 )
-from lightrft.adapters.rewards import (
-    FormatReward,
-    LengthReward,
-    MathAnswerReward,
-    PythonFunctionReward,
-)
 from lightrft.adapters.tracking import make_tracker
 from lightrft.domain.ports import CheckpointStore, PromptSource, RewardSource, Tracker
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.sections import DatasetConfig
+from lightrft.entrypoints.wiring import reward_sources  # noqa: F401  (registers the built-ins)
+from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
 
 
 def build_prompts(dataset: DatasetConfig | None, tokenizer: Any) -> PromptSource | None:
@@ -79,34 +75,9 @@ class _Truncated:
         return self._source[index]
 
 
-def build_rewards(config: RunConfig) -> list[RewardSource]:
-    sources: list[RewardSource] = []
-    for item in config.reward.sources:
-        name = item.name or item.type
-        if item.type == "math":
-            sources.append(MathAnswerReward(name=name))
-        elif item.type == "format":
-            sources.append(
-                FormatReward(
-                    name=name, think_open=f"<{item.think_tag}>", think_close=f"</{item.think_tag}>"
-                )
-            )
-        elif item.type == "length":
-            buffer = config.reward.overlong_buffer or max(1, config.rollout.max_new_tokens // 4)
-            sources.append(
-                LengthReward(
-                    max_length=config.rollout.max_new_tokens,
-                    cache_length=buffer,
-                    factor=config.reward.overlong_factor,
-                    name=name,
-                )
-            )
-        else:
-            assert item.function is not None
-            sources.append(
-                PythonFunctionReward(item.function, name=name, timeout_seconds=item.timeout_s)
-            )
-    return sources
+def build_rewards(context: BuildContext) -> list[RewardSource]:
+    """One reward source per ``reward.sources`` section, from its registered builder."""
+    return [build(REWARD_SOURCES, section, context) for section in context.config.reward.sources]
 
 
 def build_tracker(config: RunConfig, rank: int) -> Tracker:

@@ -1,4 +1,5 @@
-"""Model-side adapters: accelerator, collective, policy, reference, critic, engine, strategy."""
+"""Model-side providers: accelerator, collective, tokenizer, policy, reference, critic,
+engine and strategy, each one registry lookup (see :mod:`.registries`)."""
 
 from __future__ import annotations
 
@@ -14,21 +15,27 @@ from lightrft.adapters.distributed import (
     TorchCollective,
     init_process_group_from_env,
 )
-from lightrft.adapters.hf import (
-    HfPolicy,
-    HfReferenceModel,
-    HfRolloutEngine,
-    LoraParams,
-    ModelLoadParams,
-    default_model_path,
-    load_causal_lm,
-    load_tokenizer,
+from lightrft.adapters.hf import default_model_path
+from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS
+from lightrft.domain.ports import (
+    Accelerator,
+    Collective,
+    Critic,
+    Policy,
+    ReferenceModel,
+    RolloutEngine,
+    Strategy,
 )
-from lightrft.adapters.hf.critic import HfCritic
-from lightrft.domain.ports import Accelerator, Collective, Strategy
 from lightrft.entrypoints.config import RunConfig
-
-DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+from lightrft.entrypoints.wiring import engines, model_loaders, reward_sources, strategies  # noqa: F401  (registers the built-ins)
+from lightrft.entrypoints.wiring.registries import (
+    ENGINES,
+    MODEL_LOADERS,
+    STRATEGIES,
+    BuildContext,
+    ModelLoader,
+    build,
+)
 
 
 def build_accelerator(config: RunConfig) -> Accelerator:
@@ -49,114 +56,57 @@ def model_path(config: RunConfig) -> Path:
     return Path(config.model.path) if config.model.path else default_model_path()
 
 
+def loader(config: RunConfig) -> ModelLoader:
+    """The model loader of ``model.modality``."""
+    return MODEL_LOADERS.get(config.model.modality)
+
+
 def build_tokenizer(config: RunConfig, path: Path) -> Any:
-    return load_tokenizer(path, trust_remote_code=config.model.trust_remote_code)
+    return loader(config).tokenizer(config, path)
 
 
-def _load(config: RunConfig, path: Path, device: torch.device, *, train: bool) -> Any:
-    m = config.model
-    params = ModelLoadParams(
-        dtype=DTYPES[m.dtype],  # type: ignore[arg-type]
-        attn_implementation=m.attn_implementation,
-        gradient_checkpointing=m.gradient_checkpointing and train,
-        trust_remote_code=m.trust_remote_code,
-    )
-    return load_causal_lm(path, device, params)
-
-
-def build_policy(config: RunConfig, path: Path, device: torch.device, tokenizer: Any) -> HfPolicy:
-    lora = config.model.lora
-    params = None
-    if lora.rank > 0:
-        targets = lora.target_modules
-        params = LoraParams(
-            rank=lora.rank,
-            alpha=lora.alpha,
-            dropout=lora.dropout,
-            target_modules=targets if isinstance(targets, str) else tuple(targets),
-        )
-    return HfPolicy(
-        _load(config, path, device, train=True),
-        lora=params,
-        packing=config.model.packing,
-        prefix_sharing=config.model.prefix_sharing,
-        chunk_size=config.model.logprob_chunk_size,
-        tokenizer=tokenizer,
-    )
-
-
-def build_reference(config: RunConfig, path: Path, device: torch.device) -> HfReferenceModel | None:
-    if config.algorithm.kl_coef == 0:
-        return None
-    return HfReferenceModel(
-        _load(config, path, device, train=False),
-        device,
-        packing=config.model.packing,
-        prefix_sharing=config.model.prefix_sharing,
-        chunk_size=config.model.logprob_chunk_size,
-    )
-
-
-def build_critic(config: RunConfig, path: Path, device: torch.device) -> HfCritic | None:
-    from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS
-
-    if not ADVANTAGE_ESTIMATORS.get(config.algorithm.advantage_estimator).needs_values:
-        return None
-    return HfCritic(_load(config, path, device, train=True))
-
-
-def build_engine(
+def build_context(
     config: RunConfig,
     path: Path,
     device: torch.device,
     tokenizer: Any,
-    policy: Callable[[], HfPolicy],
-) -> HfRolloutEngine:
-    """The rollout engine: on the policy's own module when the config shares weights (then
-    ``policy`` is called), else on a model of its own."""
-    shared = config.engine_shares_weights()
-    return HfRolloutEngine(
-        policy().module if shared else _load(config, path, device, train=False),  # type: ignore[arg-type]
-        tokenizer,
-        device,
-        sleep_mode="offload",
-        max_batch_size=config.rollout.max_batch_size,
-        shares_policy_weights=shared,
-        compile_decode=config.rollout.compile_decode,
-    )
+    policy: Callable[[], Policy],
+) -> BuildContext:
+    return BuildContext(config, path, device, tokenizer, policy)
 
 
-def build_strategy(
-    config: RunConfig, device: torch.device, module: torch.nn.Module | None
-) -> Strategy | None:
+def build_policy(config: RunConfig, path: Path, device: torch.device, tokenizer: Any) -> Policy:
+    """The trained policy (its builder sees a context whose ``policy`` it must not call)."""
+    context = build_context(config, path, device, tokenizer, _no_policy_yet)
+    return loader(config).policy(context)
+
+
+def _no_policy_yet() -> Policy:
+    raise RuntimeError("the policy's own builder cannot ask the context for the policy")
+
+
+def build_reference(context: BuildContext) -> ReferenceModel | None:
+    """The frozen reference, or None when the KL coefficient is 0 (no KL term)."""
+    if context.config.algorithm.kl_coef == 0:
+        return None
+    return loader(context.config).reference(context)
+
+
+def build_critic(context: BuildContext) -> Critic | None:
+    """The value model, or None when the advantage estimator needs no values."""
+    if not ADVANTAGE_ESTIMATORS.get(context.config.algorithm.advantage_estimator).needs_values:
+        return None
+    return loader(context.config).critic(context)
+
+
+def build_engine(context: BuildContext) -> RolloutEngine:
+    return build(ENGINES, context.config.rollout.engine, context)  # type: ignore[no-any-return]
+
+
+def build_strategy(context: BuildContext, module: torch.nn.Module | None) -> Strategy | None:
     """The training backend for ``module`` (prepared), or None when there is no module."""
     if module is None:
         return None
-    optim = config.optimizer_params()
-    backend = config.backend
-    strategy: Strategy
-    if backend.strategy == "single":
-        from lightrft.adapters.single_device import SingleDeviceStrategy
-
-        strategy = SingleDeviceStrategy(device, optim)
-    elif backend.strategy == "fsdp2":
-        from lightrft.adapters.fsdp import Fsdp2Strategy
-
-        strategy = Fsdp2Strategy(
-            optim,
-            device=device,
-            mixed_precision="bf16" if config.model.dtype == "bf16" else "fp32",
-            cpu_offload=backend.cpu_offload,
-        )
-    else:
-        from lightrft.adapters.deepspeed import DeepSpeedStrategy
-
-        strategy = DeepSpeedStrategy(
-            optim,
-            device=device,
-            zero_stage=backend.zero_stage,
-            bf16=config.model.dtype == "bf16",
-            cpu_offload=backend.cpu_offload,
-        )
+    strategy: Strategy = build(STRATEGIES, context.config.backend.strategy, context)
     strategy.prepare(module)
     return strategy

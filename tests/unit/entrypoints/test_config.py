@@ -92,7 +92,7 @@ def test_lightrft_flag_aliases() -> None:
         (["--no_such_flag", "1"], "unknown option --no_such_flag"),
         (["rollout.n_samples_per_prompt=1"], "n_samples_per_prompt must be >= 2"),
         (["algorithm.kl_controller=adaptive", "algorithm.kl_coef=0.1"], "needs kl_target"),
-        (["reward.sources=[{type: python}]"], "needs function"),
+        (["reward.sources=[{type: python}]"], "reward.sources.0.function: Field required"),
         (["optim=3"], "optim"),
     ],
 )

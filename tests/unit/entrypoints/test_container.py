@@ -56,7 +56,7 @@ def test_auto_shares_the_policy_module_and_keeps_the_policy_awake_with_the_engin
 
 
 def test_lora_or_off_gives_the_engine_its_own_model(tiny_dir: Path, tmp_path: Path) -> None:
-    for overrides in ({"model.lora.rank": 2}, {"rollout.share_policy_weights": "off"}):
+    for overrides in ({"model.lora.rank": 2}, {"rollout.engine.share_policy_weights": "off"}):
         container = build_container(config(tiny_dir, tmp_path, **overrides))
         engine, policy = container.engine(), container.policy()
         assert not engine.shares_policy_weights
@@ -71,15 +71,15 @@ def test_on_without_a_single_plain_policy_is_a_config_error(tiny_dir: Path, tmp_
         {"backend.strategy": "fsdp2"},
         {"model.lora.rank": 2},
     ):
-        with pytest.raises(ConfigError, match="rollout.share_policy_weights"):
-            config(tiny_dir, tmp_path, **{"rollout.share_policy_weights": "on", **overrides})
+        with pytest.raises(ConfigError, match="rollout.engine.share_policy_weights"):
+            config(tiny_dir, tmp_path, **{"rollout.engine.share_policy_weights": "on", **overrides})
 
 
 def test_sharing_does_not_change_training(tiny_dir: Path, tmp_path: Path) -> None:
     finals = []
     for choice in ("on", "off"):
         overrides = {
-            "rollout.share_policy_weights": choice,
+            "rollout.engine.share_policy_weights": choice,
             "reward.sources": [{"type": "python", "function": TOY_REWARD}],
         }
         container = build_container(config(tiny_dir, tmp_path / choice, **overrides))
@@ -97,6 +97,6 @@ def test_sharing_does_not_change_training(tiny_dir: Path, tmp_path: Path) -> Non
 def test_compile_decode_reaches_the_engine(tiny_dir: Path, tmp_path: Path) -> None:
     for choice in (True, False):
         container = build_container(
-            config(tiny_dir, tmp_path, **{"rollout.compile_decode": choice})
+            config(tiny_dir, tmp_path, **{"rollout.engine.compile_decode": choice})
         )
         assert (container.engine()._decoder() is container.engine().module) is not choice

@@ -1,0 +1,31 @@
+"""The `lightrft` subcommands: one module each, listed in :data:`COMMAND_MODULES`.
+
+A command module defines ``NAME`` (the subcommand), ``HELP`` (one line),
+``add_parser(parser)`` (its own arguments on the subparser made for it) and
+``run(args, rest) -> int`` (``rest``: the unparsed ``key=value`` overrides). Keep the module's
+top level light: import heavy libraries inside ``run``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from lightrft.domain.registry import Registry
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "lightrft.entrypoints.commands.train",
+    "lightrft.entrypoints.commands.eval",
+    "lightrft.entrypoints.commands.config_show",
+    "lightrft.entrypoints.commands.report",
+    "lightrft.entrypoints.commands.demo",
+)
+
+
+def load_commands(modules: tuple[str, ...] = COMMAND_MODULES) -> Registry[ModuleType]:
+    """The command modules by subcommand name (a duplicate name is refused)."""
+    commands: Registry[ModuleType] = Registry("command")
+    for name in modules:
+        module = importlib.import_module(name)
+        commands.add(module.NAME, module)
+    return commands

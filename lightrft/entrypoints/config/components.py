@@ -1,0 +1,108 @@
+"""Component sections: config models selected by a ``type`` tag, one registry per kind.
+
+A component kind (rollout engine, reward source, training strategy) has a registry of config
+models, each registered under the tag users write (``rollout.engine.type: vllm``). A config
+field of that kind is :func:`component_field`: it accepts a mapping with ``type`` (or the bare
+tag as a shorthand, ``rollout.engine=vllm``), looks the tag up in the registry and validates
+the mapping with that model, so every type carries only its own options. This is a
+discriminated union whose members are registered rather than listed, so a plugin adds a type
+without editing this package (see ``docs/extending.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+from pydantic import Field, PlainValidator, SerializeAsAny
+from pydantic_core import PydanticCustomError
+
+from lightrft.domain.registry import Registry
+from lightrft.entrypoints.config.base import Section
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lightrft.entrypoints.config.run_config import RunConfig
+
+
+class ComponentSection(Section):
+    """Base of a component's config model. Subclasses declare ``type: Literal["tag"]``."""
+
+    type: str
+
+    def check_in_run(self, run: RunConfig) -> None:
+        """Cross-section checks (raise ``ValueError`` naming the keys); default: none."""
+
+
+class RewardSourceSection(ComponentSection):
+    """Base of a reward source's config: every source has a metric name and a weight."""
+
+    name: str | None = Field(None, description="Metric name; defaults to the type.")
+    weight: float = Field(1.0, description="Weight in the composite reward.")
+
+    @property
+    def label(self) -> str:
+        """The source's metric name (``name``, else ``type``)."""
+        return self.name or self.type
+
+
+ENGINE_CONFIGS: Registry[type[ComponentSection]] = Registry("rollout engine")
+REWARD_SOURCE_CONFIGS: Registry[type[ComponentSection]] = Registry("reward source type")
+STRATEGY_CONFIGS: Registry[type[ComponentSection]] = Registry("training strategy")
+
+S = TypeVar("S", bound=type[ComponentSection])
+
+
+def register_config(registry: Registry[type[ComponentSection]], name: str) -> Callable[[S], S]:
+    """Class decorator: registers a component config model under ``name`` (its ``type``)."""
+
+    def add(model: S) -> S:
+        tag = model.model_fields["type"].default
+        if tag != name:
+            raise ValueError(f"{model.__name__}.type defaults to {tag!r}, registered as {name!r}")
+        registry.add(name, model)
+        return model
+
+    return add
+
+
+def _validator(
+    registry: Registry[type[ComponentSection]], default: str | None
+) -> Callable[..., Any]:
+    def validate(value: Any) -> ComponentSection:
+        if isinstance(value, ComponentSection):
+            value = value.model_dump()
+        if isinstance(value, str):
+            value = {"type": value}
+        if not isinstance(value, dict):
+            raise PydanticCustomError(
+                "component",
+                "expected a {kind} name or a mapping with a 'type' key",
+                {"kind": registry.kind},
+            )
+        tag = value.get("type", default)
+        if tag is None:
+            raise PydanticCustomError(
+                "component_type",
+                "missing 'type'; valid {kind}s: {choices}",
+                {"kind": registry.kind, "choices": ", ".join(registry.names())},
+            )
+        if tag not in registry:
+            raise PydanticCustomError(
+                "component_type",
+                "unknown {kind} {tag}; valid choices: {choices}",
+                {"kind": registry.kind, "tag": repr(tag), "choices": ", ".join(registry.names())},
+            )
+        return registry.get(tag).model_validate({**value, "type": registry.canonical(tag)})
+
+    return validate
+
+
+def component_field(registry: Registry[type[ComponentSection]], default: str | None = None) -> Any:
+    """The annotation of a field holding one component section of ``registry``'s kind.
+
+    ``default`` is the type assumed when a mapping has no ``type`` key (so setting only an
+    option of the default component, ``backend.strategy.x=...``, still validates).
+    """
+    return Annotated[
+        SerializeAsAny[ComponentSection], PlainValidator(_validator(registry, default))
+    ]

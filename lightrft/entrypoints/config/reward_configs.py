@@ -1,0 +1,59 @@
+"""Config models of the built-in reward sources (``reward.sources``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from lightrft.entrypoints.config.components import (
+    REWARD_SOURCE_CONFIGS,
+    RewardSourceSection,
+    register_config,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lightrft.entrypoints.config.run_config import RunConfig
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "math")
+class MathRewardConfig(RewardSourceSection):
+    """1 when the response's final answer equals the reference (math-verify), else 0."""
+
+    type: Literal["math"] = "math"
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "format")
+class FormatRewardConfig(RewardSourceSection):
+    """1 when the response is ``<think>...</think>`` followed by an answer, else 0."""
+
+    type: Literal["format"] = "format"
+    think_tag: str = Field("think", description="The reasoning tag name.")
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "length")
+class LengthRewardConfig(RewardSourceSection):
+    """DAPO's soft overlong punishment as a reward source (0 .. -factor)."""
+
+    type: Literal["length"] = "length"
+    max_length: int | None = Field(None, gt=0, description="L_max; null: rollout.max_new_tokens.")
+    buffer: int | None = Field(
+        None, gt=0, description="L_cache, the penalized tail; null: a quarter of L_max."
+    )
+    factor: float = Field(1.0, ge=0, description="Penalty at L_max.")
+
+    def check_in_run(self, run: RunConfig) -> None:
+        if run.reward.overlong_buffer is not None:
+            raise ValueError(
+                f"reward source {self.label!r} (type length) and reward.overlong_buffer both "
+                "apply DAPO's overlong penalty; keep one of them"
+            )
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "python")
+class PythonRewardConfig(RewardSourceSection):
+    """Your function ``module:function`` in an isolated worker process."""
+
+    type: Literal["python"] = "python"
+    function: str = Field(description="'module:function' to call.")
+    timeout_s: float = Field(5.0, gt=0, description="Per-call timeout.")

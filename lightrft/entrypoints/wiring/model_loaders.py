@@ -1,0 +1,100 @@
+"""Built-in model loaders, one per ``model.modality`` (text: Hugging Face causal LMs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from lightrft.adapters.hf import (
+    HfPolicy,
+    HfReferenceModel,
+    LoraParams,
+    ModelLoadParams,
+    load_causal_lm,
+    load_tokenizer,
+)
+from lightrft.adapters.hf.critic import HfCritic
+from lightrft.entrypoints.config import RunConfig
+from lightrft.entrypoints.wiring.registries import MODEL_LOADERS, BuildContext, ModelLoader
+
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def load_params(config: RunConfig, *, train: bool) -> ModelLoadParams:
+    """How to load the configured model for training (``train``) or inference."""
+    m = config.model
+    return ModelLoadParams(
+        dtype=DTYPES[m.dtype],  # type: ignore[arg-type]
+        attn_implementation=m.attn_implementation,
+        gradient_checkpointing=m.gradient_checkpointing and train,
+        trust_remote_code=m.trust_remote_code,
+    )
+
+
+def lora_params(config: RunConfig) -> LoraParams | None:
+    """The LoRA adapter the config asks for (None: train all weights)."""
+    lora = config.model.lora
+    if lora.rank == 0:
+        return None
+    targets = lora.target_modules
+    return LoraParams(
+        rank=lora.rank,
+        alpha=lora.alpha,
+        dropout=lora.dropout,
+        target_modules=targets if isinstance(targets, str) else tuple(targets),
+    )
+
+
+def _causal_lm(context: BuildContext, *, train: bool) -> Any:
+    return load_causal_lm(
+        context.model_path, context.device, load_params(context.config, train=train)
+    )
+
+
+def _tokenizer(config: RunConfig, path: Path) -> Any:
+    return load_tokenizer(path, trust_remote_code=config.model.trust_remote_code)
+
+
+def _policy(context: BuildContext) -> HfPolicy:
+    m = context.config.model
+    return HfPolicy(
+        _causal_lm(context, train=True),
+        lora=lora_params(context.config),
+        packing=m.packing,
+        prefix_sharing=m.prefix_sharing,
+        chunk_size=m.logprob_chunk_size,
+        tokenizer=context.tokenizer,
+    )
+
+
+def _reference(context: BuildContext) -> HfReferenceModel:
+    m = context.config.model
+    return HfReferenceModel(
+        _causal_lm(context, train=False),
+        context.device,
+        packing=m.packing,
+        prefix_sharing=m.prefix_sharing,
+        chunk_size=m.logprob_chunk_size,
+    )
+
+
+def _critic(context: BuildContext) -> HfCritic:
+    return HfCritic(_causal_lm(context, train=True))
+
+
+def _generation_model(context: BuildContext) -> torch.nn.Module:
+    return _causal_lm(context, train=False)  # type: ignore[no-any-return]
+
+
+MODEL_LOADERS.add(
+    "text",
+    ModelLoader(
+        tokenizer=_tokenizer,
+        policy=_policy,
+        reference=_reference,
+        critic=_critic,
+        generation_model=_generation_model,
+    ),
+)

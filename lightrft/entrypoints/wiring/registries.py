@@ -1,0 +1,105 @@
+"""The composition root's builder registries: one per component kind.
+
+A builder is a plain function ``(section, context) -> component``: ``section`` is the
+component's own config model (a :class:`~lightrft.entrypoints.config.components.ComponentSection`
+registered under the same name) and ``context`` the frozen :class:`BuildContext` of the run.
+Adding a component is one adapter module, one config model and one builder:
+
+    register_component("reward_source", "my_rm", MyRmConfig, build_my_rm)
+
+The built-in builders live in the sibling modules (``engines``, ``reward_sources``,
+``strategies``, ``model_loaders``); ``docs/extending.md`` has the recipes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from lightrft.domain.ports import (
+    Critic,
+    Policy,
+    ReferenceModel,
+    RewardSource,
+    RolloutEngine,
+    Strategy,
+)
+from lightrft.domain.registry import Registry
+from lightrft.entrypoints.config import RunConfig
+from lightrft.entrypoints.config.components import (
+    ENGINE_CONFIGS,
+    REWARD_SOURCE_CONFIGS,
+    STRATEGY_CONFIGS,
+    ComponentSection,
+    register_config,
+)
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What every builder may use. ``policy`` builds (once) and returns the run's policy."""
+
+    config: RunConfig
+    model_path: Path
+    device: torch.device
+    tokenizer: Any
+    policy: Callable[[], Policy]
+
+
+EngineBuilder = Callable[[Any, BuildContext], RolloutEngine]
+RewardBuilder = Callable[[Any, BuildContext], RewardSource]
+StrategyBuilder = Callable[[Any, BuildContext], Strategy]
+
+
+@dataclass(frozen=True)
+class ModelLoader:
+    """How one modality's models are built (``model.modality`` selects it).
+
+    ``tokenizer(config, path)`` returns the tokenizer or processor; ``policy``,
+    ``reference`` and ``critic`` take the context; ``generation_model(context)`` is the
+    plain module an in-process engine runs when it does not share the policy's weights.
+    """
+
+    tokenizer: Callable[[RunConfig, Path], Any]
+    policy: Callable[[BuildContext], Policy]
+    reference: Callable[[BuildContext], ReferenceModel]
+    critic: Callable[[BuildContext], Critic]
+    generation_model: Callable[[BuildContext], torch.nn.Module]
+
+
+ENGINES: Registry[EngineBuilder] = Registry("rollout engine")
+REWARD_SOURCES: Registry[RewardBuilder] = Registry("reward source type")
+STRATEGIES: Registry[StrategyBuilder] = Registry("training strategy")
+MODEL_LOADERS: Registry[ModelLoader] = Registry("model modality")
+
+_KINDS: dict[str, tuple[Registry[type[ComponentSection]], Registry[Any]]] = {
+    "engine": (ENGINE_CONFIGS, ENGINES),
+    "reward_source": (REWARD_SOURCE_CONFIGS, REWARD_SOURCES),
+    "strategy": (STRATEGY_CONFIGS, STRATEGIES),
+}
+
+
+def register_component(
+    kind: str, name: str, config_model: type[ComponentSection], builder: Callable[..., Any]
+) -> None:
+    """Registers a component: its config model (``type`` tag ``name``) and its builder.
+
+    ``kind`` is ``"engine"``, ``"reward_source"`` or ``"strategy"``. Register before the
+    config is loaded (a module listed in the config's ``plugins`` key is imported first).
+    """
+    if kind not in _KINDS:
+        raise ValueError(f"unknown component kind {kind!r}; valid kinds: {', '.join(_KINDS)}")
+    configs, builders = _KINDS[kind]
+    if name in builders:
+        raise ValueError(f"{builders.kind} {name!r} is already registered")
+    register_config(configs, name)(config_model)
+    builders.add(name, builder)
+
+
+def build(registry: Registry[Any], section: ComponentSection, context: BuildContext) -> Any:
+    """The component ``section`` describes, from the builder registered under its type."""
+    return registry.get(section.type)(section, context)

@@ -1,0 +1,46 @@
+"""Built-in reward source builders (``reward.sources``)."""
+
+from __future__ import annotations
+
+from lightrft.adapters.rewards import (
+    FormatReward,
+    LengthReward,
+    MathAnswerReward,
+    PythonFunctionReward,
+)
+from lightrft.entrypoints.config.reward_configs import (
+    FormatRewardConfig,
+    LengthRewardConfig,
+    MathRewardConfig,
+    PythonRewardConfig,
+)
+from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext
+
+
+@REWARD_SOURCES.register("math")
+def build_math(section: MathRewardConfig, context: BuildContext) -> MathAnswerReward:
+    return MathAnswerReward(name=section.label)
+
+
+@REWARD_SOURCES.register("format")
+def build_format(section: FormatRewardConfig, context: BuildContext) -> FormatReward:
+    tag = section.think_tag
+    return FormatReward(name=section.label, think_open=f"<{tag}>", think_close=f"</{tag}>")
+
+
+@REWARD_SOURCES.register("length")
+def build_length(section: LengthRewardConfig, context: BuildContext) -> LengthReward:
+    max_length = section.max_length or context.config.rollout.max_new_tokens
+    return LengthReward(
+        max_length=max_length,
+        cache_length=section.buffer or max(1, max_length // 4),
+        factor=section.factor,
+        name=section.label,
+    )
+
+
+@REWARD_SOURCES.register("python")
+def build_python(section: PythonRewardConfig, context: BuildContext) -> PythonFunctionReward:
+    return PythonFunctionReward(
+        section.function, name=section.label, timeout_seconds=section.timeout_s
+    )

@@ -1,0 +1,43 @@
+"""Built-in training strategy builders (``backend.strategy``); each returns it unprepared."""
+
+from __future__ import annotations
+
+from lightrft.domain.ports import Strategy
+from lightrft.entrypoints.config.strategy_configs import (
+    DeepSpeedStrategyConfig,
+    Fsdp2StrategyConfig,
+    SingleStrategyConfig,
+)
+from lightrft.entrypoints.wiring.registries import STRATEGIES, BuildContext
+
+
+@STRATEGIES.register("single")
+def build_single(section: SingleStrategyConfig, context: BuildContext) -> Strategy:
+    from lightrft.adapters.single_device import SingleDeviceStrategy
+
+    return SingleDeviceStrategy(context.device, context.config.optimizer_params())
+
+
+@STRATEGIES.register("fsdp2")
+def build_fsdp2(section: Fsdp2StrategyConfig, context: BuildContext) -> Strategy:
+    from lightrft.adapters.fsdp import Fsdp2Strategy
+
+    return Fsdp2Strategy(
+        context.config.optimizer_params(),
+        device=context.device,
+        mixed_precision="bf16" if context.config.model.dtype == "bf16" else "fp32",
+        cpu_offload=section.cpu_offload,
+    )
+
+
+@STRATEGIES.register("deepspeed")
+def build_deepspeed(section: DeepSpeedStrategyConfig, context: BuildContext) -> Strategy:
+    from lightrft.adapters.deepspeed import DeepSpeedStrategy
+
+    return DeepSpeedStrategy(
+        context.config.optimizer_params(),
+        device=context.device,
+        zero_stage=section.zero_stage,
+        bf16=context.config.model.dtype == "bf16",
+        cpu_offload=section.cpu_offload,
+    )
