@@ -15,7 +15,8 @@ and the distribution of margins r_c - r_r.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +92,69 @@ class PreferenceEval:
 
 def _chunks(items: Sequence[PreferencePair], size: int) -> list[Sequence[PreferencePair]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def pair_scores(
+    model: TrainableRewardModel, chunk: Sequence[PreferencePair]
+) -> tuple[Tensor, Tensor]:
+    """Scores (M,) of the chosen and of the rejected responses, in one forward of 2M rows."""
+    prompts = [p.prompt for p in chunk]
+    scores = model.pair_scores(
+        prompts + prompts, [p.chosen for p in chunk] + [p.rejected for p in chunk]
+    )
+    return scores[: len(chunk)], scores[len(chunk) :]
+
+
+def evaluate_preferences(
+    model: TrainableRewardModel,
+    pairs: Sequence[PreferencePair],
+    micro_batch_size: int = 8,
+    margin: float = 0.0,
+) -> PreferenceEval:
+    """Accuracy (r_c > r_r), mean Bradley-Terry loss and margins r_c - r_r of ``pairs``.
+
+    Runs in eval mode without gradients; the module's mode is restored.
+    """
+    if not pairs:
+        raise ValueError("evaluate needs at least one pair")
+    margins, losses = [], []
+    with _inference(model):
+        for chunk in _chunks(pairs, micro_batch_size):
+            chosen, rejected = pair_scores(model, chunk)
+            margins.append((chosen - rejected).float().cpu())
+            m = torch.tensor([p.margin + margin for p in chunk])
+            losses.append(bradley_terry_loss(chosen.float().cpu(), rejected.float().cpu(), m))
+    gap = torch.cat(margins)
+    return PreferenceEval(
+        accuracy=float((gap > 0).float().mean()),
+        loss=float(torch.cat(losses).mean()),
+        margins=gap,
+    )
+
+
+def score_moments(
+    model: TrainableRewardModel, pairs: Sequence[PreferencePair], micro_batch_size: int = 8
+) -> RunningMoments:
+    """Mean and variance of the raw scores of every response of ``pairs`` (the normalization
+    saved with a trained model)."""
+    moments = RunningMoments()
+    with _inference(model):
+        for chunk in _chunks(pairs, micro_batch_size):
+            chosen, rejected = pair_scores(model, chunk)
+            moments = moments.update(torch.cat([chosen, rejected]).double().cpu())
+    return moments
+
+
+@contextmanager
+def _inference(model: TrainableRewardModel) -> Iterator[None]:
+    module = model.module
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        module.train(was_training)
 
 
 class RewardModelTrainer:
@@ -181,54 +245,19 @@ class RewardModelTrainer:
         }
 
     def _pair_scores(self, chunk: Sequence[PreferencePair]) -> tuple[Tensor, Tensor]:
-        prompts = [p.prompt for p in chunk]
-        scores = self.model.pair_scores(
-            prompts + prompts, [p.chosen for p in chunk] + [p.rejected for p in chunk]
-        )
-        return scores[: len(chunk)], scores[len(chunk) :]
+        return pair_scores(self.model, chunk)
 
     # -- evaluation -------------------------------------------------------------------
 
     def evaluate(self, pairs: Sequence[PreferencePair]) -> PreferenceEval:
         """Accuracy, loss and margins of ``pairs`` under the current weights (this rank)."""
-        if not pairs:
-            raise ValueError("evaluate needs at least one pair")
-        module = self.model.module
-        was_training = module.training
-        module.eval()
-        margins, losses = [], []
-        try:
-            with torch.no_grad():
-                for chunk in _chunks(pairs, self.params.micro_batch_size):
-                    chosen, rejected = self._pair_scores(chunk)
-                    margins.append((chosen - rejected).float().cpu())
-                    m = torch.tensor([p.margin + self.params.margin for p in chunk])
-                    losses.append(bradley_terry_loss(chosen.cpu(), rejected.cpu(), m))
-        finally:
-            module.train(was_training)
-        margin = torch.cat(margins)
-        return PreferenceEval(
-            accuracy=float((margin > 0).float().mean()),
-            loss=float(torch.cat(losses).mean()),
-            margins=margin,
+        return evaluate_preferences(
+            self.model, pairs, self.params.micro_batch_size, self.params.margin
         )
 
     def score_moments(self, pairs: Sequence[PreferencePair]) -> RunningMoments:
-        """Mean and variance of the raw scores of every response of ``pairs`` (for the
-        normalization saved with the model)."""
-        module = self.model.module
-        was_training = module.training
-        module.eval()
-        moments = RunningMoments()
-        try:
-            with torch.no_grad():
-                for chunk in _chunks(pairs, self.params.micro_batch_size):
-                    chosen, rejected = self._pair_scores(chunk)
-                    values = torch.cat([chosen, rejected]).double().cpu()
-                    moments = moments.update(values)
-        finally:
-            module.train(was_training)
-        return moments
+        """Moments of the raw scores of every response of ``pairs`` (see :func:`score_moments`)."""
+        return score_moments(self.model, pairs, self.params.micro_batch_size)
 
     # -- checkpoints ------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "lightrft.entrypoints.commands.config_show",
     "lightrft.entrypoints.commands.report",
     "lightrft.entrypoints.commands.demo",
+    "lightrft.entrypoints.commands.rm",
 )
 
 
