@@ -11,7 +11,12 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from lightrft.entrypoints.config import engine_configs, reward_configs, strategy_configs
+from lightrft.entrypoints.config import (
+    engine_configs,
+    reward_configs,
+    reward_model_configs,  # noqa: F401  (registers)
+    strategy_configs,
+)
 from lightrft.entrypoints.config.base import Section
 from lightrft.entrypoints.config.components import (
     ENGINE_CONFIGS,
@@ -196,6 +201,9 @@ class RewardConfig(Section):
         default_factory=lambda: [reward_configs.MathRewardConfig()],
         description="Reward sources, each a section with its type (math, format, length, "
         "python, ...) and that type's options; combined as a weighted sum.",
+    )
+    gate_value: float = Field(
+        0.0, description="Reward of a sample that fails a gate (see a source's gate_threshold)."
     )
     overlong_buffer: int | None = Field(None, gt=0, description="DAPO overlong buffer L_cache.")
     overlong_factor: float = Field(1.0, ge=0, description="DAPO overlong penalty factor.")

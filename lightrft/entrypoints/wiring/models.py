@@ -27,7 +27,13 @@ from lightrft.domain.ports import (
     Strategy,
 )
 from lightrft.entrypoints.config import RunConfig
-from lightrft.entrypoints.wiring import engines, model_loaders, reward_sources, strategies  # noqa: F401  (registers the built-ins)
+from lightrft.entrypoints.wiring import (  # noqa: F401  (registers the built-ins)
+    engines,
+    model_loaders,
+    reward_model_builders,  # noqa: F401  (registers)
+    reward_sources,
+    strategies,
+)
 from lightrft.entrypoints.wiring.registries import (
     ENGINES,
     MODEL_LOADERS,

@@ -62,3 +62,19 @@ def test_last_token_index_left_and_right_padding() -> None:
     assert last_token_index(mask).tolist() == [2, 4, 2, 4]
     with pytest.raises(ValueError, match="no attended token"):
         last_token_index(torch.tensor([[1, 0], [0, 0]]))
+
+
+def test_gate_rewards_hand_computed() -> None:
+    from lightrft.domain.rewards import gate_rewards
+
+    total = torch.tensor([0.7, 0.2, 0.9, 0.4])
+    fmt = torch.tensor([1.0, 0.0, 1.0, 1.0])
+    safety = torch.tensor([0.9, 0.9, 0.1, 0.6])
+    # sample 1 fails the format gate (0 < 1), sample 2 the safety gate (0.1 < 0.5)
+    rewards, passed = gate_rewards(
+        total, {"fmt": fmt, "safety": safety}, {"fmt": 1.0, "safety": 0.5}, -1.0
+    )
+    assert passed.tolist() == [True, False, False, True]
+    torch.testing.assert_close(rewards, torch.tensor([0.7, -1.0, -1.0, 0.4]))
+    with pytest.raises(ValueError, match="names no reward source"):
+        gate_rewards(total, {"fmt": fmt}, {"other": 1.0}, 0.0)
