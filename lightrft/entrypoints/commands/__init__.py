@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "lightrft.entrypoints.commands.report",
     "lightrft.entrypoints.commands.demo",
     "lightrft.entrypoints.commands.rm",
+    "lightrft.entrypoints.commands.serve_reward",
 )
 
 

@@ -24,3 +24,23 @@ class ScalarRmConfig(RewardSourceSection):
     micro_batch_size: int = Field(16, gt=0, description="Rows per scoring forward.")
     dtype: Literal["fp32", "bf16", "fp16"] = Field("fp32", description="Weights dtype.")
     trust_remote_code: bool = Field(False, description="Run code shipped with the model.")
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "remote")
+class RemoteRewardConfig(RewardSourceSection):
+    """A reward service over HTTP (``lightrft serve-reward`` or compatible)."""
+
+    type: Literal["remote"] = "remote"
+    url: str = Field(description="Base URL, e.g. http://127.0.0.1:8000.")
+    token_env: str | None = Field(
+        None, description="Environment variable holding the bearer token (not the token)."
+    )
+    timeout_s: float = Field(30.0, gt=0, description="Per-request timeout.")
+    max_attempts: int = Field(4, ge=1, description="Attempts per request before failing.")
+    backoff_base_s: float = Field(0.5, ge=0, description="First backoff bound (doubles).")
+    backoff_max_s: float = Field(8.0, ge=0, description="Largest backoff bound.")
+    request_batch: int = Field(256, ge=1, description="Samples per request.")
+    on_failure: Literal["raise", "score"] = Field(
+        "raise", description="After the last attempt: stop the run, or score failure_score."
+    )
+    failure_score: float = Field(0.0, description="Score of samples whose request failed.")

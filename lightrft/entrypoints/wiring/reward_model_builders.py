@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 from lightrft.adapters.reward_models import HfScalarRewardModel
-from lightrft.entrypoints.config.reward_model_configs import ScalarRmConfig
+from lightrft.domain.ports import RewardSource
+from lightrft.entrypoints.config.reward_model_configs import RemoteRewardConfig, ScalarRmConfig
 from lightrft.entrypoints.wiring.model_loaders import DTYPES
 from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext
 
@@ -18,4 +21,30 @@ def build_scalar_rm(section: ScalarRmConfig, context: BuildContext) -> HfScalarR
         name=section.label,
         normalize=section.normalize,
         micro_batch_size=section.micro_batch_size,
+    )
+
+
+@REWARD_SOURCES.register("remote")
+def build_remote(section: RemoteRewardConfig, context: BuildContext) -> RewardSource:
+    from lightrft.adapters.reward_service import RemoteRewardSource
+
+    token = None
+    if section.token_env is not None:
+        token = os.environ.get(section.token_env)
+        if not token:
+            raise ValueError(
+                f"reward source {section.label!r}: environment variable {section.token_env} "
+                "(token_env) is not set"
+            )
+    return RemoteRewardSource(
+        section.url,
+        name=section.label,
+        token=token,
+        timeout_s=section.timeout_s,
+        max_attempts=section.max_attempts,
+        backoff_base_s=section.backoff_base_s,
+        backoff_max_s=section.backoff_max_s,
+        request_batch=section.request_batch,
+        on_failure=section.on_failure,
+        failure_score=section.failure_score,
     )
