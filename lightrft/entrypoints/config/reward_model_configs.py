@@ -44,3 +44,14 @@ class RemoteRewardConfig(RewardSourceSection):
         "raise", description="After the last attempt: stop the run, or score failure_score."
     )
     failure_score: float = Field(0.0, description="Score of samples whose request failed.")
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "unit_tests")
+class UnitTestsRewardConfig(RewardSourceSection):
+    """Runs the response's code against the prompt's reference tests in a sandbox."""
+
+    type: Literal["unit_tests"] = "unit_tests"
+    timeout_s: float = Field(5.0, gt=0, description="Wall-clock limit per program.")
+    memory_mb: int = Field(512, ge=16, description="Address-space limit per program.")
+    pass_score: float = Field(1.0, description="Score when every test passes.")
+    fail_score: float = Field(0.0, description="Score otherwise.")

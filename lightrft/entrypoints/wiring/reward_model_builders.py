@@ -6,7 +6,12 @@ import os
 
 from lightrft.adapters.reward_models import HfScalarRewardModel
 from lightrft.domain.ports import RewardSource
-from lightrft.entrypoints.config.reward_model_configs import RemoteRewardConfig, ScalarRmConfig
+from lightrft.adapters.rewards.unit_tests import UnitTestsReward
+from lightrft.entrypoints.config.reward_model_configs import (
+    RemoteRewardConfig,
+    ScalarRmConfig,
+    UnitTestsRewardConfig,
+)
 from lightrft.entrypoints.wiring.model_loaders import DTYPES
 from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext
 
@@ -47,4 +52,15 @@ def build_remote(section: RemoteRewardConfig, context: BuildContext) -> RewardSo
         request_batch=section.request_batch,
         on_failure=section.on_failure,
         failure_score=section.failure_score,
+    )
+
+
+@REWARD_SOURCES.register("unit_tests")
+def build_unit_tests(section: UnitTestsRewardConfig, context: BuildContext) -> UnitTestsReward:
+    return UnitTestsReward(
+        name=section.label,
+        timeout_s=section.timeout_s,
+        memory_mb=section.memory_mb,
+        pass_score=section.pass_score,
+        fail_score=section.fail_score,
     )
