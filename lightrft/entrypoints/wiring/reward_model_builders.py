@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from lightrft.adapters.reward_models import HfScalarRewardModel
-from lightrft.domain.ports import RewardSource
 from lightrft.adapters.rewards.unit_tests import UnitTestsReward
+from lightrft.domain.ports import RewardSource
 from lightrft.entrypoints.config.reward_model_configs import (
     RemoteRewardConfig,
     ScalarRmConfig,
