@@ -55,3 +55,22 @@ class UnitTestsRewardConfig(RewardSourceSection):
     memory_mb: int = Field(512, ge=16, description="Address-space limit per program.")
     pass_score: float = Field(1.0, description="Score when every test passes.")
     fail_score: float = Field(0.0, description="Score otherwise.")
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "generative_rm")
+class GenerativeRmConfig(RewardSourceSection):
+    """A judge model that writes a verdict (``Score: X/10`` or ``[[A]]``), parsed strictly."""
+
+    type: Literal["generative_rm"] = "generative_rm"
+    path: str | None = Field(None, description="Judge model directory; null: the run's model.")
+    template: str | None = Field(
+        None, description="Judge prompt with {prompt}, {response}, {reference}; null: built-in."
+    )
+    verdict: Literal["score", "label"] = Field("score", description="Verdict kind.")
+    max_score: float = Field(10.0, gt=0, description="Scale of 'Score: X' without '/Y'.")
+    labels: dict[str, float] = Field(
+        default_factory=lambda: {"A": 1.0, "B": 0.0}, description="[[LABEL]] -> score."
+    )
+    unparsable_score: float = Field(0.0, description="Score of a verdict that cannot be read.")
+    max_new_tokens: int = Field(256, gt=0, description="Verdict length limit.")
+    dtype: Literal["fp32", "bf16", "fp16"] = Field("fp32", description="Judge weights dtype.")

@@ -8,6 +8,7 @@ from lightrft.adapters.reward_models import HfScalarRewardModel
 from lightrft.adapters.rewards.unit_tests import UnitTestsReward
 from lightrft.domain.ports import RewardSource
 from lightrft.entrypoints.config.reward_model_configs import (
+    GenerativeRmConfig,
     RemoteRewardConfig,
     ScalarRmConfig,
     UnitTestsRewardConfig,
@@ -63,4 +64,39 @@ def build_unit_tests(section: UnitTestsRewardConfig, context: BuildContext) -> U
         memory_mb=section.memory_mb,
         pass_score=section.pass_score,
         fail_score=section.fail_score,
+    )
+
+
+@REWARD_SOURCES.register("generative_rm")
+def build_generative_rm(section: GenerativeRmConfig, context: BuildContext) -> RewardSource:
+    from pathlib import Path
+
+    from lightrft.adapters.hf import (
+        HfRolloutEngine,
+        ModelLoadParams,
+        load_causal_lm,
+        load_tokenizer,
+    )
+    from lightrft.adapters.reward_models.generative import DEFAULT_TEMPLATE, HfGenerativeRewardModel
+    from lightrft.adapters.reward_models.verdict import LabelVerdict, ScoreVerdict
+
+    path = Path(section.path) if section.path else context.model_path
+    params = ModelLoadParams(dtype=DTYPES[section.dtype])  # type: ignore[arg-type]
+    tokenizer = load_tokenizer(path)
+    engine = HfRolloutEngine(
+        load_causal_lm(path, context.device, params), tokenizer, context.device
+    )
+    parser = (
+        ScoreVerdict(section.max_score)
+        if section.verdict == "score"
+        else LabelVerdict(section.labels)
+    )
+    return HfGenerativeRewardModel(
+        engine,
+        tokenizer,
+        parser,
+        name=section.label,
+        template=section.template or DEFAULT_TEMPLATE,
+        unparsable_score=section.unparsable_score,
+        max_new_tokens=section.max_new_tokens,
     )

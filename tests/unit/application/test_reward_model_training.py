@@ -4,6 +4,7 @@ resumes exactly, reports held-out accuracy and margins."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,14 @@ from tests.unit.adapters.reward_models.rm_tiny import tiny_classifier
 
 CPU = torch.device("cpu")
 KINDS = ("bare", "ramble", "refuse")
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: one thread is fastest, above all on a busy CPU
+    yield
+    torch.set_num_threads(threads)
 
 
 def pairs(n: int, seed: int) -> list[PreferencePair]:

@@ -115,3 +115,23 @@ def test_each_reward_model_is_awake_only_in_reward_phases(
         assert len(compared) >= 3, sorted(a)
         for key in compared:
             assert a[key] == b[key], key
+
+
+def test_generative_and_remote_sources_build_from_config(tiny_dir: Path, tmp_path: Path) -> None:
+    from lightrft.adapters.reward_models.generative import HfGenerativeRewardModel
+    from lightrft.adapters.reward_service import RemoteRewardSource
+
+    overrides = {
+        "model.path": str(tiny_dir),
+        "logging.run_dir": str(tmp_path),
+        "reward.sources": [
+            {"type": "generative_rm", "name": "judge", "max_new_tokens": 4, "weight": 0.5},
+            {"type": "remote", "url": "http://127.0.0.1:9", "name": "far", "max_attempts": 1},
+        ],
+    }
+    container = build_container(load_config(algorithm="grpo", overrides=overrides))
+    judge, far = container.reward_sources()
+    assert isinstance(judge, HfGenerativeRewardModel) and judge.name == "judge"
+    assert isinstance(far, RemoteRewardSource) and far.url == "http://127.0.0.1:9"
+    judge.offload()
+    assert not judge.engine.is_awake
