@@ -83,6 +83,7 @@ class RmTrainOptions:
     dtype: str = "fp32"
     lora_rank: int = 0
     lora_alpha: float = 16.0
+    train_backbone: bool = True  # False: only the score head trains (a probe on frozen features)
     resume: bool = True
     normalize_pairs: int = 512
 
@@ -163,6 +164,8 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
     card = RewardModelCard(PairEncoding(not renderer.uses_chat_template, options.max_length))
     lora = RewardLoraParams(options.lora_rank, options.lora_alpha) if options.lora_rank else None
     rm = HfScalarRewardModel(classifier, tokenizer, device, card=card, lora=lora)
+    if not options.train_backbone:
+        rm.net.backbone.requires_grad_(False)
     strategy.prepare(rm.module)
     tracker = make_tracker(["jsonl"], out) if collective.rank == 0 else None
     trainer = RewardModelTrainer(

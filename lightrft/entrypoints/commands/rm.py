@@ -57,6 +57,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default="fp32")
     train.add_argument("--lora-rank", type=int, default=0, help="> 0: LoRA on the backbone")
     train.add_argument("--lora-alpha", type=float, default=16.0)
+    train.add_argument(
+        "--head-only", action="store_true", help="train only the score head (frozen backbone)"
+    )
     train.add_argument("--no-resume", action="store_true", help="ignore existing checkpoints")
     ev = sub.add_parser("eval", help="accuracy and reward-margin distribution")
     ev.add_argument("--model", required=True, help="reward model directory")
@@ -127,6 +130,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         dtype=args.dtype,
         lora_rank=args.lora_rank,
         lora_alpha=args.lora_alpha,
+        train_backbone=not args.head_only,
         resume=not args.no_resume,
     )
     summary = train_reward_model(options)
