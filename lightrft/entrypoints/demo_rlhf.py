@@ -96,6 +96,7 @@ def _rm_stage(options: RlhfDemoOptions, overrides: Sequence[str]) -> dict[str, A
         max_length=256,
         train_backbone=options.rm_train_backbone,
         resume=False,
+        normalize_pairs=64,
     )
     return train_reward_model(rm)
 

@@ -85,7 +85,7 @@ class RmTrainOptions:
     lora_alpha: float = 16.0
     train_backbone: bool = True  # False: only the score head trains (a probe on frozen features)
     resume: bool = True
-    normalize_pairs: int = 512
+    normalize_pairs: int = 256
 
 
 def _renderer(tokenizer: Any, data: RmDataOptions) -> PromptRenderer:
@@ -182,8 +182,9 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
         "rm.start", pairs=len(train_pairs), held_out=len(eval_pairs), steps=trainer.total_steps
     )
     resumed_from = trainer.step if options.resume and trainer.resume() else None
-    trainer.run(resume=False)
-    result = trainer.evaluate(eval_pairs)
+    history = trainer.run(resume=False)
+    evaluated = history[-1] if history and "eval/accuracy" in history[-1] else None
+    metrics = evaluated if evaluated is not None else trainer.evaluate(eval_pairs).metrics()
     moments = trainer.score_moments(train_pairs[: options.normalize_pairs])
     normalization = ScoreNormalization(moments.mean, max(moments.std, 1e-6))
     summary: dict[str, Any] = {
@@ -191,7 +192,7 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
         "train_pairs": len(train_pairs),
         "eval_pairs": len(eval_pairs),
         "resumed_from": resumed_from,
-        **result.metrics(),
+        **{k: v for k, v in metrics.items() if k.startswith("eval/")},
         "normalization": asdict(normalization),
     }
     if collective.rank == 0:
@@ -202,7 +203,7 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
         (out / "summary.json").write_text(json.dumps(summary, indent=2))
     if tracker is not None:
         tracker.close()
-    log.info("rm.done", accuracy=result.accuracy, steps=trainer.step)
+    log.info("rm.done", accuracy=metrics["eval/accuracy"], steps=trainer.step)
     return summary
 
 
