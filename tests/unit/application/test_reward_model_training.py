@@ -91,3 +91,24 @@ def test_batch_order_is_a_function_of_the_step() -> None:
 def test_too_few_pairs() -> None:
     with pytest.raises(ValueError, match="fewer than one batch"):
         trainer(pairs(4, seed=0), RewardTrainParams(batch_size=8))
+
+
+@pytest.mark.slow  # FSDP2 set-up on a one-process gloo group
+def test_fsdp2_strategy_trains_like_a_single_device(one_rank_group: None) -> None:
+    from lightrft.adapters.fsdp import Fsdp2Strategy
+
+    train = pairs(32, seed=0)
+    params = RewardTrainParams(batch_size=8, micro_batch_size=4, total_steps=3)
+    single, rm_single = trainer(train, params)
+    single.run(resume=False)
+    rm = HfScalarRewardModel(tiny_classifier(seed=0), tiny_tokenizer(), CPU)
+    strategy = Fsdp2Strategy(OptimizerParams(lr=3e-3, max_grad_norm=1.0), device=CPU)
+    strategy.prepare(rm.module)
+    sharded = RewardModelTrainer(rm, strategy, train, params)
+    history = sharded.run(resume=False)
+    assert [round(m["train/loss"], 4) for m in history] == [
+        round(m["train/loss"], 4) for m in single.history
+    ]
+    full = dict(strategy.full_state())
+    for name, tensor in rm_single.module.state_dict().items():
+        torch.testing.assert_close(full[name], tensor, atol=1e-5, rtol=1e-4)
