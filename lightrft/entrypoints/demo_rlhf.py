@@ -72,6 +72,7 @@ class RlhfDemoOptions:
     rm_lr: float = 2e-3
     rm_train_backbone: bool = False
     serve_rm: bool = False
+    rm_model: Path | None = None  # a reward model trained before: skips stage 1
 
 
 def _model_path(overrides: Sequence[str]) -> str | None:
@@ -176,18 +177,21 @@ def run_rlhf_demo(options: RlhfDemoOptions, overrides: Sequence[str] = ()) -> di
     """Runs the three stages; returns (and writes) the summary."""
     options.run_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    rm = _rm_stage(options, overrides)
-    summary: dict[str, Any] = {
-        "reward_model": {
+    if options.rm_model is not None:
+        reward_model: dict[str, Any] = {"path": str(options.rm_model), "trained_here": False}
+    else:
+        rm = _rm_stage(options, overrides)
+        reward_model = {
             "held_out_accuracy": rm["eval/accuracy"],
             "held_out_margin_mean": rm["eval/margin_mean"],
             "train_pairs": rm["train_pairs"],
             "held_out_pairs": rm["eval_pairs"],
             "seconds": time.perf_counter() - started,
             "path": rm["model"],
+            "trained_here": True,
         }
-    }
-    with _reward_model_source(Path(rm["model"]), options.serve_rm) as source:
+    summary: dict[str, Any] = {"reward_model": reward_model}
+    with _reward_model_source(Path(reward_model["path"]), options.serve_rm) as source:
         summary["grpo_rm"] = _grpo_stage("grpo_rm", source, False, options.run_dir, overrides)
         summary["grpo_rm_rule"] = _grpo_stage(
             "grpo_rm_rule", source, True, options.run_dir, overrides

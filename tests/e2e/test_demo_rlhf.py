@@ -47,3 +47,18 @@ def test_demo_rlhf_runs_every_stage(tiny_dir: Path, tmp_path: Path, served: bool
     train_rows = [r for r in rows if "reward/rm/mean" in r]
     assert train_rows and all("reward/math/mean" in r for r in train_rows)
     assert summary["served"] is served
+
+
+def test_demo_rlhf_reuses_a_trained_reward_model(tiny_dir: Path, tmp_path: Path) -> None:
+    first = tmp_path / "first"
+    argv = ["demo", "--run-dir", str(first), "--rm-pairs", "32", "--rm-epochs", "1", "rlhf"]
+    assert main([*argv, f"model.path={tiny_dir}", *TINY]) == 0
+    rm_dir = json.loads((first / "summary.json").read_text())["reward_model"]["path"]
+    again = tmp_path / "again"
+    argv = ["demo", "--run-dir", str(again), "--rm-model", rm_dir, "rlhf"]
+    assert (
+        main([*argv, f"model.path={tiny_dir}", *TINY, "train.total_steps=1", "eval.every=1"]) == 0
+    )
+    summary = json.loads((again / "summary.json").read_text())
+    assert summary["reward_model"] == {"path": rm_dir, "trained_here": False}
+    assert not (again / "rm").exists() and summary["grpo_rm"]["steps"] == 1

@@ -46,6 +46,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--serve-rm", action="store_true", help="rlhf: score over HTTP")
     parser.add_argument("--run-dir", type=Path, default=None, help="rlhf: output directory")
+    parser.add_argument("--rm-model", type=Path, default=None, help="rlhf: skip RM training")
 
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
@@ -64,10 +65,13 @@ def _run_rlhf(args: argparse.Namespace, rest: list[str]) -> int:
         rm_lr=args.rm_lr,
         rm_train_backbone=args.rm_full,
         serve_rm=args.serve_rm,
+        rm_model=args.rm_model,
     )
     summary = run_rlhf_demo(options, rest)
     print(json.dumps(summary, indent=2))
-    print(f"reward model held-out accuracy: {summary['reward_model']['held_out_accuracy']:.3f}")
+    accuracy = summary["reward_model"].get("held_out_accuracy")
+    if accuracy is not None:
+        print(f"reward model held-out accuracy: {accuracy:.3f}")
     return 0
 
 
