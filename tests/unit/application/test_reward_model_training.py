@@ -4,7 +4,6 @@ resumes exactly, reports held-out accuracy and margins."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from lightrft.adapters.reward_models import HfScalarRewardModel
 from lightrft.adapters.single_device import SingleDeviceStrategy
 from lightrft.application.reward_model_training import RewardModelTrainer, RewardTrainParams
 from lightrft.domain.types import OptimizerParams, PreferencePair
+from tests.helpers.threads import one_torch_thread
 from tests.unit.adapters.hf.hf_tiny import tiny_tokenizer
 from tests.unit.adapters.reward_models.rm_tiny import tiny_classifier
 
@@ -24,12 +24,7 @@ CPU = torch.device("cpu")
 KINDS = ("bare", "ramble", "refuse")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: one thread is fastest, above all on a busy CPU
-    yield
-    torch.set_num_threads(threads)
+_one_thread = pytest.fixture(autouse=True)(one_torch_thread)
 
 
 def pairs(n: int, seed: int) -> list[PreferencePair]:

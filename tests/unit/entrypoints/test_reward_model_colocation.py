@@ -19,6 +19,7 @@ from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import load_config
 from tests.unit.adapters.hf.hf_tiny import tiny_tokenizer
 from tests.unit.adapters.reward_models.rm_tiny import tiny_classifier
+from tests.unit.entrypoints.test_container import config
 
 REWARD_PHASES = {Phase.REWARD, Phase.EVAL_REWARD}
 
@@ -46,25 +47,11 @@ def rm_dirs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 def run(
     tiny_dir: Path, run_dir: Path, rm_dirs: list[Path], offload: bool
 ) -> tuple[list[dict[str, float]], list[Any]]:
-    overrides = {
-        "model.path": str(tiny_dir),
-        "data.train.num_builtin": 16,
-        "data.eval": None,
-        "rollout.prompts_per_step": 2,
-        "rollout.n_samples_per_prompt": 2,
-        "rollout.max_new_tokens": 4,
-        "train.total_steps": 2,
-        "optim.lr": 1e-2,
-        "logging.run_dir": str(run_dir),
-        "logging.progress": False,
-        "eval.every": None,
-        "checkpoint.every": None,
-        "reward.sources": [
-            {"type": "scalar_rm", "path": str(rm_dirs[0]), "name": "helpful"},
-            {"type": "scalar_rm", "path": str(rm_dirs[1]), "name": "safe", "weight": 0.5},
-        ],
-    }
-    container = build_container(load_config(algorithm="grpo", overrides=overrides))
+    sources = [
+        {"type": "scalar_rm", "path": str(rm_dirs[0]), "name": "helpful"},
+        {"type": "scalar_rm", "path": str(rm_dirs[1]), "name": "safe", "weight": 0.5},
+    ]
+    container = build_container(config(tiny_dir, run_dir, **{"reward.sources": sources}))
     if not offload:
         container.plan.override(providers.Object({p: COMPONENTS for p in DEFAULT_PLAN}))
     cycle = container.cycle()

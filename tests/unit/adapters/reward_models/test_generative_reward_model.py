@@ -4,8 +4,6 @@ and get the configured score, counted."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
@@ -13,6 +11,7 @@ from lightrft.adapters.hf import HfRolloutEngine
 from lightrft.adapters.reward_models.generative import HfGenerativeRewardModel
 from lightrft.adapters.reward_models.verdict import ScoreVerdict
 from lightrft.domain.types import Completion, PromptRecord, RewardSample
+from tests.helpers.threads import one_torch_thread
 from tests.unit.adapters.hf.hf_tiny import EOS, tiny_model, tiny_tokenizer
 
 CPU = torch.device("cpu")
@@ -25,12 +24,7 @@ def sample(response: str) -> RewardSample:
     return RewardSample(PromptRecord("q", "2+2", (1,)), Completion(0, (2,), response, "stop"))
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: one thread is fastest, above all on a busy CPU
-    yield
-    torch.set_num_threads(threads)
+_one_thread = pytest.fixture(autouse=True)(one_torch_thread)
 
 
 def taught_judge() -> torch.nn.Module:
