@@ -231,11 +231,13 @@ class RewardModelTrainer:
             self.strategy.backward(losses.sum() / len(pairs))
             loss_sum += float(losses.detach().sum())
             correct += float((chosen.detach() > rejected.detach()).sum())
-        loss = loss_sum / len(pairs)
-        result = self.strategy.step(skip_reason=None if math.isfinite(loss) else "loss")
+        # every rank decides on the global loss, so sharded strategies skip together (a
+        # non-finite gradient also makes the strategy skip: its norm is global)
+        totals = self._sum_over_ranks([loss_sum, correct, float(len(pairs))])
+        loss = totals[0] / totals[2]
+        result = self.strategy.step(skip_reason=None if math.isfinite(loss) else "non-finite loss")
         self.step += 1
         log.debug("rm.step", step=self.step, loss=loss)
-        totals = self._sum_over_ranks([loss_sum, correct, float(len(pairs))])
         return {
             "train/loss": totals[0] / totals[2],
             "train/accuracy": totals[1] / totals[2],
