@@ -1,5 +1,5 @@
-"""Reward models as reward sources: scalar (sequence-classification) reward models, their
-training-side network and export, generative judges, and remote reward services."""
+"""Reward models as reward sources: scalar (sequence-classification) reward models with their
+training-side network, LoRA and export, and generative judges with strict verdict parsers."""
 
 from lightrft.adapters.reward_models.card import RewardModelCard, ScoreNormalization
 from lightrft.adapters.reward_models.encoding import PairEncoding, encode_pairs
