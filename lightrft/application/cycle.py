@@ -8,7 +8,7 @@ One step: weight sync (only if the policy changed) -> rollout -> reward -> refer
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -176,6 +176,7 @@ class ColocatedRLCycle:
             world_size=c.collective.world_size,
             num_prompts=len(c.prompts),
             seed=s.cycle.seed,
+            shuffle=s.cycle.shuffle_prompts,
         )
         self._sync_engine()
         batch = self.maker.make(
@@ -330,8 +331,8 @@ def _switches(c: CycleComponents) -> dict[str, Switch]:
         "engine": Switch(on=c.engine.wake_up, off=c.engine.sleep),
         "policy": Switch(on=c.policy_strategy.onload, off=c.policy_strategy.offload),
         "reward_models": Switch(
-            on=lambda: _each(c.reward_sources, "onload"),
-            off=lambda: _each(c.reward_sources, "offload"),
+            on=_each(c.reward_sources, lambda source: source.onload()),
+            off=_each(c.reward_sources, lambda source: source.offload()),
         ),
     }
     if c.reference is not None:
@@ -341,6 +342,13 @@ def _switches(c: CycleComponents) -> dict[str, Switch]:
     return switches
 
 
-def _each(sources: Sequence[RewardSource], method: str) -> None:
-    for source in sources:
-        getattr(source, method)()
+def _each(
+    sources: Sequence[RewardSource], action: Callable[[RewardSource], None]
+) -> Callable[[], None]:
+    """A switch action that applies ``action`` to every reward source."""
+
+    def run() -> None:
+        for source in sources:
+            action(source)
+
+    return run

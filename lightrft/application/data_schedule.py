@@ -17,9 +17,17 @@ def epoch_permutation(num_prompts: int, epoch: int, seed: int) -> list[int]:
 
 
 def prompt_indices(
-    step: int, *, per_rank: int, rank: int, world_size: int, num_prompts: int, seed: int
+    step: int,
+    *,
+    per_rank: int,
+    rank: int,
+    world_size: int,
+    num_prompts: int,
+    seed: int,
+    shuffle: bool = True,
 ) -> list[int]:
-    """Dataset indices for ``rank`` at ``step`` (0-based)."""
+    """Dataset indices for ``rank`` at ``step`` (0-based); ``shuffle=False`` keeps the
+    dataset's order in every epoch."""
     if num_prompts <= 0:
         raise ValueError("the prompt dataset is empty")
     if not 0 <= rank < world_size:
@@ -30,6 +38,8 @@ def prompt_indices(
     for position in range(start, start + per_rank):
         epoch, offset = divmod(position, num_prompts)
         if epoch not in cache:
-            cache[epoch] = epoch_permutation(num_prompts, epoch, seed)
+            cache[epoch] = (
+                epoch_permutation(num_prompts, epoch, seed) if shuffle else list(range(num_prompts))
+            )
         indices.append(cache[epoch][offset])
     return indices

@@ -54,7 +54,7 @@ class Evaluator:
             raise ValueError("no evaluation prompts")
         totals: list[torch.Tensor] = []
         lengths: list[int] = []
-        source_metrics: list[dict[str, float]] = []
+        source_metrics: list[tuple[dict[str, float], int]] = []
         for start in range(0, count, self.batch_size):
             batch: list[PromptRecord] = [
                 prompts[i] for i in range(start, min(count, start + self.batch_size))
@@ -65,7 +65,7 @@ class Evaluator:
                 scores = score_completions(self.reward_sources, batch, completions, self.weights)
             totals.append(scores.total.view(len(batch), sampling.n))
             lengths.extend(len(c.token_ids) for c in completions)
-            source_metrics.append(scores.metrics)
+            source_metrics.append((scores.metrics, len(completions)))
         rewards = torch.cat(totals)  # [prompts, n]
         correct = rewards >= self.correct_threshold
         metrics = {
@@ -77,10 +77,24 @@ class Evaluator:
         for k in sorted({1, sampling.n}):
             per_prompt = [pass_at_k(sampling.n, int(c), k) for c in correct.sum(dim=1)]
             metrics[f"eval/pass@{k}"] = sum(per_prompt) / len(per_prompt)
-        for key in source_metrics[0]:
-            values = [m[key] for m in source_metrics]
-            metrics[f"eval/{key}"] = sum(values) / len(values)
+        for key, value in sample_weighted_means(source_metrics).items():
+            metrics[f"eval/{key}"] = value
         return metrics
+
+
+def sample_weighted_means(batches: Sequence[tuple[dict[str, float], int]]) -> dict[str, float]:
+    """Per-key mean over samples of per-batch means: sum_b n_b m_b / sum_b n_b.
+
+    ``batches`` holds (metrics of one batch, its number of samples n_b). A key missing from
+    a batch is averaged over the batches that report it; a key with no sample is left out.
+    """
+    totals: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for batch_metrics, n in batches:
+        for key, value in batch_metrics.items():
+            totals[key] = totals.get(key, 0.0) + n * value
+            counts[key] = counts.get(key, 0) + n
+    return {key: totals[key] / counts[key] for key in totals if counts[key] > 0}
 
 
 def _phase(phases: PhaseSwitcher | None, name: str) -> AbstractContextManager[None]:

@@ -167,6 +167,7 @@ class CycleParams:
     eval_max_prompts: int | None = None
     checkpoint_every: int | None = None
     log_samples_per_step: int = 4
+    shuffle_prompts: bool = True  # False: every epoch walks the prompt set in order
 
     def __post_init__(self) -> None:
         _positive("total_steps", self.total_steps)

@@ -34,6 +34,7 @@ from lightrft.domain.checks import (
     check_shape,
 )
 from lightrft.domain.groups import GroupStats, dense_group_ids, group_stats
+from lightrft.domain.kl import kl_in_reward
 from lightrft.domain.masked import masked_mean, masked_whiten
 from lightrft.domain.reduce import AllReduceSum, local_sum
 from lightrft.domain.registry import Registry
@@ -188,10 +189,8 @@ def _token_rewards(inputs: AdvantageInputs, params: AdvantageParams, mask: Tenso
     rewards = _as_float(inputs.rewards)
     token_rewards = torch.where(_last_token(mask), rewards.unsqueeze(-1), 0.0)
     if params.kl_coef > 0:
-        kl = torch.where(
-            mask, _require("KL-in-reward (kl_coef > 0)", "kl", inputs.kl).to(rewards.dtype), 0.0
-        )
-        token_rewards = token_rewards - params.kl_coef * kl
+        kl = _require("KL-in-reward (kl_coef > 0)", "kl", inputs.kl).to(rewards.dtype)
+        token_rewards = token_rewards + kl_in_reward(kl, mask, params.kl_coef)
     return token_rewards
 
 

@@ -360,4 +360,3 @@ def compute_policy_loss(
         metrics["policy/tis_weight_mean"] = masked_mean(weights, mask)
     loss = aggregate(per_token, mask, params.agg, normalizer)
     return PolicyLossOutput(loss=loss, metrics={k: v.detach() for k, v in metrics.items()})
-

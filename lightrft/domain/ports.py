@@ -144,6 +144,10 @@ class RewardSource(Protocol):
         """Moves model weights off the accelerator (a no-op for rule rewards)."""
         ...
 
+    def close(self) -> None:
+        """Releases workers, connections and files (a no-op when there are none)."""
+        ...
+
 
 @runtime_checkable
 class TrainableRewardModel(Protocol):
@@ -201,6 +205,11 @@ class Strategy(Protocol):
 
     def full_state(self) -> Iterator[tuple[str, Tensor]]:
         """The full (unsharded) parameters, one tensor at a time, for sync and export."""
+        ...
+
+    def export_full_state_dict(self) -> dict[str, Tensor]:
+        """The full module state in host memory on rank 0 (``{}`` on other ranks), for an
+        HF export. Collective on sharded strategies: every rank must call it."""
         ...
 
     def offload(self) -> None:

@@ -49,6 +49,16 @@ class Registry(Generic[T]):
         for alias in aliases:
             self._aliases[alias] = name
 
+    def remove(self, name: str) -> T:
+        """Unregisters ``name`` and its aliases; returns its value (for tests that register
+        a temporary entry)."""
+        value = self.get(name)
+        canonical = self.canonical(name)
+        del self._entries[canonical]
+        for alias in [a for a, target in self._aliases.items() if target == canonical]:
+            del self._aliases[alias]
+        return value
+
     def get(self, name: str) -> T:
         """Returns the value for ``name`` or an alias of it."""
         canonical = self._aliases.get(name, name)

@@ -43,9 +43,7 @@ def overlong_penalty(
     check_positive("max_length", max_length)
     check_positive("cache_length", cache_length)
     if cache_length > max_length:
-        raise ValueError(
-            f"cache_length ({cache_length}) must not exceed max_length ({max_length})"
-        )
+        raise ValueError(f"cache_length ({cache_length}) must not exceed max_length ({max_length})")
     check_non_negative("factor", factor)
     dtype = response_lengths.dtype
     lengths = response_lengths if dtype.is_floating_point else response_lengths.float()

@@ -6,10 +6,11 @@
 - High-entropy token selection ("Beyond the 80/20 rule", arXiv:2506.01939): train only on
   the top rho fraction of response tokens by entropy.
 - FIRE sampling (arXiv:2410.21236): the first response token at a high temperature.
+- Next-token filters of an inference engine: top-k, top-p (nucleus), min-p.
 
-Shapes: B samples, G group size, R response tokens. ``group_index`` (B,) holds one id per
-prompt; samples with equal ids form a group. Masks are True/1 where a token counts; padding
-(mask 0) never influences a result, whatever it holds.
+Shapes: B samples, G group size, R response tokens, V vocabulary. ``group_index`` (B,) holds
+one id per prompt; samples with equal ids form a group. Masks are True/1 where a token
+counts; padding (mask 0) never influences a result, whatever it holds.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from lightrft.domain.checks import (
     check_shape,
 )
 from lightrft.domain.groups import dense_group_ids
+from lightrft.domain.types import SamplingParams
 
 
 def informative_group_mask(rewards: Tensor, group_index: Tensor) -> Tensor:
@@ -150,3 +152,53 @@ class FireSchedule:
         temperatures = torch.full((length,), self.temperature, device=device)
         temperatures[:1] = self.first_token_temperature
         return temperatures
+
+
+def token_temperature(sampling: SamplingParams, position: int) -> float:
+    """Temperature of response token ``position`` (>= 0) under ``sampling``: FIRE's
+    ``first_token_temperature`` for token 0 when it is set, else ``sampling.temperature``."""
+    if sampling.first_token_temperature is None:
+        _check_count("position", position, 0)
+        return sampling.temperature
+    fire = FireSchedule(sampling.first_token_temperature, sampling.temperature)
+    return fire.temperature_at(position)
+
+
+def filter_logits(
+    logits: Tensor, *, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0
+) -> Tensor:
+    """Next-token logits with the tokens outside top-k, then top-p, then min-p at ``-inf``.
+
+    Shape: (N, V) -> (N, V), same dtype; pass logits already divided by the temperature.
+    The order is that of ``transformers``' warpers; each filter sees the distribution
+    renormalized over the tokens the previous ones kept:
+
+    1. top-k: keep the k largest logits (ties at the k-th value are kept);
+    2. top-p (nucleus, arXiv:1904.09751): keep the smallest set of most likely tokens whose
+       probability reaches p (a token is dropped when the mass of likelier ones is >= p);
+    3. min-p (arXiv:2407.01082): keep tokens with probability >= min_p * the largest one.
+
+    ``top_k=0``, ``top_p=1`` and ``min_p=0`` turn their filter off. The most likely token
+    always survives, so every row keeps at least one finite logit.
+    """
+    check_shape("logits", logits, (None, None))
+    if top_k < 0 or not 0.0 < top_p <= 1.0 or not 0.0 <= min_p <= 1.0:
+        raise ValueError(
+            f"need top_k >= 0, 0 < top_p <= 1, 0 <= min_p <= 1; got top_k={top_k}, "
+            f"top_p={top_p}, min_p={min_p}"
+        )
+    z = logits
+    if 0 < top_k < z.shape[-1]:
+        kth = torch.topk(z, top_k, dim=-1).values[:, -1:]  # [N, 1]
+        z = z.masked_fill(z < kth, -math.inf)
+    if top_p < 1.0:
+        sorted_z, order = torch.sort(z, dim=-1, descending=True)
+        sorted_p = torch.softmax(sorted_z, dim=-1)
+        mass_before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # [N, V] of likelier tokens
+        drop = torch.zeros_like(mass_before, dtype=torch.bool)
+        z = z.masked_fill(drop.scatter(-1, order, mass_before >= top_p), -math.inf)
+    if min_p > 0.0:
+        probs = torch.softmax(z, dim=-1)
+        threshold = min_p * probs.max(dim=-1, keepdim=True).values  # [N, 1]
+        z = z.masked_fill(probs < threshold, -math.inf)
+    return z

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-import torch
 from torch import Tensor
 
 from lightrft.domain.checks import check_non_negative, check_positive, check_shape
@@ -195,23 +194,6 @@ class Experience:
             value = getattr(self, f.name)
             if f.name != "sequences" and isinstance(value, Tensor):
                 updates[f.name] = value[index]
-        return replace(self, **updates)
-
-    def to(self, device: torch.device) -> Experience:
-        """A copy with every tensor on ``device``."""
-        seq = self.sequences
-        updates: dict[str, Any] = {
-            "sequences": replace(
-                seq,
-                input_ids=seq.input_ids.to(device),
-                attention_mask=seq.attention_mask.to(device),
-                response_mask=seq.response_mask.to(device),
-            )
-        }
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name != "sequences" and isinstance(value, Tensor):
-                updates[f.name] = value.to(device)
         return replace(self, **updates)
 
 

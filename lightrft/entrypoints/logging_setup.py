@@ -1,15 +1,46 @@
-"""structlog configuration: a human console by default, JSON lines with a flag."""
+"""structlog configuration: a human console by default, JSON lines on request.
+
+Under ``torchrun`` every process runs the CLI; only global rank 0 (env ``RANK``) logs INFO,
+the others WARNING and above. The CLI configures logging before the run config is read
+(``--json-logs``); once it is, :func:`apply_config_logging` switches to JSON lines when the
+config's ``logging.json_logs`` asks for it. Configuring again replaces the previous setup,
+and loggers taken earlier (module-level ``structlog.get_logger()``) follow it.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
+from dataclasses import dataclass, replace
 
 import structlog
 
+from lightrft.adapters.accelerators.launcher_env import global_rank
 
-def configure_logging(*, json_logs: bool = False, level: int = logging.INFO, rank: int = 0) -> None:
-    """Configures structlog once for the process; ranks other than 0 log warnings only."""
+
+@dataclass(frozen=True)
+class LogSettings:
+    """What :func:`configure_logging` applied. ``level`` is rank 0's threshold."""
+
+    json_logs: bool
+    level: int
+    rank: int
+
+
+_current: LogSettings | None = None
+
+
+def configure_logging(
+    *, json_logs: bool = False, level: int = logging.INFO, rank: int | None = None
+) -> LogSettings:
+    """Configures structlog for the process and returns the settings applied.
+
+    ``rank`` defaults to :func:`global_rank` (env ``RANK``); ranks other than 0 log
+    warnings and errors only. Calling it again reconfigures (the same arguments give the
+    same setup).
+    """
+    global _current
+    settings = LogSettings(json_logs, level, global_rank() if rank is None else rank)
     processors: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -22,8 +53,21 @@ def configure_logging(*, json_logs: bool = False, level: int = logging.INFO, ran
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(
-            level if rank == 0 else logging.WARNING
+            level if settings.rank == 0 else max(level, logging.WARNING)
         ),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
+    _current = settings
+    return settings
+
+
+def apply_config_logging(*, json_logs: bool) -> LogSettings:
+    """Applies the run config's ``logging.json_logs`` after the config is loaded.
+
+    JSON lines when the config or the earlier ``--json-logs`` flag asks for them; the rank
+    and level of the earlier :func:`configure_logging` call are kept (defaults if none).
+    """
+    previous = _current or LogSettings(False, logging.INFO, global_rank())
+    wanted = replace(previous, json_logs=previous.json_logs or json_logs)
+    return configure_logging(json_logs=wanted.json_logs, level=wanted.level, rank=wanted.rank)

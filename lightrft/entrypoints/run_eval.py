@@ -33,7 +33,5 @@ def evaluate(config: RunConfig, output: Path | None = None) -> dict[str, Any]:
     target.write_text(json.dumps(report, indent=2))
     report["path"] = str(target)
     for source in container.reward_sources():
-        close = getattr(source, "close", None)
-        if close is not None:
-            close()
+        source.close()
     return report

@@ -12,12 +12,14 @@ from lightrft.adapters.tracking.progress import ProgressTracker
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import dump_config
+from lightrft.entrypoints.logging_setup import apply_config_logging
 
 log = structlog.get_logger(__name__)
 
 
 def train(config: RunConfig) -> dict[str, Any]:
     """Runs the configured training; returns a summary (eval before/after, steps, paths)."""
+    apply_config_logging(json_logs=config.logging.json_logs)
     run_dir = Path(config.logging.run_dir)
     container = build_container(config)
     collective = container.collective()
@@ -44,9 +46,7 @@ def train(config: RunConfig) -> dict[str, Any]:
     finally:
         tracker.close()
         for source in container.reward_sources():
-            close = getattr(source, "close", None)
-            if close is not None:
-                close()
+            source.close()
     summary: dict[str, Any] = {"steps": cycle.state.step, "run_dir": str(run_dir)}
     evals = [m for m in history if "eval/accuracy" in m]
     before = _first_eval(run_dir) if main else None
@@ -79,11 +79,7 @@ def _export(container: Any, directory: Path, main: bool) -> Path:
     strategy = container.policy_strategy()
     policy = container.policy()
     strategy.onload()  # the cycle put everything to sleep when it ended
-    gather = getattr(strategy, "export_full_state_dict", None)
-    if gather is not None:  # sharded backends: every rank joins the gather, rank 0 writes
-        state = gather()
-        if main:
-            policy.export_hf(directory, state=state)
-    elif main:
-        policy.export_hf(directory)
+    state = strategy.export_full_state_dict()  # sharded: every rank joins, rank 0 writes
+    if main:
+        policy.export_hf(directory, state=state)
     return directory

@@ -11,7 +11,7 @@ from lightrft.adapters.accelerators.detect import (
     DeviceAccelerator,
     detect_accelerator,
 )
-from lightrft.adapters.accelerators.launcher_env import local_rank
+from lightrft.adapters.accelerators.launcher_env import global_rank, local_rank
 from lightrft.adapters.accelerators.npu import NpuAccelerator
 
 __all__ = [
@@ -21,5 +21,6 @@ __all__ = [
     "DeviceAccelerator",
     "NpuAccelerator",
     "detect_accelerator",
+    "global_rank",
     "local_rank",
 ]

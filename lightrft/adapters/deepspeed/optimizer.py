@@ -10,32 +10,19 @@ weights (its C++ kernel is compiled on first use and cached in ``TORCH_EXTENSION
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 from torch import nn
 
+from lightrft.adapters.common.adamw import adamw_param_groups
 from lightrft.domain.types import OptimizerParams
-
-
-def param_groups(params: Sequence[nn.Parameter], optim: OptimizerParams) -> list[dict[str, Any]]:
-    """Two groups: matrices (``weight_decay``) and 1-D tensors (no decay); empty ones dropped."""
-    if not params:
-        raise ValueError("the module has no parameter with requires_grad=True")
-    decay = [p for p in params if p.ndim >= 2]
-    no_decay = [p for p in params if p.ndim < 2]
-    return [
-        {"params": group, "weight_decay": wd}
-        for group, wd in ((decay, optim.weight_decay), (no_decay, 0.0))
-        if group
-    ]
 
 
 def build_client_optimizer(
     params: Sequence[nn.Parameter], optim: OptimizerParams, *, cpu_offload: bool
 ) -> torch.optim.Optimizer:
     """torch AdamW, or DeepSpeedCPUAdam (AdamW mode) when ``cpu_offload``."""
-    groups = param_groups(params, optim)
+    groups = adamw_param_groups(params, optim.weight_decay)
     if cpu_offload:
         from deepspeed.ops.adam import DeepSpeedCPUAdam
 

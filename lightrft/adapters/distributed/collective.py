@@ -1,9 +1,14 @@
-"""The ``Collective`` port: over ``torch.distributed`` and for a lone process."""
+"""The ``Collective`` port over ``torch.distributed``; ``LocalCollective`` (a lone process)
+lives in :mod:`lightrft.adapters.common.collective` and is re-exported here."""
 
 from __future__ import annotations
 
 import torch.distributed as dist
 from torch import Tensor
+
+from lightrft.adapters.common.collective import LocalCollective
+
+__all__ = ["LocalCollective", "TorchCollective"]
 
 
 class TorchCollective:
@@ -45,21 +50,3 @@ class TorchCollective:
         out = tensor.detach().clone()
         dist.all_reduce(out, op=dist.ReduceOp.SUM, group=self._group)
         return out
-
-
-class LocalCollective:
-    """Rank 0 of 1: ``all_reduce_sum`` returns a copy."""
-
-    @property
-    def rank(self) -> int:
-        """Always 0."""
-        return 0
-
-    @property
-    def world_size(self) -> int:
-        """Always 1."""
-        return 1
-
-    def all_reduce_sum(self, tensor: Tensor) -> Tensor:
-        """The sum over one rank: a new tensor equal to ``tensor`` (no autograd history)."""
-        return tensor.detach().clone()

@@ -4,24 +4,16 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from lightrft.adapters.common.collective import LocalCollective
 
-class FakeCollective:
+
+class FakeCollective(LocalCollective):
     """Rank 0, world size 1; ``all_reduce_sum`` returns a copy. Records ``all_reduce_calls``."""
 
     def __init__(self) -> None:
         self.all_reduce_calls = 0
 
-    @property
-    def rank(self) -> int:
-        """Always 0."""
-        return 0
-
-    @property
-    def world_size(self) -> int:
-        """Always 1."""
-        return 1
-
     def all_reduce_sum(self, tensor: Tensor) -> Tensor:
-        """The sum over one rank: a new tensor equal to ``tensor``."""
+        """The sum over one rank (a copy, see :class:`LocalCollective`); counts the call."""
         self.all_reduce_calls += 1
-        return tensor.clone()
+        return super().all_reduce_sum(tensor)

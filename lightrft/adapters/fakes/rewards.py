@@ -65,6 +65,9 @@ class FakeRuleReward:
     def offload(self) -> None:
         """No model: nothing to offload."""
 
+    def close(self) -> None:
+        """Nothing to release."""
+
 
 class FakeModelReward:
     """The task's rule behind a "reward model" that must be on the device to score.
@@ -103,3 +106,6 @@ class FakeModelReward:
         """Marks the model as in host memory."""
         self.offloads += 1
         self.is_loaded = False
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -15,7 +15,7 @@ from lightrft.adapters.fakes import task
 from lightrft.adapters.fakes.tiny_lm import TinyGruLm, seeded
 from lightrft.adapters.fakes.token_sampling import sample_tokens
 from lightrft.domain.ports import NamedTensors
-from lightrft.domain.sampling import FireSchedule
+from lightrft.domain.sampling import token_temperature
 from lightrft.domain.types import Completion, FinishReason, PromptRecord, SamplingParams
 
 
@@ -123,14 +123,10 @@ class FakeRolloutEngine:
         ids, mask = _left_pad([prompts[r.prompt_index].prompt_token_ids for r in rows], self._pad)
         logits, state = self._module.start(ids.to(self.device), mask.to(self.device))
         stop_ids = {self._eos, *sampling.stop_token_ids}
-        fire = None
-        if sampling.first_token_temperature is not None:
-            fire = FireSchedule(sampling.first_token_temperature, sampling.temperature)
         for position in range(sampling.max_new_tokens):
-            temperature = sampling.temperature if fire is None else fire.temperature_at(position)
             tokens, logprobs = sample_tokens(
                 logits,
-                temperature,
+                token_temperature(sampling, position),
                 generator,
                 top_k=sampling.top_k,
                 top_p=sampling.top_p,

@@ -138,6 +138,10 @@ class FakeStrategy:
         for name, param in self.module.named_parameters():
             yield name, param.detach().clone()
 
+    def export_full_state_dict(self) -> dict[str, Tensor]:
+        """Every parameter, detached and cloned (the fake is always rank 0)."""
+        return dict(self.full_state())
+
     def offload(self) -> None:
         """Marks parameters and optimizer state as in host memory (CPU: nothing moves)."""
         self.offloads += 1

@@ -1,6 +1,7 @@
 """Drawing one token per row from next-token logits, as an inference engine does.
 
-Shape letters: B rows, V vocabulary.
+The filters are the domain's :func:`~lightrft.domain.sampling.filter_logits`, as in the
+HF engine. Shape letters: B rows, V vocabulary.
 """
 
 from __future__ import annotations
@@ -8,30 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-
-def filter_logits(
-    logits: Tensor, *, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0
-) -> Tensor:
-    """Logits with the tokens outside the top-k / nucleus / min-p sets at ``-inf``.
-
-    ``top_k=0``, ``top_p=1`` and ``min_p=0`` disable their filter; the most likely token
-    always survives. Shape: (B, V) -> (B, V).
-    """
-    filtered = logits.clone()
-    if 0 < top_k < logits.shape[-1]:
-        kth = logits.topk(top_k, dim=-1).values[:, -1:]  # [B, 1]
-        filtered[logits < kth] = -torch.inf
-    probs = filtered.softmax(dim=-1)
-    if top_p < 1.0:
-        sorted_probs, order = probs.sort(dim=-1, descending=True)
-        mass_before = sorted_probs.cumsum(dim=-1) - sorted_probs  # [B, V]
-        drop_sorted = mass_before >= top_p
-        drop = torch.zeros_like(drop_sorted).scatter(1, order, drop_sorted)
-        filtered[drop] = -torch.inf
-    if min_p > 0.0:
-        floor = min_p * probs.max(dim=-1, keepdim=True).values  # [B, 1]
-        filtered[probs < floor] = -torch.inf
-    return filtered
+from lightrft.domain.sampling import filter_logits
 
 
 def sample_tokens(

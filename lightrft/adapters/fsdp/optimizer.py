@@ -1,34 +1,12 @@
-"""AdamW over sharded parameters, global gradient norm and clipping across shards."""
+"""Global gradient norm and clipping across the shards of FSDP2 parameters."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 from torch import Tensor, nn
 from torch.distributed.tensor import DTensor
-
-from lightrft.domain.types import OptimizerParams
-
-
-def build_adamw(params: Sequence[nn.Parameter], optim: OptimizerParams) -> torch.optim.AdamW:
-    """AdamW with decoupled weight decay on matrices only (1-D biases and norm scales are
-    not decayed); the fused kernel where the device has one, else the foreach one."""
-    if not params:
-        raise ValueError("the module has no parameter with requires_grad=True")
-    decay = [p for p in params if p.ndim >= 2]
-    no_decay = [p for p in params if p.ndim < 2]
-    groups: list[dict[str, Any]] = [
-        {"params": group, "weight_decay": wd}
-        for group, wd in ((decay, optim.weight_decay), (no_decay, 0.0))
-        if group
-    ]
-    kwargs: dict[str, Any] = {"lr": optim.lr, "betas": optim.betas, "eps": optim.eps}
-    try:
-        return torch.optim.AdamW(groups, fused=True, **kwargs)
-    except (RuntimeError, ValueError):
-        return torch.optim.AdamW(groups, foreach=True, **kwargs)
 
 
 def total_grad_norm(params: Sequence[nn.Parameter]) -> Tensor:

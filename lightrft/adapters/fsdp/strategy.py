@@ -31,9 +31,10 @@ from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor
 
+from lightrft.adapters.common.adamw import build_adamw
 from lightrft.adapters.common.lr_schedule import learning_rate
 from lightrft.adapters.fsdp.gather import clean_name, full_state
-from lightrft.adapters.fsdp.optimizer import build_adamw, clip_to_norm, total_grad_norm
+from lightrft.adapters.fsdp.optimizer import clip_to_norm, total_grad_norm
 from lightrft.adapters.fsdp.sharding import MixedPrecision, layer_class_names, shard_model
 from lightrft.domain.types import OptimizerParams, StepResult
 

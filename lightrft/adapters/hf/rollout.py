@@ -49,6 +49,7 @@ from lightrft.adapters.hf.sampling import (
 )
 from lightrft.adapters.hf.weights import ModelWeights, frozen_on
 from lightrft.domain.ports import NamedTensors
+from lightrft.domain.sampling import token_temperature
 from lightrft.domain.types import Completion, FinishReason, PromptRecord, SamplingParams
 
 SleepMode = Literal["offload", "discard"]
@@ -236,7 +237,7 @@ class HfRolloutEngine:
         active = list(range(len(rows)))  # row of each batch entry
         gens = None if generator is None else list(generator)
         for step in range(sampling.max_new_tokens):
-            dist = _distribution(sampling, first=step == 0)
+            dist = _distribution(sampling, step)
             step_logprobs = sampling_logprobs(logits, dist)  # [A, V]
             token = draw(step_logprobs, dist.temperature == 0, gens)  # [A]
             chosen = step_logprobs.gather(-1, token[:, None]).squeeze(-1)  # [A]
@@ -356,9 +357,7 @@ def _same_device(actual: torch.device, wanted: torch.device) -> bool:
     return actual.type == wanted.type and (wanted.index is None or actual.index == wanted.index)
 
 
-def _distribution(sampling: SamplingParams, *, first: bool) -> TokenDistribution:
-    """The step's distribution; FIRE replaces the temperature of the first token."""
-    temperature = sampling.temperature
-    if first and sampling.first_token_temperature is not None:
-        temperature = sampling.first_token_temperature
+def _distribution(sampling: SamplingParams, position: int) -> TokenDistribution:
+    """The distribution of response token ``position`` (FIRE sets token 0's temperature)."""
+    temperature = token_temperature(sampling, position)
     return TokenDistribution(temperature, sampling.top_k, sampling.top_p, sampling.min_p)

@@ -6,11 +6,9 @@ The distribution a token is drawn from, and whose log-prob the engine reports, i
 this order (as in ``transformers`` and vLLM):
 
 1. z = logits / temperature;
-2. top-k: keep the k largest z (ties at the k-th value kept);
-3. top-p (nucleus, Holtzman et al. arXiv:1904.09751): keep the smallest set of most likely
-   tokens whose probability under softmax(z of the kept tokens) reaches p;
-4. min-p (arXiv:2407.01082): keep tokens with p >= min_p * max p (same renormalized p);
-5. log-probs = log_softmax of the kept z (removed tokens get -inf).
+2. top-k, top-p, min-p in that order (:func:`lightrft.domain.sampling.filter_logits`, shared
+   with the fake engine);
+3. log-probs = log_softmax of the kept z (removed tokens get -inf).
 
 So the reported log-prob is that of the filtered, renormalized distribution actually sampled
 from. With no filter it equals the policy's log-prob at the same temperature. Greedy
@@ -27,6 +25,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+from lightrft.domain.sampling import filter_logits
 
 
 @dataclass(frozen=True)
@@ -47,27 +47,8 @@ def sampling_logprobs(logits: Tensor, dist: TokenDistribution) -> Tensor:
     z = logits.float()
     if dist.temperature == 0:
         return torch.log_softmax(z, dim=-1)
-    z = z / dist.temperature
-    if 0 < dist.top_k < z.shape[-1]:
-        kth = torch.topk(z, dist.top_k, dim=-1).values[:, -1:]  # [N, 1]
-        z = z.masked_fill(z < kth, float("-inf"))
-    if dist.top_p < 1.0:
-        z = _top_p(z, dist.top_p)
-    if dist.min_p > 0.0:
-        probs = torch.softmax(z, dim=-1)
-        threshold = dist.min_p * probs.max(dim=-1, keepdim=True).values  # [N, 1]
-        z = z.masked_fill(probs < threshold, float("-inf"))
-    return torch.log_softmax(z, dim=-1)
-
-
-def _top_p(z: Tensor, top_p: float) -> Tensor:
-    """Masks all but the nucleus of mass ``top_p``. Shape: (N, V) -> (N, V)."""
-    sorted_z, order = torch.sort(z, dim=-1, descending=True)
-    sorted_p = torch.softmax(sorted_z, dim=-1)
-    mass_before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # [N, V] mass of likelier tokens
-    drop_sorted = mass_before >= top_p  # the most likely token is always kept
-    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-    return z.masked_fill(drop, float("-inf"))
+    kept = filter_logits(z / dist.temperature, top_k=dist.top_k, top_p=dist.top_p, min_p=dist.min_p)
+    return torch.log_softmax(kept, dim=-1)
 
 
 def draw(

@@ -16,7 +16,8 @@ Extractor = Callable[[str], "str | None"]
 
 ANSWER_EXTRACTORS: Registry[Extractor] = Registry("answer extractor")
 
-DEFAULT_EXTRACTORS: tuple[str, ...] = ("gsm8k", "boxed", "last_number")
+DEFAULT_EXTRACTORS: tuple[str, ...] = ("gsm8k", "boxed", "answer_is", "last_number")
+"""The order a math reward tries: a ``####`` line, a box, a stated answer, the last number."""
 
 _NUMBER = (
     r"-?\\[dt]?frac\{\s*-?\d+\s*\}\{\s*-?\d+\s*\}"  # \frac{1}{2}
@@ -26,8 +27,17 @@ _NUMBER = (
 )
 _NUMBER_RE = re.compile(rf"(?:{_NUMBER})(?:\s*\\?%)?")
 _ANSWER_IS_RE = re.compile(
-    r"(?:final answer|answer)\s*(?:is|:|=)\s*:?\s*(?P<answer>[^\n]{1,200})", re.IGNORECASE
+    r"\banswer\s*(?:is|:|=)\s*:?[ \t]*(?=(?P<answer>[^\n]{1,200}))", re.IGNORECASE
+)  # the phrase is a lookahead, so a later "answer is" on the same line is found too
+# A phrase that starts with a number (optionally in $...$, **...** or \(...\)) followed by
+# the end, punctuation or a word, not by an operator: "5. I checked", "42, since", "15 apples".
+_LEADING_NUMBER_RE = re.compile(
+    rf"(?:\\?\$|\*\*|\\\()?(?P<number>(?:{_NUMBER})(?:\s*\\?%)?)"
+    r"(?=\s*$|\$|\*\*|\\\)|[.;:!?)](?!\d)|,(?!\s*\d)|\s+[A-Za-z])"
 )
+# Where the stated answer ends: a sentence end (a period before a space or the end), a
+# semicolon, or a comma before a word ("x = 5, so ...").
+_ANSWER_END_RE = re.compile(r"\.(?=\s|$)|;|,\s+(?=[A-Za-z]{2})")
 _BOX_OPENERS = ("\\boxed{", "\\fbox{")
 
 
@@ -63,13 +73,21 @@ def last_boxed(text: str) -> str | None:
 
 @ANSWER_EXTRACTORS.register("answer_is")
 def answer_phrase(text: str) -> str | None:
-    """What follows the last "answer is" / "final answer:" on its line (up to 200 chars)."""
-    answer = None
+    """The answer stated after the last "answer is" / "answer:" / "final answer is".
+
+    Only the answer itself, not the rest of its line: a leading number (``5`` in "The
+    answer is 5. I checked it with 2 and 3."), else the text up to the end of the sentence
+    (``x = 5`` in "the answer is x = 5, so x + 1 = 6"). Looks at most 200 characters ahead.
+    """
+    phrase = None
     for match in _ANSWER_IS_RE.finditer(text):
-        answer = match.group("answer")
-    if answer is None:
+        phrase = match.group("answer")
+    if phrase is None:
         return None
-    answer = answer.strip().rstrip(".").strip()
+    number = _LEADING_NUMBER_RE.match(phrase)
+    if number is not None:
+        return number.group("number")
+    answer = _ANSWER_END_RE.split(phrase, maxsplit=1)[0].strip()
     return answer or None
 
 

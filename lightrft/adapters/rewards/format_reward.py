@@ -88,3 +88,6 @@ class FormatReward:
 
     def offload(self) -> None:
         """No weights: nothing to do."""
+
+    def close(self) -> None:
+        """Nothing to release."""

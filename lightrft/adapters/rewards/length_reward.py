@@ -52,3 +52,6 @@ class LengthReward:
 
     def offload(self) -> None:
         """No weights: nothing to do."""
+
+    def close(self) -> None:
+        """Nothing to release."""

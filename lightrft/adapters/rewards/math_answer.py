@@ -28,6 +28,7 @@ from lightrft.adapters.rewards.answer_check import check_response
 from lightrft.adapters.rewards.answer_equivalence import AnswerCheck, Verdict
 from lightrft.adapters.rewards.answer_extraction import ANSWER_EXTRACTORS, DEFAULT_EXTRACTORS
 from lightrft.adapters.rewards.function_worker import FunctionWorker, WorkerCallError
+from lightrft.domain.registry import UnknownChoiceError
 from lightrft.domain.types import RewardResult, RewardSample
 
 log = structlog.get_logger(__name__)
@@ -36,9 +37,27 @@ Isolation = Literal["auto", "in_process", "process"]
 _CHECK_TARGET = f"{answer_check.__name__}:check_response"
 
 
+def _check_extractors(extractors: Sequence[str]) -> None:
+    """Refuses an empty list or a name that :data:`ANSWER_EXTRACTORS` does not hold."""
+    if isinstance(extractors, str) or not extractors:
+        raise ValueError(
+            f"extractors must be a non-empty list of answer extractor names, got {extractors!r}; "
+            f"valid names: {', '.join(ANSWER_EXTRACTORS.choices())}"
+        )
+    unknown = [name for name in extractors if name not in ANSWER_EXTRACTORS]
+    if unknown:
+        raise UnknownChoiceError(
+            f"extractors: unknown answer extractor {unknown[0]!r}; "
+            f"valid choices: {', '.join(ANSWER_EXTRACTORS.choices())}"
+        )
+
+
 class MathAnswerReward:
     """``RewardSource`` for verifiable math answers (GSM8K, MATH, arithmetic).
 
+    ``extractors``: names of :data:`ANSWER_EXTRACTORS` tried in order on the response; the
+    first answer found is checked (default :data:`DEFAULT_EXTRACTORS`: ``gsm8k``, ``boxed``,
+    ``answer_is``, ``last_number``). An empty list or an unknown name is a ``ValueError``.
     Scores: ``correct_score`` / ``incorrect_score`` / ``unparseable_score`` (no answer found).
     Metrics: ``accuracy``, ``parse_failure_rate``, ``timeouts`` (count).
     """
@@ -55,10 +74,7 @@ class MathAnswerReward:
         max_answer_chars: int = 512,
         isolation: Isolation = "auto",
     ) -> None:
-        if not extractors:
-            raise ValueError("extractors must name at least one answer extractor")
-        for extractor in extractors:
-            ANSWER_EXTRACTORS.get(extractor)  # unknown names fail here, listing the choices
+        _check_extractors(extractors)
         if timeout_seconds < 1 or int(timeout_seconds) != timeout_seconds:
             raise ValueError(f"timeout_seconds must be a whole number >= 1, got {timeout_seconds}")
         if isolation not in ("auto", "in_process", "process"):

@@ -2,7 +2,7 @@
 
 AdamW (fused kernel where the device has one, else foreach) with decoupled weight decay on
 matrices only (biases and norm scales, 1-D tensors, are not decayed), global-norm gradient
-clipping, a warmup + decay schedule (:mod:`lightrft.adapters.single_device.schedule`), and
+clipping, a warmup + decay schedule (:mod:`lightrft.adapters.common.lr_schedule`), and
 a skipped step when the gradient norm is not finite (parameters, optimizer state and the
 schedule position are left unchanged; gradients are zeroed).
 """
@@ -19,14 +19,17 @@ import torch
 from torch import Tensor, nn
 from torch.optim.lr_scheduler import LambdaLR
 
+from lightrft.adapters.common.adamw import build_adamw
+from lightrft.adapters.common.collective import LocalCollective
 from lightrft.adapters.common.lr_schedule import lr_multiplier
 from lightrft.domain.types import OptimizerParams, StepResult
 
 HOST = torch.device("cpu")
 
 
-class SingleDeviceStrategy:
-    """Trains one module on ``device``.
+class SingleDeviceStrategy(LocalCollective):
+    """Trains one module on ``device``; also the ``Collective`` of its lone process (rank 0
+    of 1, from :class:`LocalCollective`).
 
     Args:
         device: where parameters, gradients and optimizer state live while training.
@@ -50,21 +53,6 @@ class SingleDeviceStrategy:
         self._scheduler: LambdaLR | None = None
         self._state_devices: dict[tuple[int, str], torch.device] = {}
 
-    # Collective port --------------------------------------------------------------------
-    @property
-    def rank(self) -> int:
-        """Always 0."""
-        return 0
-
-    @property
-    def world_size(self) -> int:
-        """Always 1."""
-        return 1
-
-    def all_reduce_sum(self, tensor: Tensor) -> Tensor:
-        """The sum over one rank: a copy of ``tensor``."""
-        return tensor.clone()
-
     # Strategy port ----------------------------------------------------------------------
     @property
     def module(self) -> nn.Module:
@@ -81,17 +69,9 @@ class SingleDeviceStrategy:
     def prepare(self, module: nn.Module) -> None:
         """Moves ``module`` to the device; builds AdamW over its trainable parameters."""
         module.to(self._device)
-        trainable = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
-        if not trainable:
-            raise ValueError("the module has no parameter with requires_grad=True")
-        decay = [p for _, p in trainable if p.ndim >= 2]
-        no_decay = [p for _, p in trainable if p.ndim < 2]
-        groups = [
-            {"params": decay, "weight_decay": self._optim.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ]
+        trainable = [p for p in module.parameters() if p.requires_grad]
+        self._optimizer = build_adamw(trainable, self._optim)
         self._module = module
-        self._optimizer = _adamw([g for g in groups if g["params"]], self._optim)
         optim = self._optim
         self._scheduler = LambdaLR(self._optimizer, lambda step: lr_multiplier(step, optim))
 
@@ -134,6 +114,10 @@ class SingleDeviceStrategy:
         """(name, tensor) of the module's state dict, detached, one at a time."""
         for name, tensor in self.module.state_dict().items():
             yield name, tensor.detach()
+
+    def export_full_state_dict(self) -> dict[str, Tensor]:
+        """The module's state dict, detached, in host memory (one process: it is rank 0)."""
+        return {name: tensor.detach().to(HOST) for name, tensor in self.full_state()}
 
     def offload(self) -> None:
         """Moves parameters, gradients and optimizer state to host memory."""
@@ -186,15 +170,6 @@ class SingleDeviceStrategy:
                     before[(id(param), key)] = value.device
                     param_state[key] = value.to(where(param, key))
         return before
-
-
-def _adamw(groups: list[dict[str, Any]], optim: OptimizerParams) -> torch.optim.Optimizer:
-    """AdamW with the fused kernel where available, else the foreach one."""
-    kwargs: dict[str, Any] = {"lr": optim.lr, "betas": optim.betas, "eps": optim.eps}
-    try:
-        return torch.optim.AdamW(groups, fused=True, **kwargs)
-    except (RuntimeError, ValueError):
-        return torch.optim.AdamW(groups, foreach=True, **kwargs)
 
 
 def _global_norm(grads: list[Tensor]) -> Tensor:

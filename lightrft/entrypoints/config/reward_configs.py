@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from lightrft.adapters.rewards.answer_extraction import ANSWER_EXTRACTORS, DEFAULT_EXTRACTORS
 from lightrft.entrypoints.config.components import (
     REWARD_SOURCE_CONFIGS,
     RewardSourceSection,
@@ -21,6 +22,20 @@ class MathRewardConfig(RewardSourceSection):
     """1 when the response's final answer equals the reference (math-verify), else 0."""
 
     type: Literal["math"] = "math"
+    extractors: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_EXTRACTORS),
+        description="Answer extractors tried in order; the first answer found is checked "
+        "(gsm8k '#### x', boxed, answer_is 'the answer is x', last_number).",
+    )
+
+    @field_validator("extractors")
+    @classmethod
+    def _known_extractors(cls, names: list[str]) -> list[str]:
+        if not names:
+            raise ValueError("needs at least one extractor")
+        for name in names:
+            ANSWER_EXTRACTORS.get(name)  # names the valid choices when unknown
+        return names
 
 
 @register_config(REWARD_SOURCE_CONFIGS, "format")

@@ -168,6 +168,7 @@ class RunConfig(Section):
             overlong_buffer=rw.overlong_buffer,
             overlong_factor=rw.overlong_factor,
             normalize=rw.normalize,
+            normalize_subtract_mean=rw.normalize_subtract_mean,
             reward_clip=rw.reward_clip,
             advantage_clip=rw.advantage_clip,
         )
@@ -188,6 +189,7 @@ class RunConfig(Section):
                 mini_batch_size=t.mini_batch_size,
                 micro_batch_size=t.micro_batch_size,
                 max_tokens_per_micro_batch=t.max_tokens_per_micro_batch,
+                shuffle=t.shuffle,
                 seed=t.seed,
             ),
             cycle=CycleParams(
@@ -204,5 +206,6 @@ class RunConfig(Section):
                 eval_max_prompts=e.max_prompts,
                 checkpoint_every=self.checkpoint.every,
                 log_samples_per_step=self.logging.log_samples_per_step,
+                shuffle_prompts=self.data.train.shuffle,
             ),
         )

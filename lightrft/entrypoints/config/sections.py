@@ -119,6 +119,9 @@ class DatasetConfig(Section):
     max_prompt_length: int = Field(512, gt=0, description="Prompt tokens kept (truncated left).")
     max_samples: int | None = Field(None, gt=0, description="Use at most this many rows.")
     on_bad_row: Literal["error", "skip"] = Field("error", description="What a malformed row does.")
+    shuffle: bool = Field(
+        True, description="Train set: a seeded new order each epoch (false: file order)."
+    )
     num_builtin: int = Field(512, gt=0, description="How many built-in prompts to generate.")
     seed: int = Field(0, description="Seed of the built-in prompt generator.")
 
@@ -208,6 +211,9 @@ class RewardConfig(Section):
     overlong_buffer: int | None = Field(None, gt=0, description="DAPO overlong buffer L_cache.")
     overlong_factor: float = Field(1.0, ge=0, description="DAPO overlong penalty factor.")
     normalize: bool = Field(False, description="Running reward normalization.")
+    normalize_subtract_mean: bool = Field(
+        True, description="With normalize: subtract the running mean (else only divide by std)."
+    )
     reward_clip: float | None = Field(None, gt=0, description="Clip rewards to [-c, c].")
     advantage_clip: float | None = Field(None, gt=0, description="Clip advantages to [-c, c].")
 
@@ -234,6 +240,7 @@ class TrainConfig(Section):
     )
     micro_batch_size: int = Field(4, gt=0, description="Samples per forward/backward.")
     max_tokens_per_micro_batch: int | None = Field(None, gt=0, description="Dynamic batch size.")
+    shuffle: bool = Field(True, description="Shuffle each epoch's samples before mini-batches.")
     seed: int = Field(0, description="Seed of data order, sampling and shuffles.")
 
 

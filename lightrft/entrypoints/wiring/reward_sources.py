@@ -19,7 +19,7 @@ from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext
 
 @REWARD_SOURCES.register("math")
 def build_math(section: MathRewardConfig, context: BuildContext) -> MathAnswerReward:
-    return MathAnswerReward(name=section.label)
+    return MathAnswerReward(name=section.label, extractors=tuple(section.extractors))
 
 
 @REWARD_SOURCES.register("format")

@@ -12,9 +12,12 @@ from hypothesis.extra import numpy as hnp
 from lightrft.domain.sampling import (
     DynamicSamplingState,
     FireSchedule,
+    filter_logits,
     high_entropy_token_mask,
     informative_group_mask,
+    token_temperature,
 )
+from lightrft.domain.types import SamplingParams
 
 NAN = float("nan")
 
@@ -119,6 +122,79 @@ def test_fire_schedule() -> None:
         fire.temperature_at(-1)
     with pytest.raises(ValueError, match="first_token_temperature must be a positive"):
         FireSchedule(first_token_temperature=0.0, temperature=1.0)
+
+
+def test_token_temperature_applies_fire_to_token_zero_only() -> None:
+    fire = SamplingParams(temperature=0.7, first_token_temperature=10.0)
+    assert [token_temperature(fire, i) for i in range(3)] == [10.0, 0.7, 0.7]
+    plain = SamplingParams(temperature=0.7)
+    assert [token_temperature(plain, i) for i in range(2)] == [0.7, 0.7]
+    greedy_rest = SamplingParams(temperature=0.0, first_token_temperature=2.0)
+    assert [token_temperature(greedy_rest, i) for i in range(2)] == [2.0, 0.0]
+    with pytest.raises(ValueError, match="position must be an int >= 0"):
+        token_temperature(plain, -1)
+
+
+def _dropped(logits: torch.Tensor, **kwargs: float) -> list[list[bool]]:
+    return torch.isinf(filter_logits(logits, **kwargs)).tolist()  # type: ignore[arg-type]
+
+
+def test_filters_hand_computed() -> None:
+    logits = torch.tensor([[0.0, 1.0, 2.0, 3.0, 4.0]])
+    # probabilities exp(0..4) / sum: 0.012, 0.032, 0.086, 0.234, 0.636
+    assert _dropped(logits, top_k=2) == [[True, True, True, False, False]]
+    # nucleus 0.8: mass before 0.234 is 0.636 < 0.8 (kept); before 0.086 it is 0.87 (dropped)
+    assert _dropped(logits, top_p=0.8) == [[True, True, True, False, False]]
+    assert _dropped(logits, top_p=0.5) == [[True, True, True, True, False]]
+    # min_p 0.1: floor 0.0636 keeps 0.086, 0.234, 0.636
+    assert _dropped(logits, min_p=0.1) == [[True, True, False, False, False]]
+    assert _dropped(logits) == [[False] * 5]
+    # kept logits are unchanged
+    torch.testing.assert_close(filter_logits(logits, top_k=2)[0, 3:], logits[0, 3:])
+
+
+def test_filters_see_the_renormalized_distribution_in_order() -> None:
+    # p = (0.4, 0.3, 0.2, 0.1). top_k=3 renormalizes to (4/9, 3/9, 2/9): top_p=0.75 then
+    # drops the third (mass before it 7/9 = 0.778 >= 0.75); without top-k the mass before
+    # it is 0.7 < 0.75 and it stays (the fourth goes: 0.9 >= 0.75).
+    logits = torch.log(torch.tensor([[0.4, 0.3, 0.2, 0.1]]))
+    assert _dropped(logits, top_k=3, top_p=0.75) == [[False, False, True, True]]
+    assert _dropped(logits, top_p=0.75) == [[False, False, False, True]]
+    # min_p compares with the largest probability: 0.3 * 0.4 = 0.12 drops only 0.1
+    assert _dropped(logits, min_p=0.3) == [[False, False, False, True]]
+    # ties at the k-th value are kept: top_k=2 of (0.4, 0.3, 0.3) keeps three tokens
+    tied = torch.log(torch.tensor([[0.4, 0.3, 0.3]]))
+    assert _dropped(tied, top_k=2) == [[False, False, False]]
+
+
+def test_filters_refuse_bad_settings() -> None:
+    with pytest.raises(ValueError, match="top_p"):
+        filter_logits(torch.zeros(1, 3), top_p=0.0)
+    with pytest.raises(ValueError, match="logits"):
+        filter_logits(torch.zeros(3), top_k=1)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    hnp.arrays(
+        np.float32,
+        st.tuples(st.integers(1, 4), st.integers(1, 12)),
+        elements=st.floats(-20, 20, width=32),
+    ),
+    st.integers(0, 12),
+    st.floats(0.05, 1.0),
+    st.floats(0.0, 0.99),
+)
+def test_filters_always_keep_the_most_likely_token(
+    values: np.ndarray, top_k: int, top_p: float, min_p: float
+) -> None:
+    logits = torch.from_numpy(values)
+    kept = filter_logits(logits, top_k=top_k, top_p=top_p, min_p=min_p)
+    rows = torch.arange(logits.shape[0])
+    assert torch.equal(kept[rows, logits.argmax(-1)], logits[rows, logits.argmax(-1)])
+    assert torch.isfinite(kept).sum(-1).ge(1).all()
+    # filtering more never keeps a token that filtering less dropped
+    assert not (torch.isfinite(kept) & torch.isinf(filter_logits(logits, top_p=top_p))).any()
 
 
 @settings(max_examples=50, deadline=None)

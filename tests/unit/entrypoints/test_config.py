@@ -114,3 +114,35 @@ def test_dump_round_trips(tmp_path: Path) -> None:
     file = tmp_path / "resolved.yaml"
     file.write_text(dump_config(config))
     assert load_config(file) == config
+
+
+def test_overlong_penalty_is_applied_by_one_mechanism_only() -> None:
+    # a length reward source and reward.overlong_buffer both implement DAPO's penalty
+    with pytest.raises(ConfigError, match="reward.overlong_buffer both apply"):
+        load_config(None, ["reward.sources=[{type: math}, {type: length}]"], algorithm="dapo")
+    alone = load_config(None, ["reward.sources=[{type: math}, {type: length, buffer: 8}]"])
+    assert alone.reward.sources[1].buffer == 8  # type: ignore[attr-defined]
+    assert load_config(None, [], algorithm="dapo").to_domain().shaping.overlong_buffer == 32
+
+
+@pytest.mark.parametrize("loss", ["gspo", "gspo_token", "gmpo"])
+def test_sequence_level_losses_refuse_token_mean(loss: str) -> None:
+    with pytest.raises(ConfigError, match="would weight sequences by\\s+their length"):
+        load_config(None, [f"algorithm.policy_loss={loss}", "algorithm.agg=token-mean"])
+    # the error quotes only the fields involved, not the whole config
+    with pytest.raises(ConfigError) as info:
+        load_config(None, [f"algorithm.policy_loss={loss}", "algorithm.agg=token-mean"])
+    assert "got {" not in str(info.value)
+    default = load_config(None, [f"algorithm.policy_loss={loss}"]).to_domain()
+    assert default.algorithm.resolved_loss.agg == "seq-mean-token-mean"
+
+
+def test_shuffles_and_normalization_mean_are_reachable() -> None:
+    settings = load_config(
+        None,
+        ["reward.normalize_subtract_mean=false", "train.shuffle=false", "data.train.shuffle=false"],
+    ).to_domain()
+    assert settings.shaping.normalize_subtract_mean is False
+    assert settings.train.shuffle is False
+    assert settings.cycle.shuffle_prompts is False
+    assert load_config().to_domain().cycle.shuffle_prompts is True

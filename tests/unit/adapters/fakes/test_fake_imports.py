@@ -1,4 +1,5 @@
-"""The fakes import only the domain, torch and the standard library (users need nothing else)."""
+"""The fakes import only the domain, adapters/common, torch and the standard library, and
+adapters/common only the domain, torch and the standard library (users need nothing else)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import ast
 import sys
 from pathlib import Path
 
+import lightrft.adapters.common as common
 import lightrft.adapters.fakes as fakes
 
 ALLOWED_PREFIXES = (
     "lightrft.domain",
     "lightrft.adapters.fakes",
-    "lightrft.adapters.common.lr_schedule",
+    "lightrft.adapters.common",
     "torch",
 )
 
@@ -35,6 +37,14 @@ def test_fakes_import_only_domain_torch_and_stdlib() -> None:
             top = name.split(".")[0]
             allowed = name.startswith(ALLOWED_PREFIXES) or top in sys.stdlib_module_names
             assert allowed or top == "__future__", f"{path.name} imports {name}"
+
+
+def test_common_helpers_import_only_domain_torch_and_stdlib() -> None:
+    for path in sorted(Path(common.__file__).parent.glob("*.py")):
+        for name in _imported_modules(path):
+            top = name.split(".")[0]
+            allowed = name.startswith(("lightrft.domain", "lightrft.adapters.common", "torch"))
+            assert allowed or top in sys.stdlib_module_names, f"{path.name} imports {name}"
 
 
 def test_everything_exported_exists() -> None:

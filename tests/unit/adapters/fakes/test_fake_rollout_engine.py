@@ -13,7 +13,6 @@ from lightrft.adapters.fakes import (
     synthetic_prompts,
     task,
 )
-from lightrft.adapters.fakes.token_sampling import filter_logits
 from lightrft.domain.ports import RolloutEngine
 from lightrft.domain.types import OptimizerParams, PromptRecord, SamplingParams
 
@@ -160,23 +159,8 @@ def test_first_token_frequencies_follow_the_tempered_softmax() -> None:
     assert torch.all((counts / n - probs).abs() <= 4 * sd + 1e-3)
 
 
-def test_filters_keep_only_allowed_tokens() -> None:
-    logits = torch.tensor([[0.0, 1.0, 2.0, 3.0, 4.0]])
-    # probabilities of exp(0..4) / sum: 0.012, 0.032, 0.086, 0.234, 0.636
-    assert torch.isinf(filter_logits(logits, top_k=2)).tolist() == [
-        [True, True, True, False, False]
-    ]
-    # nucleus 0.8: 0.636 < 0.8 so the second token (0.234) is needed; 0.87 >= 0.8 stops there
-    assert torch.isinf(filter_logits(logits, top_p=0.8)).tolist() == [
-        [True, True, True, False, False]
-    ]
-    assert torch.isinf(filter_logits(logits, top_p=0.5)).tolist() == [
-        [True, True, True, True, False]
-    ]
-    # min_p 0.1: floor 0.0636 keeps 0.086, 0.234, 0.636
-    assert torch.isinf(filter_logits(logits, min_p=0.1)).tolist() == [
-        [True, True, False, False, False]
-    ]
+def test_top_k_keeps_only_allowed_tokens() -> None:
+    # the filters themselves: tests/unit/domain/test_sampling.py (filter_logits)
     engine = FakeRolloutEngine(seed=0)
     policy = FakePolicy(seed=0)
     with torch.no_grad():

@@ -13,6 +13,8 @@ import torch
 from lightrft.adapters.rewards import MathAnswerReward
 from lightrft.adapters.rewards.answer_check import check_response
 from lightrft.adapters.rewards.answer_extraction import (
+    ANSWER_EXTRACTORS,
+    DEFAULT_EXTRACTORS,
     after_hashes,
     answer_phrase,
     extract_answer,
@@ -96,6 +98,31 @@ MATH_CASES: list[tuple[str, str, str]] = [
 ]
 
 
+# Final answers followed by more text or more numbers: the stated answer wins over the
+# last number of the text (default extractors: gsm8k, boxed, answer_is, last_number).
+TRAILING_CHATTER_CASES: list[tuple[str, str, str]] = [
+    ("The answer is 5. I checked it with 2 and 3.", "5", "correct"),
+    ("The answer is 5. I checked it with 2 and 3.", "3", "incorrect"),
+    ("So the final answer is 12, since 3 * 4 = 12 and 12 - 0 = 12 for 7 days.", "12", "correct"),
+    ("2 + 3 = 5 and 5 * 4 = 20. The answer is 20. That took 2 steps.", "20", "correct"),
+    ("Answer: 7\nI used 3 and 4 to get there.", "7", "correct"),
+    ("answer: -3. Check: -3 + 3 = 0, and 0 * 9 = 0.", "-3", "correct"),
+    ("The answer is 2.5. Halving 5 gives 2.5, times 1 is 2.5, done in 3 lines.", "2.5", "correct"),
+    ("The answer is 3/4. Three of four slices, 1 left.", "0.75", "correct"),
+    ("The answer is 1,234. Adding 1 gives 1,235.", "1234", "correct"),
+    ("The answer is $\\frac{1}{2}$. Both 2 and 4 agree.", "0.5", "correct"),
+    ("The answer is **42**. Then 6 * 7 = 42 and 1 more.", "42", "correct"),
+    ("Final answer: $18. The 3 items cost 6 each.", "18", "correct"),
+    ("The answer is 50%. Out of 10, 5 passed.", "0.5", "correct"),
+    ("\\boxed{12} I double-checked with 3 and 4.", "12", "correct"),
+    ("The answer is 9.\n\nWait, no: \\boxed{10} since 5 + 5 = 10 and 2 more.", "10", "correct"),
+    ("#### 42\nThat is 6 times 7, not 41.", "42", "correct"),
+    ("The answer is 2^{10}. That is 1024 in 1 line.", "1024", "correct"),
+    ("The answer is x = 5, so x + 1 = 6.", "5", "correct"),
+    ("Reasoning with 3 and 8: the answer is 11", "11", "correct"),
+]
+
+
 def make_sample(
     response: str, reference: str | None, uid: str = "p0", prompt: str = "Q?"
 ) -> RewardSample:
@@ -113,6 +140,53 @@ def test_math_verdicts(response: str, reference: str, expected: str) -> None:
     verdict, timed_out = check_response(response, reference, timeout_seconds=5)
     assert verdict == expected
     assert not timed_out
+
+
+def test_the_trailing_chatter_table_is_large_enough() -> None:
+    assert len(TRAILING_CHATTER_CASES) >= 10
+
+
+@pytest.mark.parametrize(("response", "reference", "expected"), TRAILING_CHATTER_CASES)
+def test_stated_answer_wins_over_later_numbers(
+    response: str, reference: str, expected: str
+) -> None:
+    assert check_response(response, reference, timeout_seconds=5) == (expected, False)
+    reward = MathAnswerReward()
+    score = float(reward.score([make_sample(response, reference)]).scores[0])
+    assert score == (1.0 if expected == "correct" else 0.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The answer is 5. I checked it with 2 and 3.", "5"),
+        ("The answer is 3.5.", "3.5"),
+        ("answer: -12, then more", "-12"),
+        ("The answer is 1,234 in total", "1,234"),
+        ("The answer is 1, 2 and 3.", "1, 2 and 3"),
+        ("The answer is $x^2$. Next line", "$x^2$"),
+        ("The answer is 2 + 3. Done", "2 + 3"),
+        ("The answer is 2\\sqrt{2}. Done", "2\\sqrt{2}"),
+        ("The answer is x = 5, so x + 1 = 6.", "x = 5"),
+        ("first the answer is 3. Later: the answer is 4.", "4"),
+        ("no phrase here 5", None),
+    ],
+)
+def test_answer_phrase_stops_at_the_end_of_the_answer(text: str, expected: str | None) -> None:
+    assert answer_phrase(text) == expected
+
+
+def test_default_extractors_try_the_answer_phrase_before_the_last_number() -> None:
+    assert DEFAULT_EXTRACTORS == ("gsm8k", "boxed", "answer_is", "last_number")
+    assert MathAnswerReward().extractors == DEFAULT_EXTRACTORS
+    assert set(DEFAULT_EXTRACTORS) <= set(ANSWER_EXTRACTORS.names())
+
+
+def test_unknown_extractor_error_names_the_parameter_and_the_choices() -> None:
+    with pytest.raises(ValueError, match=r"extractors.*'lastnumber'.*answer_is, boxed"):
+        MathAnswerReward(extractors=("boxed", "lastnumber"))
+    with pytest.raises(ValueError, match="extractors"):
+        MathAnswerReward(extractors=())
 
 
 def test_scores_and_metrics_follow_the_verdicts() -> None:
