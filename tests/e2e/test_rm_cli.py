@@ -94,3 +94,19 @@ def test_eval_on_chat_file_and_bad_row(
     assert main(["rm", "eval", "--model", str(out / "model"), "--data", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "bad.jsonl row 3" in err and "'chosen'" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["rm", "--help"],
+        ["rm", "train", "--help"],
+        ["rm", "eval", "--help"],
+        ["serve-reward", "--help"],
+    ],
+)
+def test_new_subcommands_have_help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 0
+    assert "usage: lightrft" in capsys.readouterr().out
