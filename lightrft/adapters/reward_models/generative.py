@@ -109,6 +109,10 @@ class HfGenerativeRewardModel:
         }
         return RewardResult(scores, metrics)
 
+    def close(self) -> None:
+        """Puts the judge engine to sleep for good (frees its memory)."""
+        self.offload()
+
     def onload(self) -> None:
         """Wakes the judge engine."""
         if not self.engine.is_awake:

@@ -158,6 +158,9 @@ class HfScalarRewardModel:
         self.offloads += 1
         log.debug("reward_model.offload", name=self._name)
 
+    def close(self) -> None:
+        """Nothing to release (the weights go with the object)."""
+
     @property
     def is_offloaded(self) -> bool:
         """Whether the weights sit in host memory."""
