@@ -78,7 +78,8 @@ class Evaluator:
             per_prompt = [pass_at_k(sampling.n, int(c), k) for c in correct.sum(dim=1)]
             metrics[f"eval/pass@{k}"] = sum(per_prompt) / len(per_prompt)
         for key, value in sample_weighted_means(source_metrics).items():
-            metrics[f"eval/{key}"] = value
+            if not key.startswith("time/"):  # the eval phases are timed as a whole
+                metrics[f"eval/{key}"] = value
         return metrics
 
 

@@ -130,13 +130,17 @@ class ExperienceMaker:
             dict(rollout.scores.by_source),
         )
 
+    def _score(self, prompts: Sequence[PromptRecord], completions: Sequence[Completion]) -> Scores:
+        s = self.shaping
+        return score_completions(
+            self.reward_sources, prompts, completions, dict(s.weights), s.gates, s.gate_value
+        )
+
     def _generate_and_score(self, prompts: list[PromptRecord], seed: int) -> _Rollout:
         with self.phases.phase(Phase.ROLLOUT):
             completions = self.engine.generate(prompts, replace(self.rollout.sampling, seed=seed))
         with self.phases.phase(Phase.REWARD):
-            scores = score_completions(
-                self.reward_sources, prompts, completions, dict(self.shaping.weights)
-            )
+            scores = self._score(prompts, completions)
         return _Rollout(prompts, completions, scores)
 
     def _collect(self, prompts: list[PromptRecord], seed: int) -> tuple[_Rollout, dict[str, float]]:
@@ -202,9 +206,7 @@ class ExperienceMaker:
         with self.phases.phase(Phase.ROLLOUT):
             completions = self.engine.generate(rollout.prompts, greedy)
         with self.phases.phase(Phase.REWARD):
-            scores = score_completions(
-                self.reward_sources, rollout.prompts, completions, dict(self.shaping.weights)
-            )
+            scores = self._score(rollout.prompts, completions)
         per_prompt = scores.total  # (number of prompts,)
         return per_prompt[torch.tensor([c.prompt_index for c in rollout.completions])]
 

@@ -32,9 +32,13 @@ class RewardShapingParams:
     """How the per-source scores become one reward per sample (ALGORITHMS.md, step 1).
 
     ``weights`` maps reward-source names to weights (a missing source weighs 1.0).
+    ``gates`` maps source names to thresholds: a sample whose score from such a source is
+    below its threshold gets ``gate_value`` as its reward (before the overlong penalty).
     """
 
     weights: Mapping[str, float] = field(default_factory=dict)
+    gates: Mapping[str, float] = field(default_factory=dict)
+    gate_value: float = 0.0
     overlong_buffer: int | None = None  # L_cache of DAPO's soft overlong punishment; None: off
     overlong_factor: float = 1.0
     normalize: bool = False  # running normalization (Welford, all ranks)

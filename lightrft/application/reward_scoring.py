@@ -5,7 +5,8 @@ Shapes: B samples.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -18,6 +19,7 @@ from lightrft.domain.reduce import AllReduceSum
 from lightrft.domain.rewards import (
     RunningMoments,
     clip_values,
+    gate_rewards,
     normalize_rewards,
     overlong_penalty,
     weighted_reward_sum,
@@ -39,13 +41,19 @@ def score_completions(
     prompts: Sequence[PromptRecord],
     completions: Sequence[Completion],
     weights: dict[str, float],
+    gates: Mapping[str, float] | None = None,
+    gate_value: float = 0.0,
 ) -> Scores:
-    """Asks every source for scores of ``completions`` and combines them with ``weights``."""
+    """Asks every source for scores of ``completions`` and combines them with ``weights``;
+    samples failing a gate (a source's score below its threshold in ``gates``) get
+    ``gate_value``. Metrics per source: mean score, ``seconds`` and the source's own."""
     samples = [RewardSample(prompts[c.prompt_index], c) for c in completions]
     by_source: dict[str, Tensor] = {}
     metrics: dict[str, float] = {}
     for source in sources:
+        started = time.perf_counter()
         result = source.score(samples)
+        metrics[f"time/reward/{source.name}_s"] = time.perf_counter() - started
         scores = result.scores.detach().to(torch.float32).cpu()
         if tuple(scores.shape) != (len(samples),):
             raise ValueError(
@@ -66,6 +74,9 @@ def score_completions(
         )
     full_weights = {name: weights.get(name, 1.0) for name in by_source}
     total = weighted_reward_sum(by_source, full_weights)
+    if gates:
+        total, passed = gate_rewards(total, by_source, gates, gate_value)
+        metrics["reward/gate_pass_rate"] = float(passed.float().mean()) if len(passed) else 0.0
     return Scores(by_source, total, metrics)
 
 

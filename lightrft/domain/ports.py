@@ -151,6 +151,20 @@ class RewardSource(Protocol):
 
 
 @runtime_checkable
+class TrainableRewardModel(Protocol):
+    """A scalar reward model being trained on preferences (``lightrft rm train``)."""
+
+    @property
+    def module(self) -> nn.Module:
+        """The ``nn.Module`` the training strategy wraps."""
+        ...
+
+    def pair_scores(self, prompts: Sequence[str], responses: Sequence[str]) -> Tensor:
+        """Raw scores (B,) float32 of ``prompt + response``; autograd follows the caller."""
+        ...
+
+
+@runtime_checkable
 class Collective(Protocol):
     """Data-parallel facts and the one collective the services need."""
 

@@ -178,3 +178,27 @@ def weighted_reward_sum(scores: Mapping[str, Tensor], weights: Mapping[str, floa
     for term in terms[1:]:
         total = total + term
     return total
+
+
+def gate_rewards(
+    total: Tensor, gate_scores: Mapping[str, Tensor], thresholds: Mapping[str, float], value: float
+) -> tuple[Tensor, Tensor]:
+    """Samples that fail a gate get ``value`` instead of their reward.
+
+    A sample passes when every gate source's score is >= that gate's threshold (e.g. a
+    format check with threshold 1: the format must pass, else the reward is ``value``).
+    Shape: total (B,), each gate score (B,) -> (rewards (B,), passed (B,) bool).
+    """
+    check_shape("total", total, (None,))
+    if not math.isfinite(value):
+        raise ValueError(f"gate value must be finite, got {value}")
+    passed = torch.ones_like(total, dtype=torch.bool)
+    for name, threshold in thresholds.items():
+        if name not in gate_scores:
+            raise ValueError(
+                f"gate {name!r} names no reward source; sources: {sorted(gate_scores)}"
+            )
+        score = gate_scores[name]
+        check_same_shape("total", total, **{f"scores[{name!r}]": score})
+        passed &= score >= threshold
+    return torch.where(passed, total, torch.full_like(total, value)), passed

@@ -254,3 +254,21 @@ class MemoryStats:
     allocated: int = 0
     reserved: int = 0
     peak_allocated: int = 0
+
+
+@dataclass(frozen=True)
+class PreferencePair:
+    """One preference: ``chosen`` is the better response to ``prompt`` than ``rejected``.
+
+    ``prompt`` is rendered text (chat template applied), as a policy's prompt would be;
+    ``margin`` (>= 0) asks the Bradley-Terry loss for at least that score gap.
+    """
+
+    uid: str
+    prompt: str
+    chosen: str
+    rejected: str
+    margin: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_non_negative("margin", self.margin)

@@ -79,6 +79,48 @@ def make_python_function_reward() -> RewardSubject:
 def make_majority_vote_reward() -> RewardSubject:
     # one group (prompt_index 0): answers 7, 7, 7, 8, none, none -> the majority 7 agrees
     return RewardSubject(MajorityVoteReward(), reward_samples(), (1.0, 1.0, 1.0, 0.0, 0.0, 0.0))
+def make_scalar_reward_model() -> RewardSubject:
+    from lightrft.adapters.reward_models import HfScalarRewardModel
+    from tests.unit.adapters.hf.hf_tiny import tiny_tokenizer
+    from tests.unit.adapters.reward_models.rm_tiny import tiny_classifier
+
+    classifier, tok = (
+        tiny_classifier(seed=5).double(),
+        tiny_tokenizer(),
+    )  # float64: no padding noise
+    samples = reward_samples()
+    expected = []
+    for sample in samples:  # the classifier's own forward on the unpadded prompt + response
+        ids = tok(sample.prompt.prompt_text, add_special_tokens=False)["input_ids"]
+        ids += tok(sample.completion.text, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            expected.append(float(classifier(torch.tensor([ids])).logits[0, 0]))
+    source = HfScalarRewardModel(classifier, tok, torch.device("cpu"), micro_batch_size=4)
+    return RewardSubject(source, samples, tuple(expected))
+
+
+_SERVED: dict[str, object] = {}
+
+
+def make_remote_reward() -> RewardSubject:
+    # FormatReward behind the reward service on loopback, one server for the session
+    from lightrft.adapters.reward_service import BackgroundServer, RemoteRewardSource, create_app
+
+    if "server" not in _SERVED:
+        server = BackgroundServer(create_app(FormatReward()))
+        server.start()
+        _SERVED["server"] = server
+    url = _SERVED["server"].url  # type: ignore[attr-defined]
+    return RewardSubject(RemoteRewardSource(url), reward_samples(), (0.0, 0.0, 1.0, 0.0, 0.0, 0.0))
+
+
+def make_unit_tests_reward() -> RewardSubject:
+    from lightrft.adapters.rewards.unit_tests import UnitTestsReward
+
+    # The program is the response then the reference "7" as the test: "#### 7", "7", "#### 8"
+    # and "" run cleanly; "<think>..." and "no idea" are syntax errors.
+    source = UnitTestsReward(timeout_s=5.0)
+    return RewardSubject(source, reward_samples(), (1.0, 1.0, 0.0, 1.0, 0.0, 1.0))
 
 
 IMPLEMENTATIONS: list[object] = [
@@ -89,6 +131,9 @@ IMPLEMENTATIONS: list[object] = [
     pytest.param(make_length_reward, id="length"),
     pytest.param(make_python_function_reward, id="python-function"),
     pytest.param(make_majority_vote_reward, id="ttrl"),
+    pytest.param(make_scalar_reward_model, id="scalar-rm"),
+    pytest.param(make_remote_reward, id="remote"),
+    pytest.param(make_unit_tests_reward, id="unit-tests"),
 ]
 
 

@@ -25,9 +25,12 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from lightrft.adapters.common.positions import position_ids_from_mask
 from lightrft.domain.ports import PolicyOutput
 from lightrft.domain.token_logprobs import token_logprobs
 from lightrft.domain.types import SequenceBatch
+
+__all__ = ["position_ids_from_mask", "response_logprobs"]
 
 
 def response_logprobs(
@@ -124,11 +127,6 @@ def suppress_tokens(logits: Tensor, token_ids: Tensor) -> Tensor:
 def scored_mask(batch: SequenceBatch) -> Tensor:
     """(B, R) bool: response tokens that are attended (the ones that get a log-prob)."""
     return batch.response_mask.bool() & batch.attention_mask[:, -batch.response_length :].bool()
-
-
-def position_ids_from_mask(attention_mask: Tensor) -> Tensor:
-    """Positions counting attended tokens only. Shape: (B, T) -> (B, T), 0 on left padding."""
-    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
 def _check_batch(batch: SequenceBatch) -> None:

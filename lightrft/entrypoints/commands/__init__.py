@@ -22,6 +22,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "lightrft.entrypoints.commands.sft",
     "lightrft.entrypoints.commands.samples",
     "lightrft.entrypoints.commands.checkpoints",
+    "lightrft.entrypoints.commands.rm",
+    "lightrft.entrypoints.commands.serve_reward",
 )
 
 

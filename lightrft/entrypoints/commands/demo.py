@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 NAME = "demo"
-HELP = "the main job: GRPO on the embedded model, then the report"
+HELP = "the main jobs: GRPO (default) or 'rlhf' (reward model, then GRPO) on the embedded model"
 
 DEMO_OVERRIDES = [
     "logging.run_dir=runs/demo",
@@ -39,10 +39,45 @@ DEMO_OVERRIDES = [
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    """The demo takes only ``key=value`` overrides."""
+    """``lightrft demo [rlhf] [key=value ...]``: the GRPO main job, or the RLHF one."""
+    parser.add_argument("--rm-pairs", type=int, default=160, help="rlhf: synthetic pairs")
+    parser.add_argument("--rm-epochs", type=int, default=2, help="rlhf: reward-model epochs")
+    parser.add_argument("--rm-lr", type=float, default=2e-3, help="rlhf: reward-model lr")
+    parser.add_argument(
+        "--rm-full", action="store_true", help="rlhf: train the whole reward model, not the head"
+    )
+    parser.add_argument("--serve-rm", action="store_true", help="rlhf: score over HTTP")
+    parser.add_argument("--run-dir", type=Path, default=None, help="rlhf: output directory")
+    parser.add_argument("--rm-model", type=Path, default=None, help="rlhf: skip RM training")
 
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
+    if rest and rest[0] == "rlhf":
+        return _run_rlhf(args, rest[1:])
+    return _run_grpo(rest)
+
+
+def _run_rlhf(args: argparse.Namespace, rest: list[str]) -> int:
+    from lightrft.entrypoints.demo_rlhf import RlhfDemoOptions, run_rlhf_demo
+
+    options = RlhfDemoOptions(
+        run_dir=args.run_dir or Path("runs/demo_rlhf"),
+        rm_pairs=args.rm_pairs,
+        rm_epochs=args.rm_epochs,
+        rm_lr=args.rm_lr,
+        rm_train_backbone=args.rm_full,
+        serve_rm=args.serve_rm,
+        rm_model=args.rm_model,
+    )
+    summary = run_rlhf_demo(options, rest)
+    print(json.dumps(summary, indent=2))
+    accuracy = summary["reward_model"].get("held_out_accuracy")
+    if accuracy is not None:
+        print(f"reward model held-out accuracy: {accuracy:.3f}")
+    return 0
+
+
+def _run_grpo(rest: list[str]) -> int:
     from lightrft.adapters.report import render_report
     from lightrft.entrypoints.config.loading import load_config
     from lightrft.entrypoints.run_training import train

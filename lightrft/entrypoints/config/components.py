@@ -38,6 +38,11 @@ class RewardSourceSection(ComponentSection):
 
     name: str | None = Field(None, description="Metric name; defaults to the type.")
     weight: float = Field(1.0, description="Weight in the composite reward.")
+    gate_threshold: float | None = Field(
+        None,
+        description="Make this source a gate: a sample scoring below the threshold gets "
+        "reward.gate_value as its reward (e.g. 1 for a format check that must pass).",
+    )
 
     @property
     def label(self) -> str:

@@ -56,6 +56,9 @@ class FormatRewardConfig(RewardSourceSection):
 
     type: Literal["format"] = "format"
     think_tag: str = Field("think", description="The reasoning tag name.")
+    pattern: str | None = Field(
+        None, description="One regex the whole response must match instead (e.g. an answer line)."
+    )
 
 
 @register_config(REWARD_SOURCE_CONFIGS, "length")

@@ -168,6 +168,12 @@ class RunConfig(Section):
         rw = self.reward
         shaping = RewardShapingParams(
             weights={s.label: s.weight for s in rw.typed_sources},
+            gates={
+                s.label: s.gate_threshold
+                for s in rw.typed_sources
+                if s.gate_threshold is not None
+            },
+            gate_value=rw.gate_value,
             overlong_buffer=rw.overlong_buffer,
             overlong_factor=rw.overlong_factor,
             normalize=rw.normalize,

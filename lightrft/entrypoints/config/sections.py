@@ -12,7 +12,12 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_MODE, CorrectionMode
-from lightrft.entrypoints.config import engine_configs, reward_configs, strategy_configs
+from lightrft.entrypoints.config import (
+    engine_configs,
+    reward_configs,
+    reward_model_configs,  # noqa: F401  (registers)
+    strategy_configs,
+)
 from lightrft.entrypoints.config.base import Section
 from lightrft.entrypoints.config.components import (
     ENGINE_CONFIGS,
@@ -293,6 +298,9 @@ class RewardConfig(Section):
         default_factory=lambda: [reward_configs.MathRewardConfig()],
         description="Reward sources, each a section with its type (math, format, length, "
         "python, ...) and that type's options; combined as a weighted sum.",
+    )
+    gate_value: float = Field(
+        0.0, description="Reward of a sample that fails a gate (see a source's gate_threshold)."
     )
     overlong_buffer: int | None = Field(None, gt=0, description="DAPO overlong buffer L_cache.")
     overlong_factor: float = Field(1.0, ge=0, description="DAPO overlong penalty factor.")

@@ -39,6 +39,7 @@ from lightrft.entrypoints.wiring import (  # noqa: F401  (registers the built-in
     engines,
     model_loaders,
     multimodal_loaders,
+    reward_model_builders,
     reward_sources,
     strategies,
 )

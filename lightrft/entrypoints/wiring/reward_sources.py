@@ -35,7 +35,9 @@ def build_choice(section: ChoiceRewardConfig, context: BuildContext) -> ChoiceAn
 @REWARD_SOURCES.register("format")
 def build_format(section: FormatRewardConfig, context: BuildContext) -> FormatReward:
     tag = section.think_tag
-    return FormatReward(name=section.label, think_open=f"<{tag}>", think_close=f"</{tag}>")
+    return FormatReward(
+        name=section.label, think_open=f"<{tag}>", think_close=f"</{tag}>", pattern=section.pattern
+    )
 
 
 @REWARD_SOURCES.register("length")

@@ -1,0 +1,169 @@
+"""Preference data for reward-model training: rows with a prompt, a chosen and a rejected
+response, from jsonl / json / parquet files (or in-memory rows), into ``PreferencePair``s.
+
+Accepted row shapes (keys configurable in :class:`PreferenceSpec`):
+
+- ``{"prompt": str | messages, "chosen": str, "rejected": str}``;
+- ``{"prompt": ..., "chosen": messages, "rejected": messages}`` where each response is a
+  list of chat messages whose last one is the assistant's answer (only its content counts);
+- ``{"chosen": messages, "rejected": messages}`` without a prompt key: full conversations
+  that share every message but the last (the prompt), which must be the assistant's.
+
+An optional ``margin`` key gives a non-negative per-pair margin. Prompts are rendered by the
+same :class:`~lightrft.adapters.datasets.rendering.PromptRenderer` as RL prompts (chat
+template with the generation prompt, system prompt), so a reward model is trained on text
+laid out exactly as the policy's prompts will be at RL time. A bad row is an error naming
+the file, the row and the key, or skipped and counted (``on_bad_row="skip"``).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lightrft.adapters.datasets.arithmetic import arithmetic_problems
+from lightrft.adapters.datasets.hf_prompt_dataset import load_table
+from lightrft.adapters.datasets.prompt_rows import BadRowError, BadRowPolicy, RowRef
+from lightrft.adapters.datasets.rendering import Content, PromptRenderer
+from lightrft.domain.types import PreferencePair
+
+
+@dataclass(frozen=True)
+class PreferenceSpec:
+    """Which keys hold the prompt, the two responses and the margin; bad-row policy."""
+
+    prompt_key: str = "prompt"
+    chosen_key: str = "chosen"
+    rejected_key: str = "rejected"
+    margin_key: str | None = None
+    on_bad_row: BadRowPolicy = "error"
+
+
+def _is_chat(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, Mapping) and "role" in m and "content" in m for m in value)
+    )
+
+
+def _response(value: Any, where: str, key: str) -> tuple[list[Mapping[str, Any]], str]:
+    """(messages before the answer, answer text) of a response value."""
+    if isinstance(value, str):
+        if not value.strip():
+            raise BadRowError(where, key, "empty response in")
+        return [], value
+    if not _is_chat(value):
+        raise BadRowError(where, key, "expected a string or chat messages in")
+    last = value[-1]
+    if last.get("role") != "assistant" or not isinstance(last.get("content"), str):
+        raise BadRowError(where, key, "the last message must be the assistant's text answer in")
+    return list(value[:-1]), str(last["content"])
+
+
+def read_preference(ref: RowRef, spec: PreferenceSpec) -> tuple[Content, str, str, float]:
+    """(prompt content, chosen text, rejected text, margin) of a row; :class:`BadRowError`."""
+    row = ref.row
+    for key in (spec.chosen_key, spec.rejected_key):
+        if row.get(key) is None:
+            raise BadRowError(ref.where, key, "missing key")
+    chosen_before, chosen = _response(row[spec.chosen_key], ref.where, spec.chosen_key)
+    rejected_before, rejected = _response(row[spec.rejected_key], ref.where, spec.rejected_key)
+    prompt = row.get(spec.prompt_key)
+    if prompt is None:
+        if not chosen_before:
+            raise BadRowError(ref.where, spec.prompt_key, "missing key (and no conversation)")
+        if chosen_before != rejected_before:
+            raise BadRowError(ref.where, spec.rejected_key, "conversation differs from chosen's")
+        prompt = chosen_before
+    elif not (isinstance(prompt, str) and prompt.strip()) and not _is_chat(prompt):
+        raise BadRowError(ref.where, spec.prompt_key, "expected a non-empty string or chat in")
+    margin = 0.0
+    if spec.margin_key is not None:
+        value = row.get(spec.margin_key)
+        if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            raise BadRowError(ref.where, spec.margin_key, "expected a number >= 0 in")
+        margin = float(value)
+    return prompt, chosen, rejected, margin
+
+
+def preference_pairs(
+    rows: Iterable[RowRef], renderer: PromptRenderer, spec: PreferenceSpec
+) -> tuple[list[PreferencePair], int]:
+    """The pairs of ``rows`` with rendered prompts, and the number of skipped bad rows."""
+    pairs: list[PreferencePair] = []
+    skipped = 0
+    for ref in rows:
+        try:
+            prompt, chosen, rejected, margin = read_preference(ref, spec)
+        except BadRowError:
+            if spec.on_bad_row == "error":
+                raise
+            skipped += 1
+            continue
+        pairs.append(PreferencePair(ref.uid, renderer.text(prompt), chosen, rejected, margin))
+    return pairs, skipped
+
+
+def load_preferences(
+    path: str | Path, renderer: PromptRenderer, spec: PreferenceSpec | None = None
+) -> tuple[list[PreferencePair], int]:
+    """Pairs from a jsonl / json / parquet file (or ``save_to_disk`` directory)."""
+    file = Path(path)
+    table = load_table(file)
+    refs = (
+        RowRef(f"{file.stem}:{i}", f"{file.name} row {i}", dict(row)) for i, row in enumerate(table)
+    )
+    return preference_pairs(refs, renderer, spec or PreferenceSpec())
+
+
+def in_memory_preferences(
+    rows: Sequence[Mapping[str, Any]],
+    renderer: PromptRenderer,
+    spec: PreferenceSpec | None = None,
+    *,
+    name: str = "rows",
+) -> tuple[list[PreferencePair], int]:
+    """Pairs from in-memory rows (uids ``"<name>:<i>"``)."""
+    refs = (RowRef(f"{name}:{i}", f"{name} row {i}", row) for i, row in enumerate(rows))
+    return preference_pairs(refs, renderer, spec or PreferenceSpec())
+
+
+SYNTHETIC_KINDS = ("bare", "ramble", "refuse", "wrong")
+
+
+def synthetic_preference_rows(
+    n: int,
+    seed: int = 0,
+    *,
+    kinds: Sequence[str] = SYNTHETIC_KINDS,
+    instruction: str = "",
+) -> list[dict[str, str]]:
+    """``n`` rows ``{"prompt", "chosen", "rejected"}`` on the built-in arithmetic problems.
+
+    The chosen answer states the correct number in a fixed format, ``"The answer is N."``;
+    the rejected one is, by kind: ``bare`` (just the number), ``ramble`` (long and unsure),
+    ``refuse`` (no answer), ``wrong`` (the fixed format with a wrong number).
+    """
+    unknown = sorted(set(kinds) - set(SYNTHETIC_KINDS))
+    if unknown or not kinds:
+        raise ValueError(f"unknown synthetic kinds {unknown}; valid: {list(SYNTHETIC_KINDS)}")
+    rng = random.Random(f"preferences-{seed}")
+    rows = []
+    for problem in arithmetic_problems(n, seed=seed, difficulty=1):
+        answer = int(problem["reference"])
+        kind = rng.choice(list(kinds))
+        rejected = {
+            "bare": f"{answer}",
+            "ramble": f"Hmm, let me think. It could be {answer}, or maybe {answer + 1}, "
+            "I am really not sure about this one.",
+            "refuse": rng.choice(["I don't know.", "Figure it out yourself.", "No idea."]),
+            "wrong": f"The answer is {answer + rng.choice([-2, -1, 1, 2, 3])}.",
+        }[kind]
+        prompt = f"{problem['prompt']} {instruction}".strip()
+        rows.append({"prompt": prompt, "chosen": f"The answer is {answer}.", "rejected": rejected})
+    return rows

@@ -1,0 +1,124 @@
+"""``HfGenerativeRewardModel``: a judge model prompted with a template, its verdict parsed.
+
+B samples. For each sample the template is filled with ``{prompt}`` (the policy's rendered
+prompt text), ``{response}`` and ``{reference}`` (empty when the prompt has none), rendered
+as one user message through the judge tokenizer's chat template (plain text when it has
+none), and generated greedily by a ``RolloutEngine`` (the same machinery as rollouts, e.g.
+``HfRolloutEngine`` over the judge model). A strict parser
+(:mod:`~lightrft.adapters.reward_models.verdict`) turns each verdict into a score; an
+unparsable verdict gets ``unparsable_score`` and is counted, never guessed. ``onload`` /
+``offload`` wake the engine and put it to sleep. Metrics: ``unparsable`` (count),
+``unparsable_rate``, ``verdict_tokens`` (mean generated tokens).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+import torch
+
+from lightrft.adapters.reward_models.verdict import VerdictParser
+from lightrft.domain.ports import RolloutEngine
+from lightrft.domain.types import PromptRecord, RewardResult, RewardSample, SamplingParams
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_TEMPLATE = (
+    "You are grading an answer.\n\nQuestion:\n{prompt}\n\nAnswer:\n{response}\n\n"
+    "Reference answer (may be empty):\n{reference}\n\n"
+    "Judge correctness and clarity, then end with one line 'Score: X/10'."
+)
+
+
+class HfGenerativeRewardModel:
+    """``RewardSource`` asking a judge engine for verdicts (see the module docstring)."""
+
+    def __init__(
+        self,
+        engine: RolloutEngine,
+        tokenizer: Any,
+        parser: VerdictParser,
+        *,
+        name: str = "judge",
+        template: str = DEFAULT_TEMPLATE,
+        unparsable_score: float = 0.0,
+        max_new_tokens: int = 256,
+        use_chat_template: bool | None = None,
+    ) -> None:
+        if not math.isfinite(unparsable_score):
+            raise ValueError(f"unparsable_score must be finite, got {unparsable_score}")
+        try:
+            template.format(prompt="", response="", reference="")
+        except (KeyError, IndexError, ValueError) as error:
+            raise ValueError(
+                f"judge template may use only {{prompt}}, {{response}}, {{reference}}: {error}"
+            ) from None
+        self.engine, self.tokenizer, self.parser = engine, tokenizer, parser
+        self._name = name
+        self.template = template
+        self.unparsable_score = unparsable_score
+        self.sampling = SamplingParams(n=1, temperature=0.0, max_new_tokens=max_new_tokens, seed=0)
+        has_template = bool(getattr(tokenizer, "chat_template", None))
+        self.use_chat_template = has_template if use_chat_template is None else use_chat_template
+        self.last_verdicts: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def judge_prompt(self, sample: RewardSample) -> PromptRecord:
+        """The judge's rendered and tokenized prompt for ``sample``."""
+        text = self.template.format(
+            prompt=sample.prompt.prompt_text,
+            response=sample.completion.text,
+            reference=sample.prompt.reference or "",
+        )
+        if self.use_chat_template:
+            text = str(
+                self.tokenizer.apply_chat_template(
+                    [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+                )
+            )
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        else:
+            ids = self.tokenizer(text)["input_ids"]
+        return PromptRecord(f"judge:{sample.prompt.uid}", text, tuple(ids))
+
+    def score(self, samples: Sequence[RewardSample]) -> RewardResult:
+        """Scores (B,) float32 parsed from the judge's greedy verdicts."""
+        if not samples:
+            return RewardResult(torch.zeros(0), {"unparsable": torch.tensor(0.0)})
+        completions = self.engine.generate([self.judge_prompt(s) for s in samples], self.sampling)
+        self.last_verdicts = [c.text for c in completions]
+        parsed = [self.parser.parse(c.text) for c in completions]
+        unparsable = sum(p is None for p in parsed)
+        if unparsable:
+            log.info("reward.judge.unparsable", name=self._name, count=unparsable)
+        scores = torch.tensor(
+            [self.unparsable_score if p is None else p for p in parsed], dtype=torch.float32
+        )
+        metrics = {
+            "unparsable": torch.tensor(float(unparsable)),
+            "unparsable_rate": torch.tensor(unparsable / len(samples)),
+            "verdict_tokens": torch.tensor(
+                sum(len(c.token_ids) for c in completions) / len(completions)
+            ),
+        }
+        return RewardResult(scores, metrics)
+
+    def close(self) -> None:
+        """Puts the judge engine to sleep for good (frees its memory)."""
+        self.offload()
+
+    def onload(self) -> None:
+        """Wakes the judge engine."""
+        if not self.engine.is_awake:
+            self.engine.wake_up()
+
+    def offload(self) -> None:
+        """Puts the judge engine to sleep."""
+        if self.engine.is_awake:
+            self.engine.sleep()

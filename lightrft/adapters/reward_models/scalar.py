@@ -1,0 +1,207 @@
+"""``HfScalarRewardModel``: a ``RewardSource`` scoring (prompt, response) with a scalar
+reward model, and the trainable model behind ``lightrft rm train``.
+
+Shape letters: B samples. Scores are the network's output at the last attended token
+(:mod:`~lightrft.adapters.reward_models.scalar_net`), of ``prompt_text + response_text``
+tokenized as during training (:mod:`~lightrft.adapters.reward_models.encoding`), optionally
+normalized with the mean and std saved with the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+import torch
+from torch import Tensor, nn
+
+from lightrft.adapters.reward_models.card import RewardModelCard, ScoreNormalization
+from lightrft.adapters.reward_models.encoding import PaddingSide, encode_pairs
+from lightrft.adapters.reward_models.loading import (
+    load_card,
+    load_reward_classifier,
+    load_reward_tokenizer,
+)
+from lightrft.adapters.reward_models.lora import RewardLoraParams, add_lora, merged_state
+from lightrft.adapters.reward_models.scalar_net import ScalarRewardNet
+from lightrft.domain.types import RewardResult, RewardSample
+
+log = structlog.get_logger(__name__)
+HOST = torch.device("cpu")
+
+
+class HfScalarRewardModel:
+    """Scores (B,) from a sequence-classification model with one output.
+
+    Args:
+        classifier: the HF model (``loading.load_reward_classifier``).
+        tokenizer: its tokenizer (needs a pad token).
+        device: where the weights live while onloaded.
+        name: the reward source's name (metrics, weights).
+        card: pair encoding and saved normalization.
+        normalize: divide by the card's normalization (an error if it has none).
+        micro_batch_size: rows per forward pass when scoring.
+        padding_side: how scoring batches are padded (scores do not depend on it).
+        lora: add fresh LoRA adapters to the backbone (training only).
+    """
+
+    def __init__(
+        self,
+        classifier: Any,
+        tokenizer: Any,
+        device: torch.device,
+        *,
+        name: str = "reward_model",
+        card: RewardModelCard | None = None,
+        normalize: bool = False,
+        micro_batch_size: int = 16,
+        padding_side: PaddingSide = "right",
+        lora: RewardLoraParams | None = None,
+    ) -> None:
+        if micro_batch_size < 1:
+            raise ValueError(f"micro_batch_size must be >= 1, got {micro_batch_size}")
+        self.card = card or RewardModelCard()
+        if normalize and self.card.normalization is None:
+            raise ValueError(f"reward model {name!r}: normalize=True but no normalization saved")
+        if tokenizer.pad_token_id is None:
+            raise ValueError("the reward model's tokenizer needs a pad token")
+        self.net = ScalarRewardNet(classifier)
+        if lora is not None:
+            add_lora(self.net.backbone, lora)
+        self.tokenizer = tokenizer
+        self._name = name
+        self._device = device
+        self._normalize = normalize
+        self._micro_batch_size = micro_batch_size
+        self._padding_side = padding_side
+        self._offloaded = False
+        self.onloads = 0
+        self.offloads = 0
+        self.net.to(device)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str | Path,
+        device: torch.device,
+        *,
+        dtype: str = "float32",
+        trust_remote_code: bool = False,
+        **kwargs: Any,
+    ) -> HfScalarRewardModel:
+        """Loads a reward model directory (its card included); weights frozen, eval mode."""
+        tokenizer = load_reward_tokenizer(path, trust_remote_code=trust_remote_code)
+        classifier = load_reward_classifier(
+            path,
+            device,
+            dtype=dtype,
+            pad_token_id=tokenizer.pad_token_id,
+            trust_remote_code=trust_remote_code,
+        )
+        classifier.requires_grad_(False)
+        classifier.eval()
+        return cls(classifier, tokenizer, device, card=load_card(path), **kwargs)
+
+    # -- RewardSource -------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def module(self) -> nn.Module:
+        """The network a training strategy wraps (backbone + head)."""
+        return self.net
+
+    def score(self, samples: Sequence[RewardSample]) -> RewardResult:
+        """Scores (B,) float32 of ``prompt_text + completion.text``, normalized if asked."""
+        if self._offloaded:
+            raise RuntimeError(f"reward model {self._name!r} is offloaded; call onload() first")
+        prompts = [s.prompt.prompt_text for s in samples]
+        responses = [s.completion.text for s in samples]
+        was_training = self.net.training
+        self.net.eval()
+        try:
+            with torch.no_grad():
+                raw = (
+                    torch.cat(
+                        [
+                            self.pair_scores(
+                                prompts[i : i + self._micro_batch_size],
+                                responses[i : i + self._micro_batch_size],
+                            ).cpu()
+                            for i in range(0, len(samples), self._micro_batch_size)
+                        ]
+                    )
+                    if samples
+                    else torch.zeros(0)
+                )
+        finally:
+            self.net.train(was_training)
+        scores = self.normalized(raw) if self._normalize else raw
+        metrics = {"raw_mean": raw.mean() if len(raw) else torch.tensor(0.0)}
+        return RewardResult(scores=scores, metrics=metrics)
+
+    def onload(self) -> None:
+        """Moves the weights to the device."""
+        self.net.to(self._device)
+        self._offloaded = False
+        self.onloads += 1
+        log.debug("reward_model.onload", name=self._name)
+
+    def offload(self) -> None:
+        """Moves the weights to host memory."""
+        self.net.to(HOST)
+        self._offloaded = True
+        self.offloads += 1
+        log.debug("reward_model.offload", name=self._name)
+
+    def close(self) -> None:
+        """Nothing to release (the weights go with the object)."""
+
+    @property
+    def is_offloaded(self) -> bool:
+        """Whether the weights sit in host memory."""
+        return self._offloaded
+
+    # -- scoring and training ---------------------------------------------------------
+
+    def pair_scores(self, prompts: Sequence[str], responses: Sequence[str]) -> Tensor:
+        """Raw scores (B,) float32 of the pairs; autograd follows the caller."""
+        ids, mask = encode_pairs(
+            self.tokenizer, prompts, responses, self.card.encoding, padding_side=self._padding_side
+        )
+        return self.net(ids.to(self._device), mask.to(self._device))
+
+    def normalized(self, raw: Tensor) -> Tensor:
+        """(raw - mean) / std with the card's normalization. Shape: (B,) -> (B,)."""
+        norm = self.card.normalization
+        if norm is None:
+            raise ValueError(f"reward model {self._name!r} has no saved normalization")
+        return (raw - norm.mean) / norm.std
+
+    def export_hf(
+        self,
+        directory: str | Path,
+        *,
+        state: Mapping[str, Tensor] | None = None,
+        normalization: ScoreNormalization | None = None,
+    ) -> Path:
+        """Writes an HF sequence-classification directory (LoRA merged), the tokenizer and
+        ``lightrft_reward.json``; :meth:`from_pretrained` loads it.
+
+        ``state`` is the network's full state when a sharded strategy gathered it.
+        """
+        directory = Path(directory)
+        if state is not None:
+            self.net.load_state_dict(dict(state))
+        merged = merged_state(self.net)
+        classifier_state = {self.net.classifier_names(k): v for k, v in merged.items()}
+        self.net.classifier.save_pretrained(directory, state_dict=classifier_state)
+        self.tokenizer.save_pretrained(directory)
+        card = RewardModelCard(self.card.encoding, normalization or self.card.normalization)
+        card.save(directory)
+        log.info("reward_model.exported", directory=str(directory))
+        return directory

@@ -1,0 +1,135 @@
+"""Micro-batching of concurrent score requests on the server.
+
+Requests wait in a queue; one worker takes the first, then keeps taking requests for up to
+``window_s`` seconds or until ``max_samples`` samples are gathered, scores them with one
+call of the source (in a worker thread, so the event loop keeps accepting requests), and
+hands each request its own slice of the scores. The source is called by one thread at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from lightrft.domain.types import RewardResult, RewardSample
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class _Pending:
+    samples: Sequence[RewardSample]
+    future: asyncio.Future[tuple[list[float], dict[str, float]]]
+
+
+@dataclass
+class BatcherStats:
+    """Counts since start: requests, samples and source calls (batches)."""
+
+    requests: int = 0
+    samples: int = 0
+    batches: int = 0
+    errors: int = 0
+    largest_batch: int = 0
+
+
+class MicroBatcher:
+    """Merges concurrent requests into source calls of at most ``max_samples`` samples."""
+
+    def __init__(
+        self,
+        score: Callable[[Sequence[RewardSample]], RewardResult],
+        *,
+        max_samples: int = 64,
+        window_s: float = 0.005,
+    ) -> None:
+        if max_samples < 1:
+            raise ValueError(f"max_samples must be >= 1, got {max_samples}")
+        if window_s < 0:
+            raise ValueError(f"window_s must be >= 0, got {window_s}")
+        self._score = score
+        self._max_samples = max_samples
+        self._window_s = window_s
+        self._queue: asyncio.Queue[_Pending] | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._carry: _Pending | None = None  # a request that did not fit the last batch
+        self.stats = BatcherStats()
+
+    def start(self) -> None:
+        """Starts the worker on the running event loop."""
+        self._queue = asyncio.Queue()
+        self._worker = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        """Cancels the worker."""
+        if self._worker is not None:
+            self._worker.cancel()
+            try:
+                await self._worker
+            except asyncio.CancelledError:
+                pass
+
+    async def submit(self, samples: Sequence[RewardSample]) -> tuple[list[float], dict[str, float]]:
+        """Scores and metrics of ``samples`` (raises what the source raised)."""
+        if self._queue is None:
+            raise RuntimeError("the batcher is not started")
+        future: asyncio.Future[tuple[list[float], dict[str, float]]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        await self._queue.put(_Pending(samples, future))
+        return await future
+
+    async def _gather(self) -> list[_Pending]:
+        assert self._queue is not None
+        first, self._carry = self._carry, None
+        batch = [first if first is not None else await self._queue.get()]
+        size = len(batch[0].samples)
+        deadline = time.monotonic() + self._window_s
+        while size < self._max_samples:
+            remaining = deadline - time.monotonic()
+            try:
+                item = (
+                    self._queue.get_nowait()
+                    if remaining <= 0
+                    else await asyncio.wait_for(self._queue.get(), remaining)
+                )
+            except (asyncio.QueueEmpty, TimeoutError):
+                break
+            if size + len(item.samples) > self._max_samples:
+                self._carry = item  # opens the next batch
+                break
+            batch.append(item)
+            size += len(item.samples)
+        return batch
+
+    async def _run(self) -> None:
+        while True:
+            batch = await self._gather()
+            samples = [s for pending in batch for s in pending.samples]
+            try:
+                result = await asyncio.to_thread(self._score, samples)
+                scores = [float(v) for v in result.scores.detach().cpu().tolist()]
+                if len(scores) != len(samples):
+                    raise ValueError(f"source returned {len(scores)} scores for {len(samples)}")
+                metrics = {k: float(v) for k, v in result.metrics.items()}
+            except Exception as error:  # noqa: BLE001 - every waiting request gets the error
+                self.stats.errors += 1
+                log.warning("reward_service.score_failed", error=str(error), samples=len(samples))
+                for pending in batch:
+                    if not pending.future.done():
+                        pending.future.set_exception(error)
+                continue
+            self.stats.requests += len(batch)
+            self.stats.samples += len(samples)
+            self.stats.batches += 1
+            self.stats.largest_batch = max(self.stats.largest_batch, len(samples))
+            start = 0
+            for pending in batch:
+                end = start + len(pending.samples)
+                if not pending.future.done():
+                    pending.future.set_result((scores[start:end], metrics))
+                start = end

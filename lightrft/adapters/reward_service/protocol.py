@@ -1,0 +1,75 @@
+"""The reward service's wire format (JSON over HTTP), shared by server and client.
+
+``POST /score`` takes ``{"samples": [{"prompt", "response", "reference"?, "uid"?,
+"prompt_token_ids"?, "response_token_ids"?, "finish_reason"?}]}`` and answers
+``{"scores": [float, ...], "metrics": {name: float}}``, one score per sample in order.
+``GET /health`` answers ``{"status": "ok", "source": name}``.
+
+Sources behind the service judge text: the prompt as rendered for the policy and the
+response. Token ids travel when the client sends them (``RemoteRewardSource`` does); a
+request without them gets a one-token placeholder prompt and an empty response token list,
+so a served source that reads token ids must be called with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lightrft.domain.types import Completion, PromptRecord, RewardSample
+
+PLACEHOLDER_PROMPT_TOKENS = (0,)
+
+
+class WireSample(BaseModel):
+    """One (prompt, response) to score."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str
+    response: str
+    reference: str | None = None
+    uid: str = ""
+    prompt_token_ids: list[int] | None = None
+    response_token_ids: list[int] | None = None
+    finish_reason: Literal["stop", "length"] = "stop"
+
+    def to_sample(self) -> RewardSample:
+        """The domain sample (see the module docstring for missing token ids)."""
+        prompt_ids = tuple(self.prompt_token_ids or PLACEHOLDER_PROMPT_TOKENS)
+        record = PromptRecord(self.uid, self.prompt, prompt_ids, reference=self.reference)
+        response_ids = tuple(self.response_token_ids or ())
+        return RewardSample(record, Completion(0, response_ids, self.response, self.finish_reason))
+
+
+class ScoreRequest(BaseModel):
+    """A batch of samples."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    samples: list[WireSample] = Field(min_length=1)
+
+
+class ScoreResponse(BaseModel):
+    """Scores in request order and the source's metrics for the batch that scored them."""
+
+    scores: list[float]
+    metrics: dict[str, float] = Field(default_factory=dict)
+
+
+def wire_samples(samples: Sequence[RewardSample]) -> list[dict[str, object]]:
+    """JSON-ready samples for a request (token ids included)."""
+    return [
+        {
+            "prompt": s.prompt.prompt_text,
+            "response": s.completion.text,
+            "reference": s.prompt.reference,
+            "uid": s.prompt.uid,
+            "prompt_token_ids": list(s.prompt.prompt_token_ids),
+            "response_token_ids": list(s.completion.token_ids),
+            "finish_reason": s.completion.finish_reason,
+        }
+        for s in samples
+    ]

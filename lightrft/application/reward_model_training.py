@@ -1,0 +1,308 @@
+"""RewardModelTrainer: Bradley-Terry training of a scalar reward model on preference pairs.
+
+Shapes: B pairs per step (on all ranks together), M pairs per micro-batch.
+
+One step takes the next B pairs of a seeded per-epoch permutation (step s of epoch e reads
+positions [(s mod S) B, (s mod S + 1) B) of permutation e, S = floor(N / B) steps per
+epoch), so the data order is a function of the step alone and a resumed run continues
+exactly. Each rank scores its share (every world_size-th pair) in micro-batches: the chosen
+and rejected responses of a micro-batch go through one forward of 2M rows, the loss
+sum_i -log sigmoid(r_c - r_r - m_i) / (pairs of this rank) is back-propagated per
+micro-batch, then the strategy steps once. Evaluation reports held-out preference accuracy
+and the distribution of margins r_c - r_r.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+import torch
+from torch import Tensor
+
+from lightrft.domain.checks import check_non_negative, check_positive
+from lightrft.domain.ports import (
+    CheckpointStore,
+    Collective,
+    Strategy,
+    Tracker,
+    TrainableRewardModel,
+)
+from lightrft.domain.preference import bradley_terry_loss
+from lightrft.domain.rewards import RunningMoments
+from lightrft.domain.types import PreferencePair
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class RewardTrainParams:
+    """How long and in which batches to train. ``total_steps=None``: ``epochs`` full passes.
+
+    ``margin`` is added to every pair's own margin. ``eval_every`` / ``checkpoint_every``
+    count steps (``None``: only at the end / never).
+    """
+
+    batch_size: int = 16
+    micro_batch_size: int = 8
+    epochs: int = 1
+    total_steps: int | None = None
+    margin: float = 0.0
+    eval_every: int | None = None
+    checkpoint_every: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_positive("batch_size", self.batch_size)
+        check_positive("micro_batch_size", self.micro_batch_size)
+        check_positive("epochs", self.epochs)
+        check_non_negative("margin", self.margin)
+        for name in ("total_steps", "eval_every", "checkpoint_every"):
+            value = getattr(self, name)
+            if value is not None:
+                check_positive(name, value)
+
+
+@dataclass(frozen=True)
+class PreferenceEval:
+    """Held-out results: accuracy, mean loss, and the margins r_c - r_r (P,)."""
+
+    accuracy: float
+    loss: float
+    margins: Tensor
+
+    def metrics(self, prefix: str = "eval") -> dict[str, float]:
+        """Scalars for a tracker: accuracy, loss, margin mean/std and quartiles."""
+        m = self.margins.double()
+        q = torch.quantile(m, torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64))
+        return {
+            f"{prefix}/accuracy": self.accuracy,
+            f"{prefix}/loss": self.loss,
+            f"{prefix}/margin_mean": float(m.mean()),
+            f"{prefix}/margin_std": float(m.std()) if m.numel() > 1 else 0.0,
+            f"{prefix}/margin_p25": float(q[0]),
+            f"{prefix}/margin_p50": float(q[1]),
+            f"{prefix}/margin_p75": float(q[2]),
+        }
+
+
+def _chunks(items: Sequence[PreferencePair], size: int) -> list[Sequence[PreferencePair]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def pair_scores(
+    model: TrainableRewardModel, chunk: Sequence[PreferencePair]
+) -> tuple[Tensor, Tensor]:
+    """Scores (M,) of the chosen and of the rejected responses, in one forward of 2M rows."""
+    prompts = [p.prompt for p in chunk]
+    scores = model.pair_scores(
+        prompts + prompts, [p.chosen for p in chunk] + [p.rejected for p in chunk]
+    )
+    return scores[: len(chunk)], scores[len(chunk) :]
+
+
+def evaluate_preferences(
+    model: TrainableRewardModel,
+    pairs: Sequence[PreferencePair],
+    micro_batch_size: int = 8,
+    margin: float = 0.0,
+) -> PreferenceEval:
+    """Accuracy (r_c > r_r), mean Bradley-Terry loss and margins r_c - r_r of ``pairs``.
+
+    Runs in eval mode without gradients; the module's mode is restored.
+    """
+    if not pairs:
+        raise ValueError("evaluate needs at least one pair")
+    margins, losses = [], []
+    with _inference(model):
+        for chunk in _chunks(pairs, micro_batch_size):
+            chosen, rejected = pair_scores(model, chunk)
+            margins.append((chosen - rejected).float().cpu())
+            m = torch.tensor([p.margin + margin for p in chunk])
+            losses.append(bradley_terry_loss(chosen.float().cpu(), rejected.float().cpu(), m))
+    gap = torch.cat(margins)
+    return PreferenceEval(
+        accuracy=float((gap > 0).float().mean()),
+        loss=float(torch.cat(losses).mean()),
+        margins=gap,
+    )
+
+
+def score_moments(
+    model: TrainableRewardModel, pairs: Sequence[PreferencePair], micro_batch_size: int = 8
+) -> RunningMoments:
+    """Mean and variance of the raw scores of every response of ``pairs`` (the normalization
+    saved with a trained model)."""
+    moments = RunningMoments()
+    with _inference(model):
+        for chunk in _chunks(pairs, micro_batch_size):
+            chosen, rejected = pair_scores(model, chunk)
+            moments = moments.update(torch.cat([chosen, rejected]).double().cpu())
+    return moments
+
+
+@contextmanager
+def _inference(model: TrainableRewardModel) -> Iterator[None]:
+    module = model.module
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        module.train(was_training)
+
+
+class RewardModelTrainer:
+    """Trains ``model`` with ``strategy`` (already ``prepare``d on ``model.module``)."""
+
+    def __init__(
+        self,
+        model: TrainableRewardModel,
+        strategy: Strategy,
+        train_pairs: Sequence[PreferencePair],
+        params: RewardTrainParams,
+        *,
+        eval_pairs: Sequence[PreferencePair] = (),
+        collective: Collective | None = None,
+        checkpoints: CheckpointStore | None = None,
+        tracker: Tracker | None = None,
+    ) -> None:
+        if len(train_pairs) < params.batch_size:
+            raise ValueError(
+                f"{len(train_pairs)} training pairs is fewer than one batch ({params.batch_size})"
+            )
+        world = collective.world_size if collective is not None else 1
+        if params.batch_size % world:
+            raise ValueError(f"batch_size {params.batch_size} must divide by {world} ranks")
+        self.model, self.strategy, self.params = model, strategy, params
+        self.train_pairs, self.eval_pairs = train_pairs, eval_pairs
+        self.collective, self.checkpoints, self.tracker = collective, checkpoints, tracker
+        self.steps_per_epoch = len(train_pairs) // params.batch_size
+        self.total_steps = params.total_steps or params.epochs * self.steps_per_epoch
+        self.step = 0
+        self.history: list[dict[str, float]] = []
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def run(self, *, resume: bool = True) -> list[dict[str, float]]:
+        """Trains to ``total_steps`` (continuing from the latest checkpoint if asked)."""
+        if resume:
+            self.resume()
+        p = self.params
+        while self.step < self.total_steps:
+            metrics = self.train_step()
+            last = self.step == self.total_steps
+            saving = p.checkpoint_every is not None and self.checkpoints is not None
+            if saving and (self.step % p.checkpoint_every == 0 or last):  # type: ignore[operator]
+                self.save_checkpoint()
+            if self.eval_pairs and ((p.eval_every and self.step % p.eval_every == 0) or last):
+                metrics.update(self.evaluate(self.eval_pairs).metrics())
+            self.history.append(metrics)
+            if self.tracker is not None and self._rank == 0:
+                self.tracker.log_metrics(metrics, self.step)
+        return self.history
+
+    def batch_indices(self, step: int) -> list[int]:
+        """Indices of the pairs of ``step`` on all ranks (see the module docstring)."""
+        epoch, position = divmod(step, self.steps_per_epoch)
+        generator = torch.Generator().manual_seed(self.params.seed * 1_000_003 + epoch)
+        order = torch.randperm(len(self.train_pairs), generator=generator)
+        b = self.params.batch_size
+        return order[position * b : (position + 1) * b].tolist()
+
+    def train_step(self) -> dict[str, float]:
+        """One optimizer step on the next batch; returns its metrics."""
+        world = self.collective.world_size if self.collective is not None else 1
+        indices = self.batch_indices(self.step)[self._rank :: world]
+        pairs = [self.train_pairs[i] for i in indices]
+        self.model.module.train()
+        loss_sum = correct = 0.0
+        for chunk in _chunks(pairs, self.params.micro_batch_size):
+            chosen, rejected = self._pair_scores(chunk)
+            margins = torch.tensor(
+                [p.margin + self.params.margin for p in chunk], device=chosen.device
+            )
+            losses = bradley_terry_loss(chosen, rejected, margins)
+            self.strategy.backward(losses.sum() / len(pairs))
+            loss_sum += float(losses.detach().sum())
+            correct += float((chosen.detach() > rejected.detach()).sum())
+        # every rank decides on the global loss, so sharded strategies skip together (a
+        # non-finite gradient also makes the strategy skip: its norm is global)
+        totals = self._sum_over_ranks([loss_sum, correct, float(len(pairs))])
+        loss = totals[0] / totals[2]
+        result = self.strategy.step(skip_reason=None if math.isfinite(loss) else "non-finite loss")
+        self.step += 1
+        log.debug("rm.step", step=self.step, loss=loss)
+        return {
+            "train/loss": totals[0] / totals[2],
+            "train/accuracy": totals[1] / totals[2],
+            "train/grad_norm": result.grad_norm,
+            "train/lr": result.lr,
+            "train/skipped": float(result.skipped),
+        }
+
+    def _pair_scores(self, chunk: Sequence[PreferencePair]) -> tuple[Tensor, Tensor]:
+        return pair_scores(self.model, chunk)
+
+    # -- evaluation -------------------------------------------------------------------
+
+    def evaluate(self, pairs: Sequence[PreferencePair]) -> PreferenceEval:
+        """Accuracy, loss and margins of ``pairs`` under the current weights (this rank)."""
+        return evaluate_preferences(
+            self.model, pairs, self.params.micro_batch_size, self.params.margin
+        )
+
+    def score_moments(self, pairs: Sequence[PreferencePair]) -> RunningMoments:
+        """Moments of the raw scores of every response of ``pairs`` (see :func:`score_moments`)."""
+        return score_moments(self.model, pairs, self.params.micro_batch_size)
+
+    # -- checkpoints ------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Step, strategy state (weights, optimizer, schedule) and the torch RNG."""
+        return {
+            "step": self.step,
+            "strategy": self.strategy.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restores :meth:`state_dict`."""
+        self.step = int(state["step"])
+        self.strategy.load_state_dict(state["strategy"])
+        torch.set_rng_state(state["torch_rng"])
+
+    def save_checkpoint(self) -> None:
+        """Saves the state at the current step through the store."""
+        if self.checkpoints is None:
+            raise ValueError("no CheckpointStore was given")
+        self.checkpoints.save(self.step, self.state_dict())
+        log.info("rm.checkpoint.saved", step=self.step)
+
+    def resume(self) -> bool:
+        """Loads the latest checkpoint, if any; returns whether it did."""
+        if self.checkpoints is None:
+            return False
+        latest = self.checkpoints.latest_step()
+        if latest is None:
+            return False
+        self.load_state_dict(self.checkpoints.load(latest))
+        log.info("rm.checkpoint.resumed", step=latest)
+        return True
+
+    # -- ranks ------------------------------------------------------------------------
+
+    @property
+    def _rank(self) -> int:
+        return self.collective.rank if self.collective is not None else 0
+
+    def _sum_over_ranks(self, values: list[float]) -> list[float]:
+        if self.collective is None or self.collective.world_size == 1:
+            return values
+        total = self.collective.all_reduce_sum(torch.tensor(values, dtype=torch.float64))
+        return [float(v) for v in total.tolist()]

@@ -1,0 +1,51 @@
+"""`lightrft serve-reward`: serve one configured reward source over HTTP.
+
+    lightrft serve-reward [--config FILE] [--source NAME] [--host H] [--port P] [key=value ...]
+
+The source comes from ``reward.sources`` (e.g. ``'reward.sources=[{type: scalar_rm, path:
+runs/rm/model}]'``). Binds 127.0.0.1 unless told otherwise; with ``$LIGHTRFT_REWARD_TOKEN``
+set (or the variable named by ``--token-env``) every request needs that bearer token.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+NAME = "serve-reward"
+HELP = "serve a configured reward source over HTTP (FastAPI + uvicorn)"
+
+
+def add_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="YAML config file")
+    parser.add_argument("--source", help="name of the reward source to serve")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument(
+        "--token-env", default="LIGHTRFT_REWARD_TOKEN", help="variable holding the bearer token"
+    )
+    parser.add_argument("--max-batch", type=int, default=1024, help="samples per request")
+    parser.add_argument("--max-request-bytes", type=int, default=8 * 2**20)
+    parser.add_argument("--micro-batch", type=int, default=64, help="samples per source call")
+    parser.add_argument("--batch-window-ms", type=float, default=5.0)
+
+
+def run(args: argparse.Namespace, rest: list[str]) -> int:
+    from lightrft.adapters.reward_service import serve
+    from lightrft.entrypoints.config.loading import load_config
+    from lightrft.entrypoints.serve_reward import ServeOptions, build_app
+
+    options = ServeOptions(
+        source=args.source,
+        host=args.host,
+        port=args.port,
+        token_env=args.token_env,
+        max_batch=args.max_batch,
+        max_request_bytes=args.max_request_bytes,
+        micro_batch_samples=args.micro_batch,
+        batch_window_ms=args.batch_window_ms,
+    )
+    app = build_app(load_config(args.config, rest, algorithm="grpo"), options)
+    print(f"serving on http://{options.host}:{options.port} (/score, /health)", flush=True)
+    serve(app, host=options.host, port=options.port)
+    return 0

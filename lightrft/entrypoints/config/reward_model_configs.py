@@ -1,0 +1,76 @@
+"""Config models of the reward-model sources (``reward.sources``): scalar reward models."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from lightrft.entrypoints.config.components import (
+    REWARD_SOURCE_CONFIGS,
+    RewardSourceSection,
+    register_config,
+)
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "scalar_rm")
+class ScalarRmConfig(RewardSourceSection):
+    """A scalar reward model directory (``lightrft rm train`` output, or any HF
+    sequence-classification model with one label), awake only in the reward phases."""
+
+    type: Literal["scalar_rm"] = "scalar_rm"
+    path: str = Field(description="Reward model directory.")
+    normalize: bool = Field(False, description="Use the normalization saved with the model.")
+    micro_batch_size: int = Field(16, gt=0, description="Rows per scoring forward.")
+    dtype: Literal["fp32", "bf16", "fp16"] = Field("fp32", description="Weights dtype.")
+    trust_remote_code: bool = Field(False, description="Run code shipped with the model.")
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "remote")
+class RemoteRewardConfig(RewardSourceSection):
+    """A reward service over HTTP (``lightrft serve-reward`` or compatible)."""
+
+    type: Literal["remote"] = "remote"
+    url: str = Field(description="Base URL, e.g. http://127.0.0.1:8000.")
+    token_env: str | None = Field(
+        None, description="Environment variable holding the bearer token (not the token)."
+    )
+    timeout_s: float = Field(30.0, gt=0, description="Per-request timeout.")
+    max_attempts: int = Field(4, ge=1, description="Attempts per request before failing.")
+    backoff_base_s: float = Field(0.5, ge=0, description="First backoff bound (doubles).")
+    backoff_max_s: float = Field(8.0, ge=0, description="Largest backoff bound.")
+    request_batch: int = Field(256, ge=1, description="Samples per request.")
+    on_failure: Literal["raise", "score"] = Field(
+        "raise", description="After the last attempt: stop the run, or score failure_score."
+    )
+    failure_score: float = Field(0.0, description="Score of samples whose request failed.")
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "unit_tests")
+class UnitTestsRewardConfig(RewardSourceSection):
+    """Runs the response's code against the prompt's reference tests in a sandbox."""
+
+    type: Literal["unit_tests"] = "unit_tests"
+    timeout_s: float = Field(5.0, gt=0, description="Wall-clock limit per program.")
+    memory_mb: int = Field(512, ge=16, description="Address-space limit per program.")
+    pass_score: float = Field(1.0, description="Score when every test passes.")
+    fail_score: float = Field(0.0, description="Score otherwise.")
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "generative_rm")
+class GenerativeRmConfig(RewardSourceSection):
+    """A judge model that writes a verdict (``Score: X/10`` or ``[[A]]``), parsed strictly."""
+
+    type: Literal["generative_rm"] = "generative_rm"
+    path: str | None = Field(None, description="Judge model directory; null: the run's model.")
+    template: str | None = Field(
+        None, description="Judge prompt with {prompt}, {response}, {reference}; null: built-in."
+    )
+    verdict: Literal["score", "label"] = Field("score", description="Verdict kind.")
+    max_score: float = Field(10.0, gt=0, description="Scale of 'Score: X' without '/Y'.")
+    labels: dict[str, float] = Field(
+        default_factory=lambda: {"A": 1.0, "B": 0.0}, description="[[LABEL]] -> score."
+    )
+    unparsable_score: float = Field(0.0, description="Score of a verdict that cannot be read.")
+    max_new_tokens: int = Field(256, gt=0, description="Verdict length limit.")
+    dtype: Literal["fp32", "bf16", "fp16"] = Field("fp32", description="Judge weights dtype.")

@@ -1,0 +1,206 @@
+"""`lightrft demo rlhf`: the RLHF main job on the embedded model, sized for a small CPU.
+
+1. Reward model: the built-in synthetic preference set (arithmetic questions; the chosen
+   answer states the number as ``The answer is N.``, the rejected one is the bare number, a
+   rambling guess or a refusal), prompts rendered exactly as the RL prompts below; trained
+   with ``lightrft rm train`` (by default only the score head, on the frozen backbone, which
+   is what fits a 2-core CPU); held-out preference accuracy reported.
+2. GRPO against that reward model alone (the answer-format rule and the math answer are
+   measured with weight 0: held-out rule metrics the policy is not paid for).
+3. GRPO against the reward model plus the math-answer rule reward (weight 1 each).
+
+Every stage's wall time and the held-out metrics before/after go into ``summary.json``.
+``serve_rm`` serves the reward model over HTTP on 127.0.0.1 and scores through the
+``remote`` reward source instead of in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from lightrft.application.reward_model_training import RewardTrainParams
+from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.run_reward_model import RmDataOptions, RmTrainOptions, train_reward_model
+
+log = structlog.get_logger(__name__)
+
+SYSTEM_PROMPT = "You are a helpful assistant. Answer briefly."
+INSTRUCTION = "What is the answer?"
+ANSWER_PATTERN = r"\s*The answer is -?\d+\.\s*"
+KINDS = ("bare", "ramble", "refuse")
+
+GRPO_OVERRIDES = [
+    "data.train.difficulty=1",
+    "data.train.num_builtin=2000",
+    f"data.train.instruction={INSTRUCTION}",
+    f"data.train.system_prompt={SYSTEM_PROMPT}",
+    "data.eval.difficulty=1",
+    "data.eval.num_builtin=48",
+    f"data.eval.instruction={INSTRUCTION}",
+    f"data.eval.system_prompt={SYSTEM_PROMPT}",
+    "rollout.prompts_per_step=8",
+    "rollout.n_samples_per_prompt=8",
+    "rollout.max_new_tokens=16",
+    "rollout.temperature=0.8",
+    "train.total_steps=8",
+    "train.micro_batch_size=16",
+    "optim.lr=5e-5",
+    "eval.every=8",
+    "eval.max_prompts=48",
+    "checkpoint.every=null",
+    "checkpoint.export_final=false",
+    "logging.progress=false",
+]
+"""GRPO settings of both RL stages (``key=value`` arguments override them)."""
+
+
+@dataclass(frozen=True)
+class RlhfDemoOptions:
+    """Sizes of the reward-model stage and how the reward model is reached."""
+
+    run_dir: Path = Path("runs/demo_rlhf")
+    rm_pairs: int = 160
+    rm_epochs: int = 2
+    rm_lr: float = 2e-3
+    rm_train_backbone: bool = False
+    serve_rm: bool = False
+    rm_model: Path | None = None  # a reward model trained before: skips stage 1
+
+
+def _model_path(overrides: Sequence[str]) -> str | None:
+    paths = [o.split("=", 1)[1] for o in overrides if o.startswith("model.path=")]
+    return paths[-1] if paths else None
+
+
+def _rm_stage(options: RlhfDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
+    data = RmDataOptions(
+        num_synthetic=options.rm_pairs,
+        synthetic_kinds=KINDS,
+        synthetic_instruction=INSTRUCTION,
+        system_prompt=SYSTEM_PROMPT,
+        eval_fraction=0.25,
+    )
+    rm = RmTrainOptions(
+        output=options.run_dir / "rm",
+        model=_model_path(overrides),
+        data=data,
+        train=RewardTrainParams(batch_size=16, micro_batch_size=16, epochs=options.rm_epochs),
+        lr=options.rm_lr,
+        max_length=256,
+        train_backbone=options.rm_train_backbone,
+        resume=False,
+        normalize_pairs=64,
+    )
+    return train_reward_model(rm)
+
+
+def _sources(rm_source: dict[str, Any], with_rule: bool) -> str:
+    fmt = {"type": "format", "name": "answer_format", "pattern": ANSWER_PATTERN, "weight": 0.0}
+    math = {"type": "math", "name": "math", "weight": 1.0 if with_rule else 0.0}
+    return "reward.sources=" + json.dumps([rm_source, fmt, math])
+
+
+@contextmanager
+def _reward_model_source(rm_dir: Path, serve: bool) -> Iterator[dict[str, Any]]:
+    """The ``reward.sources`` entry of the trained reward model (served over HTTP if asked)."""
+    if not serve:
+        yield {"type": "scalar_rm", "path": str(rm_dir), "name": "rm", "normalize": True}
+        return
+    import torch
+
+    from lightrft.adapters.reward_models import HfScalarRewardModel
+    from lightrft.adapters.reward_service import BackgroundServer, create_app
+
+    model = HfScalarRewardModel.from_pretrained(
+        rm_dir, torch.device("cpu"), name="rm", normalize=True
+    )
+    with BackgroundServer(create_app(model)) as server:
+        yield {"type": "remote", "url": server.url, "name": "rm"}
+
+
+def _eval_rows(run_dir: Path) -> list[dict[str, Any]]:
+    metrics = run_dir / "metrics.jsonl"
+    rows = (
+        [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
+    )
+    return [row for row in rows if "eval/reward_mean" in row]
+
+
+def _before_after(run_dir: Path) -> dict[str, Any]:
+    rows = _eval_rows(run_dir)
+    if not rows:
+        return {}
+    keys = ["eval/reward/rm/mean", "eval/reward/answer_format/mean", "eval/reward/math/mean"]
+    return {
+        key.removeprefix("eval/reward/").removesuffix("/mean"): {
+            "before": rows[0].get(key),
+            "after": rows[-1].get(key),
+        }
+        for key in keys
+    }
+
+
+def _grpo_stage(
+    name: str, rm_source: dict[str, Any], with_rule: bool, run_dir: Path, overrides: Sequence[str]
+) -> dict[str, Any]:
+    from lightrft.entrypoints.run_training import train
+
+    stage_dir = run_dir / name
+    config = load_config(
+        None,
+        [
+            *GRPO_OVERRIDES,
+            f"logging.run_dir={stage_dir}",
+            _sources(rm_source, with_rule),
+            *overrides,
+        ],
+        algorithm="grpo",
+    )
+    started = time.perf_counter()
+    summary = train(config)
+    return {
+        "steps": summary["steps"],
+        "seconds": time.perf_counter() - started,
+        "eval": _before_after(stage_dir),
+    }
+
+
+def run_rlhf_demo(options: RlhfDemoOptions, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """Runs the three stages; returns (and writes) the summary."""
+    options.run_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    if options.rm_model is not None:
+        reward_model: dict[str, Any] = {"path": str(options.rm_model), "trained_here": False}
+    else:
+        rm = _rm_stage(options, overrides)
+        reward_model = {
+            "held_out_accuracy": rm["eval/accuracy"],
+            "held_out_margin_mean": rm["eval/margin_mean"],
+            "train_pairs": rm["train_pairs"],
+            "held_out_pairs": rm["eval_pairs"],
+            "seconds": time.perf_counter() - started,
+            "path": rm["model"],
+            "trained_here": True,
+        }
+    summary: dict[str, Any] = {"reward_model": reward_model}
+    with _reward_model_source(Path(reward_model["path"]), options.serve_rm) as source:
+        summary["grpo_rm"] = _grpo_stage("grpo_rm", source, False, options.run_dir, overrides)
+        summary["grpo_rm_rule"] = _grpo_stage(
+            "grpo_rm_rule", source, True, options.run_dir, overrides
+        )
+    summary["seconds"] = time.perf_counter() - started
+    summary["served"] = options.serve_rm
+    (options.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    log.info("demo.rlhf.done", seconds=summary["seconds"])
+    return summary
+
+
+__all__ = ["GRPO_OVERRIDES", "RlhfDemoOptions", "run_rlhf_demo"]

@@ -1,0 +1,218 @@
+"""`lightrft rm train` / `lightrft rm eval`: Bradley-Terry reward-model training on preference
+data, held-out accuracy, checkpoints and resume, HF export; evaluation of a saved model.
+
+The output directory holds ``checkpoints/``, ``metrics.jsonl``, ``summary.json`` and
+``model/`` (the exported reward model, loadable by ``HfScalarRewardModel.from_pretrained``
+and by the ``scalar_rm`` reward source).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+import torch
+
+from lightrft.adapters.checkpoint import LocalCheckpointStore
+from lightrft.adapters.datasets import PromptFormat, PromptRenderer
+from lightrft.adapters.datasets.preferences import (
+    PreferenceSpec,
+    in_memory_preferences,
+    load_preferences,
+    synthetic_preference_rows,
+)
+from lightrft.adapters.hf import default_model_path
+from lightrft.adapters.reward_models import (
+    HfScalarRewardModel,
+    PairEncoding,
+    RewardLoraParams,
+    RewardModelCard,
+    ScoreNormalization,
+    load_reward_classifier,
+    load_reward_tokenizer,
+)
+from lightrft.adapters.tracking.factory import make_tracker
+from lightrft.application.reward_model_training import (
+    RewardModelTrainer,
+    RewardTrainParams,
+    evaluate_preferences,
+)
+from lightrft.domain.types import PreferencePair
+from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.wiring import models
+from lightrft.entrypoints.wiring.model_loaders import DTYPES
+from lightrft.entrypoints.wiring.registries import STRATEGIES, BuildContext, build
+
+log = structlog.get_logger(__name__)
+
+SYNTHETIC = "synthetic"
+"""``data`` value selecting the built-in synthetic preference set."""
+
+
+@dataclass(frozen=True)
+class RmDataOptions:
+    """Where preference pairs come from and how prompts are rendered."""
+
+    data: str = SYNTHETIC
+    eval_data: str | None = None
+    eval_fraction: float = 0.1
+    num_synthetic: int = 1000
+    synthetic_kinds: tuple[str, ...] = ("bare", "ramble", "refuse", "wrong")
+    synthetic_instruction: str = ""
+    spec: PreferenceSpec = field(default_factory=PreferenceSpec)
+    system_prompt: str | None = None
+    render: str = "auto"
+
+
+@dataclass(frozen=True)
+class RmTrainOptions:
+    """Everything ``lightrft rm train`` takes."""
+
+    output: Path
+    model: str | None = None
+    data: RmDataOptions = field(default_factory=RmDataOptions)
+    train: RewardTrainParams = field(default_factory=RewardTrainParams)
+    lr: float = 1e-5
+    max_grad_norm: float = 1.0
+    max_length: int | None = 512
+    strategy: str = "single"
+    dtype: str = "fp32"
+    lora_rank: int = 0
+    lora_alpha: float = 16.0
+    train_backbone: bool = True  # False: only the score head trains (a probe on frozen features)
+    resume: bool = True
+    normalize_pairs: int = 256
+
+
+def _renderer(tokenizer: Any, data: RmDataOptions) -> PromptRenderer:
+    return PromptRenderer(
+        tokenizer, PromptFormat(system_prompt=data.system_prompt, render=data.render)
+    )  # type: ignore[arg-type]
+
+
+def _read(
+    source: str, renderer: PromptRenderer, data: RmDataOptions, seed: int
+) -> list[PreferencePair]:
+    if source == SYNTHETIC:
+        rows = synthetic_preference_rows(
+            data.num_synthetic,
+            seed,
+            kinds=data.synthetic_kinds,
+            instruction=data.synthetic_instruction,
+        )
+        pairs, _ = in_memory_preferences(rows, renderer, name=f"synthetic-{seed}")
+        return pairs
+    pairs, skipped = load_preferences(source, renderer, data.spec)
+    if skipped:
+        log.warning("rm.data.skipped_rows", source=source, skipped=skipped)
+    return pairs
+
+
+def preference_splits(
+    tokenizer: Any, data: RmDataOptions, seed: int
+) -> tuple[list[PreferencePair], list[PreferencePair]]:
+    """(train, held-out) pairs: the eval file, or a seeded ``eval_fraction`` of the data."""
+    renderer = _renderer(tokenizer, data)
+    pairs = _read(data.data, renderer, data, seed)
+    if data.eval_data is not None:
+        return pairs, _read(data.eval_data, renderer, data, seed + 1)
+    if not 0 < data.eval_fraction < 1:
+        raise ValueError(f"eval_fraction must be in (0, 1), got {data.eval_fraction}")
+    order = list(range(len(pairs)))
+    random.Random(f"rm-split-{seed}").shuffle(order)
+    held = max(1, int(len(pairs) * data.eval_fraction))
+    return [pairs[i] for i in order[held:]], [pairs[i] for i in order[:held]]
+
+
+def _strategy_and_device(options: RmTrainOptions) -> tuple[Any, Any, torch.device]:
+    """(strategy, collective, device) through the strategy registry."""
+    overrides = [
+        f"backend.strategy={options.strategy}",
+        f"optim.lr={options.lr}",
+        f"optim.max_grad_norm={options.max_grad_norm}",
+        f"model.dtype={options.dtype}",
+    ]
+    config = load_config(None, overrides, algorithm="grpo")
+    accelerator = models.build_accelerator(config)
+    device = models.device_of(accelerator)
+    collective = models.build_collective(accelerator)
+    context = BuildContext(config, Path("."), device, None, _no_policy)
+    return build(STRATEGIES, config.backend.strategy, context), collective, device
+
+
+def _no_policy() -> Any:
+    raise RuntimeError("reward-model training has no policy")
+
+
+def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
+    """Trains, evaluates and exports a reward model; returns the summary."""
+    out = Path(options.output)
+    out.mkdir(parents=True, exist_ok=True)
+    path = Path(options.model) if options.model else default_model_path()
+    strategy, collective, device = _strategy_and_device(options)
+    tokenizer = load_reward_tokenizer(path)
+    train_pairs, eval_pairs = preference_splits(tokenizer, options.data, options.train.seed)
+    torch.manual_seed(options.train.seed)  # the fresh score head
+    classifier = load_reward_classifier(
+        path, device, dtype=DTYPES[options.dtype], pad_token_id=tokenizer.pad_token_id
+    )
+    renderer = _renderer(tokenizer, options.data)
+    card = RewardModelCard(PairEncoding(not renderer.uses_chat_template, options.max_length))
+    lora = RewardLoraParams(options.lora_rank, options.lora_alpha) if options.lora_rank else None
+    rm = HfScalarRewardModel(classifier, tokenizer, device, card=card, lora=lora)
+    if not options.train_backbone:
+        rm.net.backbone.requires_grad_(False)
+    strategy.prepare(rm.module)
+    tracker = make_tracker(["jsonl"], out) if collective.rank == 0 else None
+    trainer = RewardModelTrainer(
+        rm,
+        strategy,
+        train_pairs,
+        options.train,
+        eval_pairs=eval_pairs,
+        collective=collective,
+        checkpoints=LocalCheckpointStore(out / "checkpoints"),
+        tracker=tracker,
+    )
+    log.info(
+        "rm.start", pairs=len(train_pairs), held_out=len(eval_pairs), steps=trainer.total_steps
+    )
+    resumed_from = trainer.step if options.resume and trainer.resume() else None
+    history = trainer.run(resume=False)
+    evaluated = history[-1] if history and "eval/accuracy" in history[-1] else None
+    metrics = evaluated if evaluated is not None else trainer.evaluate(eval_pairs).metrics()
+    moments = trainer.score_moments(train_pairs[: options.normalize_pairs])
+    normalization = ScoreNormalization(moments.mean, max(moments.std, 1e-6))
+    summary: dict[str, Any] = {
+        "steps": trainer.step,
+        "train_pairs": len(train_pairs),
+        "eval_pairs": len(eval_pairs),
+        "resumed_from": resumed_from,
+        **{k: v for k, v in metrics.items() if k.startswith("eval/")},
+        "normalization": asdict(normalization),
+    }
+    if collective.rank == 0:
+        state = dict(strategy.full_state())
+        summary["model"] = str(
+            rm.export_hf(out / "model", state=state, normalization=normalization)
+        )
+        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    if tracker is not None:
+        tracker.close()
+    log.info("rm.done", accuracy=metrics["eval/accuracy"], steps=trainer.step)
+    return summary
+
+
+def eval_reward_model(
+    model: str | Path, data: RmDataOptions, *, micro_batch_size: int = 16, seed: int = 0
+) -> dict[str, Any]:
+    """Held-out accuracy and margin distribution of a saved reward model on ``data.data``."""
+    device = models.device_of(models.build_accelerator(load_config(None, [], algorithm="grpo")))
+    rm = HfScalarRewardModel.from_pretrained(model, device, micro_batch_size=micro_batch_size)
+    pairs = _read(data.data, _renderer(rm.tokenizer, data), data, seed)
+    result = evaluate_preferences(rm, pairs, micro_batch_size)
+    return {"model": str(model), "pairs": len(pairs), **result.metrics()}

@@ -1,0 +1,66 @@
+"""`lightrft serve-reward`: one configured reward source behind the HTTP reward service."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lightrft.domain.ports import RewardSource
+from lightrft.entrypoints.config import RunConfig
+from lightrft.entrypoints.wiring import models
+from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
+
+TOKEN_ENV = "LIGHTRFT_REWARD_TOKEN"
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """Which source, where, and the service's limits."""
+
+    source: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    token_env: str = TOKEN_ENV
+    max_batch: int = 1024
+    max_request_bytes: int = 8 * 2**20
+    micro_batch_samples: int = 64
+    batch_window_ms: float = 5.0
+
+
+def _no_policy() -> Any:
+    raise RuntimeError("a served reward source has no policy")
+
+
+def build_served_source(config: RunConfig, name: str | None) -> RewardSource:
+    """The reward source ``name`` of ``reward.sources`` (the only one when ``name`` is None)."""
+    sections = config.reward.typed_sources
+    labels = [s.label for s in sections]
+    if name is None:
+        if len(sections) != 1:
+            raise ValueError(f"reward.sources has {labels}; choose one with --source")
+        section = sections[0]
+    elif name in labels:
+        section = sections[labels.index(name)]
+    else:
+        raise ValueError(f"no reward source named {name!r}; reward.sources has {labels}")
+    device = models.device_of(models.build_accelerator(config))
+    context = BuildContext(config, Path("."), device, None, _no_policy)
+    source: RewardSource = build(REWARD_SOURCES, section, context)
+    return source
+
+
+def build_app(config: RunConfig, options: ServeOptions) -> Any:
+    """The FastAPI app of ``options.source`` (token from ``options.token_env`` if set)."""
+    from lightrft.adapters.reward_service import create_app
+
+    source = build_served_source(config, options.source)
+    return create_app(
+        source,
+        token=os.environ.get(options.token_env) or None,
+        max_batch=options.max_batch,
+        max_request_bytes=options.max_request_bytes,
+        micro_batch_samples=options.micro_batch_samples,
+        batch_window_s=options.batch_window_ms / 1000.0,
+    )

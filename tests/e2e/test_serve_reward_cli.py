@@ -1,0 +1,91 @@
+"""`lightrft serve-reward` as a process, a token set, and the `remote` reward source type."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from lightrft.adapters.rewards import FormatReward
+from lightrft.domain.types import Completion, PromptRecord, RewardSample
+from lightrft.entrypoints.config import load_config
+from lightrft.entrypoints.serve_reward import ServeOptions, build_app, build_served_source
+from lightrft.entrypoints.wiring.reward_model_builders import build_remote
+
+TEXTS = ["<think>a</think> 4", "4", "<think>x</think>", " <think>b</think> five"]
+
+
+def _samples() -> list[RewardSample]:
+    return [
+        RewardSample(PromptRecord(str(i), "p", (1,)), Completion(0, (2,), t, "stop"))
+        for i, t in enumerate(TEXTS)
+    ]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow  # starts a Python process that imports torch and transformers (~15 s)
+def test_serve_reward_process_with_token_and_remote_source(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {**os.environ, "LIGHTRFT_REWARD_TOKEN": "t0ken", "PYTHONPATH": os.getcwd()}
+    command = [
+        sys.executable,
+        "-m",
+        "lightrft.entrypoints.cli",
+        "serve-reward",
+        "--port",
+        str(port),
+        "reward.sources=[{type: format, name: fmt}]",
+    ]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code in (200, 401):
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            assert time.monotonic() < deadline, "server did not come up"
+            time.sleep(0.2)
+        assert httpx.post(f"{url}/score", json={"samples": []}).status_code == 401
+        os.environ["TEST_RM_TOKEN"] = "t0ken"
+        config = load_config(
+            algorithm="grpo",
+            overrides={
+                "reward.sources": [
+                    {"type": "remote", "url": url, "token_env": "TEST_RM_TOKEN", "name": "r"}
+                ]
+            },
+        )
+        remote = build_remote(config.reward.typed_sources[0], None)  # type: ignore[arg-type]
+        expected = FormatReward().score(_samples()).scores
+        assert remote.score(_samples()).scores.tolist() == expected.tolist()
+    finally:
+        os.environ.pop("TEST_RM_TOKEN", None)
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_build_app_picks_the_named_source() -> None:
+    config = load_config(
+        algorithm="grpo",
+        overrides={"reward.sources": [{"type": "format", "name": "fmt"}, {"type": "math"}]},
+    )
+    assert build_served_source(config, "fmt").name == "fmt"
+    with pytest.raises(ValueError, match="choose one with --source"):
+        build_app(config, ServeOptions())
+    with pytest.raises(ValueError, match="no reward source named 'x'"):
+        build_served_source(config, "x")
