@@ -30,6 +30,18 @@ class LogSettings:
 _current: LogSettings | None = None
 
 
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at the time of the write, not at configuration:
+    a stream swapped after configuring (a test's capture, a daemon's redirect) never leaves
+    the loggers writing into a closed file."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(
     *, json_logs: bool = False, level: int = logging.INFO, rank: int | None = None
 ) -> LogSettings:
@@ -55,7 +67,7 @@ def configure_logging(
         wrapper_class=structlog.make_filtering_bound_logger(
             level if settings.rank == 0 else max(level, logging.WARNING)
         ),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
     _current = settings

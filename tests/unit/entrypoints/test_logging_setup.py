@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -95,3 +96,24 @@ def test_reconfiguring_keeps_rank_and_level_and_is_idempotent(
     log.warning("shown")
     lines = _lines(capsys)
     assert [json.loads(line)["event"] for line in lines] == ["shown"]
+
+
+def test_logs_follow_a_swapped_stderr_and_never_hit_a_closed_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    import structlog
+
+    saved = structlog.get_config()
+    first = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    try:
+        configure_logging(json_logs=True, rank=0)
+        first.close()  # e.g. the capture of the command that configured logging ended
+        second = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", second)
+        structlog.get_logger("t").info("after.swap", k=1)
+    finally:
+        structlog.configure(**saved)
+    assert '"event": "after.swap"' in second.getvalue()
