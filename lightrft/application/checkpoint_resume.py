@@ -26,11 +26,12 @@ log = structlog.get_logger(__name__)
 
 
 def load_newest_intact(
-    store: CheckpointStore, collective: Collective
+    store: CheckpointStore, collective: Collective | None = None
 ) -> tuple[int, dict[str, Any]] | None:
-    """``(step, state)`` of the newest checkpoint intact on every rank; ``None`` when there
-    is no checkpoint at all. Raises :class:`NoIntactCheckpointError` when all are damaged."""
-    candidates = _common_steps(_local_steps(store), collective)
+    """``(step, state)`` of the newest checkpoint intact on every rank (``collective`` None:
+    one process); ``None`` when there is no checkpoint at all. Raises
+    :class:`NoIntactCheckpointError` when all are damaged."""
+    candidates = _common_steps(sorted(store.steps()), collective)
     if not candidates:
         return None
     damaged: list[str] = []
@@ -52,14 +53,6 @@ def load_newest_intact(
     )
 
 
-def _local_steps(store: CheckpointStore) -> list[int]:
-    steps = getattr(store, "steps", None)
-    if steps is not None:
-        return sorted(int(s) for s in steps())
-    latest = store.latest_step()
-    return [] if latest is None else [latest]
-
-
 def _try_load(store: CheckpointStore, step: int) -> tuple[dict[str, Any] | None, list[str]]:
     """The state of ``step`` and no problems, or ``None`` and what is wrong with it."""
     if isinstance(store, VerifiableStore):
@@ -72,17 +65,17 @@ def _try_load(store: CheckpointStore, step: int) -> tuple[dict[str, Any] | None,
         return None, [str(error)]
 
 
-def _any_rank(flag: bool, collective: Collective) -> bool:
-    if collective.world_size == 1:
+def _any_rank(flag: bool, collective: Collective | None) -> bool:
+    if collective is None or collective.world_size == 1:
         return flag
     return bool(collective.all_reduce_sum(torch.tensor([float(flag)], dtype=torch.float64)) > 0)
 
 
-def _common_steps(steps: list[int], collective: Collective) -> list[int]:
+def _common_steps(steps: list[int], collective: Collective | None) -> list[int]:
     """The steps present on every rank, ascending (an all-gather made of two all-reduces)."""
-    world, rank = collective.world_size, collective.rank
-    if world == 1:
+    if collective is None or collective.world_size == 1:
         return steps
+    world, rank = collective.world_size, collective.rank
     counts = torch.zeros(world, dtype=torch.float64)
     counts[rank] = len(steps)
     counts = collective.all_reduce_sum(counts)

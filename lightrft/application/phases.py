@@ -115,7 +115,9 @@ class PhaseSwitcher:
         start = self.clock()
         self._switch_to(name)
         self.current = name
-        log.debug("phase.switch", phase=name, awake=sorted(n for n, on in self._awake.items() if on))
+        log.debug(
+            "phase.switch", phase=name, awake=sorted(n for n, on in self._awake.items() if on)
+        )
         try:
             yield
         finally:

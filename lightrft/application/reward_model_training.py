@@ -24,6 +24,7 @@ import structlog
 import torch
 from torch import Tensor
 
+from lightrft.application.step_checkpoints import StepCheckpoints
 from lightrft.domain.checks import check_non_negative, check_positive
 from lightrft.domain.ports import (
     CheckpointStore,
@@ -263,37 +264,29 @@ class RewardModelTrainer:
 
     # -- checkpoints ------------------------------------------------------------------
 
+    @property
+    def _checkpoints(self) -> StepCheckpoints:
+        """Checkpoints through ``self.checkpoints`` (read at each use: it may be replaced)."""
+        return StepCheckpoints("rm", self.strategy, self.checkpoints, self.collective)
+
     def state_dict(self) -> dict[str, Any]:
         """Step, strategy state (weights, optimizer, schedule) and the torch RNG."""
-        return {
-            "step": self.step,
-            "strategy": self.strategy.state_dict(),
-            "torch_rng": torch.get_rng_state(),
-        }
+        return self._checkpoints.state_dict(self.step)
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restores :meth:`state_dict`."""
-        self.step = int(state["step"])
-        self.strategy.load_state_dict(state["strategy"])
-        torch.set_rng_state(state["torch_rng"])
+        self.step = self._checkpoints.load_state_dict(state)
 
     def save_checkpoint(self) -> None:
         """Saves the state at the current step through the store."""
-        if self.checkpoints is None:
-            raise ValueError("no CheckpointStore was given")
-        self.checkpoints.save(self.step, self.state_dict())
-        log.info("rm.checkpoint.saved", step=self.step)
+        self._checkpoints.save(self.step)
 
     def resume(self) -> bool:
-        """Loads the latest checkpoint, if any; returns whether it did."""
-        if self.checkpoints is None:
-            return False
-        latest = self.checkpoints.latest_step()
-        if latest is None:
-            return False
-        self.load_state_dict(self.checkpoints.load(latest))
-        log.info("rm.checkpoint.resumed", step=latest)
-        return True
+        """Loads the newest intact checkpoint, if any; returns whether it did."""
+        step = self._checkpoints.resume()
+        if step is not None:
+            self.step = step
+        return step is not None
 
     # -- ranks ------------------------------------------------------------------------
 

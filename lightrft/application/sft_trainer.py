@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from lightrft.application.batching import split_by_count, split_by_token_budget
+from lightrft.application.step_checkpoints import StepCheckpoints
 from lightrft.domain.ports import CheckpointStore, Collective, Policy, Strategy, Tracker
 from lightrft.domain.sft import SftExample, masked_nll_sum, sft_batch
 
@@ -207,36 +208,29 @@ class SftTrainer:
 
     # -- checkpoints ------------------------------------------------------------------
 
+    @property
+    def _checkpoints(self) -> StepCheckpoints:
+        """Checkpoints through ``self.checkpoints`` (read at each use: it may be replaced)."""
+        return StepCheckpoints("sft", self.strategy, self.checkpoints, self.collective)
+
     def state_dict(self) -> dict[str, Any]:
         """Step, strategy (weights, optimizer, schedule) and torch RNG state."""
-        return {
-            "step": self.step,
-            "strategy": self.strategy.state_dict(),
-            "torch_rng": torch.get_rng_state(),
-        }
+        return self._checkpoints.state_dict(self.step)
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restores :meth:`state_dict`."""
-        self.step = int(state["step"])
-        self.strategy.load_state_dict(state["strategy"])
-        torch.set_rng_state(state["torch_rng"])
+        self.step = self._checkpoints.load_state_dict(state)
 
     def save_checkpoint(self) -> None:
         """Saves the state at the current step through the store."""
-        if self.checkpoints is None:
-            raise ValueError("no CheckpointStore was given")
-        self.checkpoints.save(self.step, self.state_dict())
-        log.info("sft.checkpoint_saved", step=self.step)
+        self._checkpoints.save(self.step)
 
     def resume(self) -> bool:
-        """Loads the newest checkpoint if there is one; returns whether it did."""
-        latest = None if self.checkpoints is None else self.checkpoints.latest_step()
-        if latest is None:
-            return False
-        assert self.checkpoints is not None
-        self.load_state_dict(self.checkpoints.load(latest))
-        log.info("sft.resumed", step=latest)
-        return True
+        """Loads the newest intact checkpoint if there is one; returns whether it did."""
+        step = self._checkpoints.resume()
+        if step is not None:
+            self.step = step
+        return step is not None
 
     def _log(self, metrics: Mapping[str, float], step: int) -> None:
         if self.tracker is not None and self.collective.rank == 0:

@@ -283,6 +283,10 @@ class CheckpointStore(Protocol):
         """Writes ``state`` for ``step`` atomically, then prunes old checkpoints."""
         ...
 
+    def steps(self) -> list[int]:
+        """Steps of all complete checkpoints, ascending."""
+        ...
+
     def latest_step(self) -> int | None:
         """The newest complete checkpoint's step, or ``None``."""
         ...
