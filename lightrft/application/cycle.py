@@ -344,7 +344,7 @@ class ColocatedRLCycle:
     def _step_prompts(self, step: int) -> tuple[list[int], dict[str, float]]:
         """This rank's prompt indices at ``step`` (cost-balanced over ranks when asked)."""
         c, s = self.components, self.settings
-        schedule = {
+        schedule: dict[str, Any] = {
             "per_rank": s.rollout.prompts_per_step,
             "rank": c.collective.rank,
             "world_size": c.collective.world_size,

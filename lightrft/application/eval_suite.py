@@ -108,10 +108,10 @@ class EvalSuite:
             for record, prompt, group in zip(
                 records, batch, self._generate(batch, sampled), strict=True
             ):
-                graded = [self._grade(prompt, c) for c in group]
+                grades = [self._grade(prompt, c) for c in group]
                 record.update(
-                    sample_answers=[g.key for g in graded],
-                    sample_correct=[bool(g.correct) for g in graded],
+                    sample_answers=[g.key for g in grades],
+                    sample_correct=[bool(g.correct) for g in grades],
                     sample_tokens=sum(len(c.token_ids) for c in group) / len(group),
                 )
         return records
