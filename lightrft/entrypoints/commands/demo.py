@@ -34,6 +34,10 @@ DEMO_OVERRIDES = [
     "eval.every=10",
     "eval.max_prompts=100",
     "checkpoint.every=5",
+    # the run's seed (data order and sampling): with 0 the policy drifted to long answers in
+    # our measurement (held-out 0.16 -> 0.07), seeds 1-3 learned (0.58, 0.68, 0.65); the
+    # demo uses the first seed after 0 and README.md lists all four
+    "train.seed=1",
 ]
 """The main job's settings on top of the grpo preset (``key=value`` arguments override them)."""
 
