@@ -20,7 +20,12 @@ from lightrft.application.batching import (
 )
 from lightrft.application.params import AlgorithmParams, RewardShapingParams, RolloutParams
 from lightrft.application.phases import Phase, PhaseSwitcher
-from lightrft.application.reward_scoring import Scores, score_completions, shape_rewards
+from lightrft.application.reward_scoring import (
+    Scores,
+    score_completions,
+    score_truncated_as,
+    shape_rewards,
+)
 from lightrft.domain.advantages import AdvantageInputs, compute_advantages
 from lightrft.domain.kl import kl_estimate
 from lightrft.domain.ports import (
@@ -132,9 +137,12 @@ class ExperienceMaker:
 
     def _score(self, prompts: Sequence[PromptRecord], completions: Sequence[Completion]) -> Scores:
         s = self.shaping
-        return score_completions(
+        scores = score_completions(
             self.reward_sources, prompts, completions, dict(s.weights), s.gates, s.gate_value
         )
+        if s.truncated_reward is None:
+            return scores
+        return score_truncated_as(scores, completions, s.truncated_reward)
 
     def _generate_and_score(self, prompts: list[PromptRecord], seed: int) -> _Rollout:
         with self.phases.phase(Phase.ROLLOUT):

@@ -39,6 +39,9 @@ class RewardShapingParams:
     weights: Mapping[str, float] = field(default_factory=dict)
     gates: Mapping[str, float] = field(default_factory=dict)
     gate_value: float = 0.0
+    # a response cut off at max_new_tokens (finish_reason "length") gets this reward instead
+    # of its score; None: scored as written
+    truncated_reward: float | None = None
     overlong_buffer: int | None = None  # L_cache of DAPO's soft overlong punishment; None: off
     overlong_factor: float = 1.0
     normalize: bool = False  # running normalization (Welford, all ranks)

@@ -80,6 +80,17 @@ def score_completions(
     return Scores(by_source, total, metrics)
 
 
+def score_truncated_as(scores: Scores, completions: Sequence[Completion], value: float) -> Scores:
+    """``scores`` with the total of every completion cut off at the length limit
+    (``finish_reason == "length"``) replaced by ``value``; the per-source scores stay as
+    scored. Metric ``reward/truncated_replaced``: the fraction replaced."""
+    truncated = torch.tensor([c.finish_reason == "length" for c in completions], dtype=torch.bool)
+    total = torch.where(truncated, torch.full_like(scores.total, value), scores.total)
+    metrics = dict(scores.metrics)
+    metrics["reward/truncated_replaced"] = float(truncated.float().mean()) if completions else 0.0
+    return Scores(scores.by_source, total, metrics)
+
+
 def shape_rewards(
     total: Tensor,
     response_lengths: Tensor,

@@ -28,16 +28,17 @@ DEMO_OVERRIDES = [
     "rollout.n_samples_per_prompt=8",
     "rollout.max_new_tokens=16",
     "rollout.temperature=0.8",
+    # an answer cut off at the 16-token limit earns nothing: without this the math reward's
+    # last-number fallback paid restatements of the problem that happened to end on the
+    # right number, and one seed in five drifted into them (held-out 0.16 -> 0.07); with it
+    # the policy learns to finish its answer (docs/results.md, recipe study)
+    "reward.truncated_reward=0",
     "train.total_steps=10",
     "train.micro_batch_size=16",
     "optim.lr=5e-5",
     "eval.every=10",
     "eval.max_prompts=100",
     "checkpoint.every=5",
-    # the run's seed (data order and sampling): with 0 the policy drifted to long answers in
-    # our measurement (held-out 0.16 -> 0.07), seeds 1-3 learned (0.58, 0.68, 0.65); the
-    # demo uses the first seed after 0 and README.md lists all four
-    "train.seed=1",
 ]
 """The main job's settings on top of the grpo preset (``key=value`` arguments override them)."""
 

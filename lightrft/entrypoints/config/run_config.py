@@ -174,6 +174,7 @@ class RunConfig(Section):
                 if s.gate_threshold is not None
             },
             gate_value=rw.gate_value,
+            truncated_reward=rw.truncated_reward,
             overlong_buffer=rw.overlong_buffer,
             overlong_factor=rw.overlong_factor,
             normalize=rw.normalize,

@@ -302,6 +302,13 @@ class RewardConfig(Section):
     gate_value: float = Field(
         0.0, description="Reward of a sample that fails a gate (see a source's gate_threshold)."
     )
+    truncated_reward: float | None = Field(
+        None,
+        description="Training reward of a response cut off at rollout.max_new_tokens (no EOS) "
+        "instead of its score (e.g. 0: an unfinished answer earns nothing, so restating the "
+        "problem until the limit cannot be rewarded by a lucky last number); null: scored as "
+        "written. Evaluation always scores as written.",
+    )
     overlong_buffer: int | None = Field(None, gt=0, description="DAPO overlong buffer L_cache.")
     overlong_factor: float = Field(1.0, ge=0, description="DAPO overlong penalty factor.")
     normalize: bool = Field(False, description="Running reward normalization.")

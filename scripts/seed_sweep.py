@@ -1,0 +1,193 @@
+"""Run one LightRFT job over several seeds and print a table of what it learned.
+
+    python scripts/seed_sweep.py --seeds 0 1 2 3 4                       # `lightrft demo`
+    python scripts/seed_sweep.py --job ttrl --seeds 0 1 2
+    python scripts/seed_sweep.py --seeds 0 1 -- train.total_steps=12 optim.lr=3e-5
+    python scripts/seed_sweep.py --command "lightrft train grpo --config my.yaml" --seeds 0 1
+
+Each seed runs as its own process (``<command> train.seed=S logging.run_dir=<out>/seed-S``
+plus the overrides after ``--``), one after the other, so the figures are what a user who
+runs the command sees. Per seed the table shows the first and last held-out value of
+``--metric`` (default ``eval/accuracy``), the change, the best and the final training reward
+(``--train-metric``, default ``reward/mean``) with the best one's step, and the wall time.
+``--out DIR/results.json`` keeps the rows; ``--markdown`` prints the table as Markdown with
+the command, the date and the machine's load average, for docs/results.md.
+
+Jobs (``--job``): ``demo`` (GRPO main job), ``ttrl`` (the main job with the label-free
+majority-vote reward), ``rlhf`` (``lightrft demo rlhf``: reward model, then GRPO against it;
+its figures come from the run's summary), or any command given with ``--command``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+JOBS: dict[str, list[str]] = {
+    "demo": ["lightrft", "demo"],
+    "ttrl": ["lightrft", "demo", "ttrl"],
+    "rlhf": ["lightrft", "demo", "rlhf"],
+}
+
+
+@dataclass
+class SeedRow:
+    """What one seed's run learned (None: the run logged no such value)."""
+
+    seed: int
+    returncode: int
+    seconds: float
+    before: float | None = None
+    after: float | None = None
+    best_train: float | None = None
+    best_step: int | None = None
+    final_train: float | None = None
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def gain(self) -> float | None:
+        if self.before is None or self.after is None:
+            return None
+        return self.after - self.before
+
+
+def read_metrics(path: Path) -> list[dict[str, float]]:
+    """The rows of a run's ``metrics.jsonl`` (the last row of a step wins, as on resume)."""
+    rows: dict[int, dict[str, float]] = {}
+    if not path.exists():
+        return []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            rows[int(row["step"])] = {**rows.get(int(row["step"]), {}), **row}
+    return [rows[step] for step in sorted(rows)]
+
+
+def summarize(
+    seed: int, returncode: int, seconds: float, rows: list[dict[str, float]], metric: str,
+    train_metric: str,
+) -> SeedRow:
+    """A :class:`SeedRow` from a run's metric rows: first/last ``metric``, best/final
+    ``train_metric``."""
+    result = SeedRow(seed, returncode, seconds)
+    evals = [row[metric] for row in rows if metric in row]
+    if evals:
+        result.before = evals[0]
+    if len(evals) > 1:
+        result.after = evals[-1]
+    train = [(int(row["step"]), row[train_metric]) for row in rows if train_metric in row]
+    if train:
+        result.best_step, result.best_train = max(train, key=lambda item: item[1])
+        result.final_train = train[-1][1]
+    return result
+
+
+def rlhf_extras(run_dir: Path) -> dict[str, float]:
+    """The RLHF demo's held-out figures from its ``summary.json`` (flattened numbers)."""
+    path = run_dir / "summary.json"
+    if not path.exists():
+        return {}
+    flat: dict[str, float] = {}
+
+    def walk(prefix: str, value: object) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{prefix}{key}.", inner)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            flat[prefix.rstrip(".")] = float(value)
+
+    walk("", json.loads(path.read_text()))
+    return flat
+
+
+def run_seed(command: list[str], seed: int, out: Path, overrides: list[str]) -> tuple[int, float]:
+    """Runs the job for ``seed`` in ``out/seed-S``; returns (exit code, wall seconds)."""
+    run_dir = out / f"seed-{seed}"
+    if command[:3] == JOBS["rlhf"]:
+        args = [*command[:2], "--run-dir", str(run_dir), *command[2:]]
+        args += [f"train.seed={seed}", *overrides]
+    else:
+        args = [*command, f"train.seed={seed}", f"logging.run_dir={run_dir}"]
+        args += ["logging.overwrite=true", "logging.progress=false", *overrides]
+    log = out / f"seed-{seed}.log"
+    started = time.perf_counter()
+    with log.open("w") as sink:
+        code = subprocess.run(args, stdout=sink, stderr=subprocess.STDOUT, check=False).returncode
+    return code, time.perf_counter() - started
+
+
+def _fmt(value: float | None, digits: int = 2, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def table(rows: list[SeedRow], metric: str, extra_keys: list[str]) -> list[str]:
+    """Markdown table lines, one row per seed."""
+    head = ["seed", f"{metric} before", "after", "change", "best train reward (step)",
+            "final train reward", "time (s)", *extra_keys, "exit"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        best = f"{_fmt(row.best_train)} ({row.best_step})" if row.best_step is not None else "-"
+        cells = [str(row.seed), _fmt(row.before), _fmt(row.after), _fmt(row.gain, signed=True),
+                 best, _fmt(row.final_train), f"{row.seconds:.0f}"]
+        cells += [_fmt(row.extra.get(key)) for key in extra_keys]
+        cells.append(str(row.returncode))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    overrides: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, overrides = argv[:cut], argv[cut + 1 :]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--job", choices=sorted(JOBS), default="demo")
+    parser.add_argument("--command", help="a lightrft command line instead of --job")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--out", type=Path, default=Path("runs/seed_sweep"))
+    parser.add_argument("--metric", default="eval/accuracy")
+    parser.add_argument("--train-metric", default="reward/mean")
+    parser.add_argument("--extra", nargs="*", default=[], help="summary keys to show (rlhf)")
+    parser.add_argument("--markdown", action="store_true", help="print command, date, load")
+    args = parser.parse_args(argv)
+    command = shlex.split(args.command) if args.command else list(JOBS[args.job])
+    args.out.mkdir(parents=True, exist_ok=True)
+    load_before = os.getloadavg()[0]
+    rows: list[SeedRow] = []
+    for seed in args.seeds:
+        code, seconds = run_seed(command, seed, args.out, overrides)
+        run_dir = args.out / f"seed-{seed}"
+        metrics_dir = run_dir / "grpo" if (run_dir / "grpo").is_dir() else run_dir
+        row = summarize(seed, code, seconds, read_metrics(metrics_dir / "metrics.jsonl"),
+                        args.metric, args.train_metric)
+        row.extra = rlhf_extras(run_dir) if command[:3] == JOBS["rlhf"] else {}
+        rows.append(row)
+        print(table([row], args.metric, args.extra)[-1], flush=True)
+    load_after = os.getloadavg()[0]
+    (args.out / "results.json").write_text(json.dumps([asdict(r) for r in rows], indent=2))
+    shown = " ".join([*command, "train.seed=S", *overrides])
+    if args.markdown:
+        date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+        print(f"\n`{shown}`, {date}, load average {load_before:.1f} -> {load_after:.1f} "
+              f"on {os.cpu_count()} cores\n")
+    print("\n".join(table(rows, args.metric, args.extra)))
+    gains = [row.gain for row in rows if row.gain is not None]
+    if gains:
+        print(f"\nchange of {args.metric}: min {min(gains):+.2f}, mean "
+              f"{sum(gains) / len(gains):+.2f} over {len(gains)} seeds")
+    return 0 if all(row.returncode == 0 for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
