@@ -3,12 +3,14 @@
 Two row shapes, told apart per row:
 
 * chat: ``{"messages": [{"role", "content"}, ...]}``; every assistant message is trained,
-  everything else (system, user, tool turns, the template's role headers) is context;
+  everything else (system, user, tool turns, the template's role headers) is context; the
+  chat is rendered as written (the format's ``system_prompt`` is not added);
 * prompt/completion: ``{"prompt": str or messages, "completion": str}``; the completion is
   trained.
 
 With a chat template (``render`` "chat", or "auto" when the tokenizer has one) a
-prompt/completion row becomes the chat ``prompt + [assistant: completion]``. The chat is
+prompt/completion row becomes the chat ``prompt + [assistant: completion]``, the format's
+``system_prompt`` first when the prompt has no system message. The chat is
 rendered once and tokenized with character offsets; the assistant spans are found by
 rendering the growing prefixes of the chat (``messages[:i]`` with the generation prompt,
 then ``messages[:i+1]``), so a token is trained exactly when it starts inside an assistant
@@ -153,7 +155,7 @@ def _tokenize_row(
             raise BadRowError(ref.where, spec.messages_key, "no assistant message in")
         if not renderer.uses_chat_template:
             raise BadRowError(ref.where, spec.messages_key, "a chat row needs a chat template for")
-        return _chat_tokens(renderer.messages(chat), renderer)
+        return _chat_tokens(chat, renderer)  # as written: no system prompt is added
     prompt, completion = row.get(spec.prompt_key), row.get(spec.completion_key)
     if prompt is None:
         problem = f"no {spec.messages_key!r} chat and missing key"
