@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from transformers import AutoModelForCausalLM
 
+from tests.e2e.test_sft_cli import write_rows  # the 8 rows a+b= -> a+b
 from tests.helpers.cli_runs import final_weights, max_weight_diff, run_sft
 
 pytestmark = pytest.mark.slow  # three CLI runs, two of them torchrun pairs: about 80 s
 
-ROWS = [{"prompt": f"{a}+{b}=", "completion": str(a + b)} for a in range(2, 6) for b in range(2, 4)]
 COMMON = [
     "sft.micro_batch_size=1",
     "sft.eval_data=null",
@@ -32,8 +32,7 @@ TOL = 1e-5
 def runs(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """8 rows, 4 per step (2 steps): one process; 2 DP ranks x 2 rows; 2 SP ranks x 4 rows."""
     out = tmp_path_factory.mktemp("sft_ranks")
-    data = out / "rows.jsonl"
-    data.write_text("".join(json.dumps(row) + "\n" for row in ROWS))
+    data = write_rows(out / "rows.jsonl")
     plans = {
         "single": ["sft.batch_size=4"],
         "fsdp2": [*TWO_RANKS, "sft.batch_size=2"],
