@@ -12,7 +12,7 @@ import json
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import structlog
 import torch
@@ -25,6 +25,7 @@ from lightrft.adapters.datasets.preferences import (
     load_preferences,
     synthetic_preference_rows,
 )
+from lightrft.adapters.datasets.rendering import RenderMode
 from lightrft.adapters.hf import default_model_path
 from lightrft.adapters.reward_models import (
     HfScalarRewardModel,
@@ -65,7 +66,7 @@ class RmDataOptions:
     synthetic_instruction: str = ""
     spec: PreferenceSpec = field(default_factory=PreferenceSpec)
     system_prompt: str | None = None
-    render: str = "auto"
+    render: RenderMode = "auto"
 
 
 @dataclass(frozen=True)
@@ -91,12 +92,13 @@ class RmTrainOptions:
 def _renderer(tokenizer: Any, data: RmDataOptions) -> PromptRenderer:
     return PromptRenderer(
         tokenizer, PromptFormat(system_prompt=data.system_prompt, render=data.render)
-    )  # type: ignore[arg-type]
+    )
 
 
 def _read(
     source: str, renderer: PromptRenderer, data: RmDataOptions, seed: int
-) -> list[PreferencePair]:
+) -> tuple[list[PreferencePair], int]:
+    """The pairs of ``source`` and the number of bad rows skipped."""
     if source == SYNTHETIC:
         rows = synthetic_preference_rows(
             data.num_synthetic,
@@ -104,28 +106,37 @@ def _read(
             kinds=data.synthetic_kinds,
             instruction=data.synthetic_instruction,
         )
-        pairs, _ = in_memory_preferences(rows, renderer, name=f"synthetic-{seed}")
-        return pairs
+        return in_memory_preferences(rows, renderer, name=f"synthetic-{seed}")
     pairs, skipped = load_preferences(source, renderer, data.spec)
     if skipped:
         log.warning("rm.data.skipped_rows", source=source, skipped=skipped)
-    return pairs
+    if not pairs:
+        raise ValueError(f"{source}: no usable preference pairs ({skipped} bad rows skipped)")
+    return pairs, skipped
 
 
-def preference_splits(
-    tokenizer: Any, data: RmDataOptions, seed: int
-) -> tuple[list[PreferencePair], list[PreferencePair]]:
-    """(train, held-out) pairs: the eval file, or a seeded ``eval_fraction`` of the data."""
+class PreferenceSplits(NamedTuple):
+    """Training and held-out pairs, and the bad rows skipped reading them."""
+
+    train: list[PreferencePair]
+    held_out: list[PreferencePair]
+    skipped_rows: int
+
+
+def preference_splits(tokenizer: Any, data: RmDataOptions, seed: int) -> PreferenceSplits:
+    """Train and held-out pairs: the eval file, or a seeded ``eval_fraction`` of the data."""
     renderer = _renderer(tokenizer, data)
-    pairs = _read(data.data, renderer, data, seed)
+    pairs, skipped = _read(data.data, renderer, data, seed)
     if data.eval_data is not None:
-        return pairs, _read(data.eval_data, renderer, data, seed + 1)
+        held_out, skipped_held_out = _read(data.eval_data, renderer, data, seed + 1)
+        return PreferenceSplits(pairs, held_out, skipped + skipped_held_out)
     if not 0 < data.eval_fraction < 1:
         raise ValueError(f"eval_fraction must be in (0, 1), got {data.eval_fraction}")
     order = list(range(len(pairs)))
     random.Random(f"rm-split-{seed}").shuffle(order)
     held = max(1, int(len(pairs) * data.eval_fraction))
-    return [pairs[i] for i in order[held:]], [pairs[i] for i in order[:held]]
+    train, held_out = [pairs[i] for i in order[held:]], [pairs[i] for i in order[:held]]
+    return PreferenceSplits(train, held_out, skipped)
 
 
 def _strategy_and_device(options: RmTrainOptions) -> tuple[Any, Any, torch.device]:
@@ -155,7 +166,9 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
     path = Path(options.model) if options.model else default_model_path()
     strategy, collective, device = _strategy_and_device(options)
     tokenizer = load_reward_tokenizer(path)
-    train_pairs, eval_pairs = preference_splits(tokenizer, options.data, options.train.seed)
+    train_pairs, eval_pairs, skipped_rows = preference_splits(
+        tokenizer, options.data, options.train.seed
+    )
     torch.manual_seed(options.train.seed)  # the fresh score head
     classifier = load_reward_classifier(
         path, device, dtype=DTYPES[options.dtype], pad_token_id=tokenizer.pad_token_id
@@ -191,6 +204,7 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
         "steps": trainer.step,
         "train_pairs": len(train_pairs),
         "eval_pairs": len(eval_pairs),
+        "skipped_rows": skipped_rows,
         "resumed_from": resumed_from,
         **{k: v for k, v in metrics.items() if k.startswith("eval/")},
         "normalization": asdict(normalization),
@@ -213,6 +227,6 @@ def eval_reward_model(
     """Held-out accuracy and margin distribution of a saved reward model on ``data.data``."""
     device = models.device_of(models.build_accelerator(load_config(None, [], algorithm="grpo")))
     rm = HfScalarRewardModel.from_pretrained(model, device, micro_batch_size=micro_batch_size)
-    pairs = _read(data.data, _renderer(rm.tokenizer, data), data, seed)
+    pairs, skipped = _read(data.data, _renderer(rm.tokenizer, data), data, seed)
     result = evaluate_preferences(rm, pairs, micro_batch_size)
-    return {"model": str(model), "pairs": len(pairs), **result.metrics()}
+    return {"model": str(model), "pairs": len(pairs), "skipped_rows": skipped, **result.metrics()}

@@ -45,7 +45,10 @@ def sft(config: RunConfig) -> dict[str, Any]:
         eval_batch_size=s.eval_batch_size,
         checkpoint_every=config.checkpoint.every,
     )
-    world = models.build_collective(models.build_accelerator(config)).world_size
+    # data-parallel ranks: every process, or one per sequence-parallel group (whose ranks
+    # hold the same rows)
+    processes = models.process_rank(models.build_accelerator(config))[1]
+    world = processes // config.backend.sequence_parallel_size
     steps = s.total_steps or s.epochs * (len(train_data) // (s.batch_size * world))
     # the strategy builders size the LR schedule from train.total_steps (one step per step)
     config = config.model_copy(
@@ -53,7 +56,7 @@ def sft(config: RunConfig) -> dict[str, Any]:
     )
     container = build_container(config, tokenizer=tokenizer)
     collective = container.collective()
-    main = collective.rank == 0
+    main = container.process()[0] == 0  # with sequence parallelism, not every DP rank 0
     run_dir = Path(config.logging.run_dir)
     if main:
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -96,6 +96,36 @@ def test_eval_on_chat_file_and_bad_row(
     assert "bad.jsonl row 3" in err and "'chosen'" in err
 
 
+def test_train_names_every_bad_row_before_any_progress_bar(
+    tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = [
+        {"prompt": f"{a}+1?", "chosen": f"The answer is {a + 1}.", "rejected": "?"}
+        for a in range(6)
+    ]
+    same = {"prompt": "1+1?", "chosen": "The answer is 2.", "rejected": "The answer is 2."}
+    empty = {"prompt": "x", "chosen": "", "rejected": "y"}
+    rows = [*good, same, empty]
+    data = _write_jsonl(tmp_path / "prefs.jsonl", rows)
+    args = ["rm", "train", "--model", str(tiny_dir), "--data", str(data), "--total-steps", "1"]
+    capsys.readouterr()
+    assert main([*args, "--output", str(tmp_path / "refused")]) == 2
+    err = capsys.readouterr().err
+    before, _, message = err.partition("lightrft: error: ")
+    assert "it/s" not in before and "examples/s" not in before  # no bar drawn first
+    assert message.splitlines()[:3] == [
+        "2 bad rows:",
+        "  prefs.jsonl row 6: the same answer as the chosen one (no preference to learn) in "
+        "'rejected'",
+        "  prefs.jsonl row 7: empty response in 'chosen'",
+    ]
+    out = tmp_path / "skipped"
+    small = ["--batch-size", "4", "--micro-batch-size", "4"]
+    assert main([*args, *TRAIN, *small, "--output", str(out), "--skip-bad-rows"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["skipped_rows"] == 2 and summary["train_pairs"] + summary["eval_pairs"] == 6
+
+
 @pytest.mark.parametrize(
     "argv",
     [

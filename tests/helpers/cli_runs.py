@@ -1,4 +1,5 @@
-"""Command lines for `lightrft train grpo` runs of the e2e tests (as a subprocess)."""
+"""Command lines for `lightrft train grpo` / `lightrft sft` runs of the e2e tests (as a
+subprocess)."""
 
 from __future__ import annotations
 
@@ -25,12 +26,23 @@ def train_grpo_command(model_dir: Path, run_dir: Path, *overrides: str) -> list[
     ]
 
 
-def run_train(model_dir: Path, run_dir: Path, *overrides: str) -> None:
-    """Runs :func:`train_grpo_command` single-threaded; fails the test with its stderr tail."""
+def run_command(command: list[str]) -> None:
+    """Runs ``command`` single-threaded; fails the test with its stderr tail."""
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": "1"}
-    command = train_grpo_command(model_dir, run_dir, *overrides)
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def run_train(model_dir: Path, run_dir: Path, *overrides: str) -> None:
+    """Runs :func:`train_grpo_command`."""
+    run_command(train_grpo_command(model_dir, run_dir, *overrides))
+
+
+def run_sft(model_dir: Path, data: Path, run_dir: Path, *overrides: str) -> None:
+    """Runs `python -m lightrft.entrypoints.cli sft` on ``data`` writing ``run_dir``."""
+    cli = [sys.executable, "-m", "lightrft.entrypoints.cli", "sft"]
+    paths = ["--model", str(model_dir), "--data", str(data), "--run-dir", str(run_dir)]
+    run_command([*cli, *paths, *overrides])
 
 
 def final_weights(run_dir: Path) -> dict[str, torch.Tensor]:

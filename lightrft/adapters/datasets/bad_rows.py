@@ -1,11 +1,70 @@
-"""The error of a prompt row that cannot become a prompt."""
+"""Bad rows: the error of one row that cannot be used, and the report of all of them.
+
+Every loader of this package (RL prompts, SFT rows, preference pairs) reads its rows through
+a :class:`BadRows` log: with ``on_bad_row="error"`` it reads on past a bad row and then raises
+one :class:`BadRowsError` naming every bad row (the first :data:`MAX_LISTED`, then how many
+more), so a user fixes a file in one pass; with ``"skip"`` it counts them.
+"""
 
 from __future__ import annotations
 
+from typing import Literal
+
+BadRowPolicy = Literal["error", "skip"]
+
+MAX_LISTED = 20
+"""Bad rows a :class:`BadRowsError` names one by one; the rest are counted."""
+
 
 class BadRowError(ValueError):
-    """A row that cannot become a prompt; the message names its file, row and key."""
+    """A row that cannot be used; the message names its file, row and key."""
 
     def __init__(self, where: str, key: str, problem: str) -> None:
         super().__init__(f"{where}: {problem} {key!r}")
         self.where, self.key, self.problem = where, key, problem
+
+
+class BadRowsError(BadRowError):
+    """Every bad row of a source (``errors``: the first ones listed; ``count``: all).
+
+    ``where``, ``key`` and ``problem`` are the first bad row's; with one bad row the message
+    is that row's own one-line message.
+    """
+
+    def __init__(self, errors: list[BadRowError], count: int) -> None:
+        if not errors or count < len(errors):
+            raise ValueError(f"need 1 to {count} listed errors, got {len(errors)}")
+        first = errors[0]
+        super().__init__(first.where, first.key, first.problem)
+        self.errors, self.count = tuple(errors), count
+        if count > 1:
+            lines = [f"{count} bad rows:", *(f"  {error}" for error in errors)]
+            if count > len(errors):
+                lines.append(f"  ... and {count - len(errors)} more")
+            self.args = ("\n".join(lines),)
+
+
+class BadRows:
+    """The bad rows met while reading a source, under one :data:`BadRowPolicy`."""
+
+    def __init__(self, policy: BadRowPolicy, *, limit: int = MAX_LISTED) -> None:
+        if policy not in ("error", "skip"):
+            raise ValueError(f"on_bad_row must be error or skip, got {policy!r}")
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        self.policy, self.limit = policy, limit
+        self.count = 0
+        self._listed: list[BadRowError] = []
+
+    def add(self, error: BadRowError) -> None:
+        """Records one bad row (the reader goes on with the next row)."""
+        self.count += 1
+        if len(self._listed) < self.limit:
+            self._listed.append(error)
+
+    def check(self) -> int:
+        """The number of bad rows (skipped under ``"skip"``); under ``"error"`` any bad row
+        raises :class:`BadRowsError`."""
+        if self.policy == "error" and self.count:
+            raise BadRowsError(self._listed, self.count)
+        return self.count

@@ -53,6 +53,8 @@ def load_table(path: PathLike, *, split: str = "train", cache_dir: PathLike | No
         raise ValueError(f"{file}: unsupported file type; use one of {sorted(FILE_BUILDERS)}")
     if builder == "json":
         check_json_file(file)
+    bars_were_off = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()  # no bar for a local file: a data error comes first
     try:
         table = datasets.load_dataset(
             builder,
@@ -63,6 +65,9 @@ def load_table(path: PathLike, *, split: str = "train", cache_dir: PathLike | No
     except Exception as error:
         reason = str(error) or type(error).__name__
         raise ValueError(f"cannot read {file}: {reason}") from error
+    finally:
+        if not bars_were_off:
+            datasets.enable_progress_bars()
     if len(table) == 0:
         raise ValueError(f"{file} holds no rows")
     return table

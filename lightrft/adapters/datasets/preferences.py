@@ -12,8 +12,9 @@ Accepted row shapes (keys configurable in :class:`PreferenceSpec`):
 An optional ``margin`` key gives a non-negative per-pair margin. Prompts are rendered by the
 same :class:`~lightrft.adapters.datasets.rendering.PromptRenderer` as RL prompts (chat
 template with the generation prompt, system prompt), so a reward model is trained on text
-laid out exactly as the policy's prompts will be at RL time. A bad row is an error naming
-the file, the row and the key, or skipped and counted (``on_bad_row="skip"``).
+laid out exactly as the policy's prompts will be at RL time. A pair whose two answers are
+the same text teaches nothing and is a bad row like a malformed one: bad rows make one error
+naming the file, row and key of each, or are skipped and counted (``on_bad_row="skip"``).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from lightrft.adapters.datasets.arithmetic import arithmetic_problems
+from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
 from lightrft.adapters.datasets.hf_prompt_dataset import load_table
-from lightrft.adapters.datasets.prompt_rows import BadRowError, BadRowPolicy, RowRef
+from lightrft.adapters.datasets.prompt_rows import RowRef
 from lightrft.adapters.datasets.rendering import Content, PromptRenderer
 from lightrft.domain.types import PreferencePair
 
@@ -73,6 +75,9 @@ def read_preference(ref: RowRef, spec: PreferenceSpec) -> tuple[Content, str, st
             raise BadRowError(ref.where, key, "missing key")
     chosen_before, chosen = _response(row[spec.chosen_key], ref.where, spec.chosen_key)
     rejected_before, rejected = _response(row[spec.rejected_key], ref.where, spec.rejected_key)
+    if rejected == chosen:
+        problem = "the same answer as the chosen one (no preference to learn) in"
+        raise BadRowError(ref.where, spec.rejected_key, problem)
     prompt = row.get(spec.prompt_key)
     if prompt is None:
         if not chosen_before:
@@ -96,17 +101,15 @@ def preference_pairs(
 ) -> tuple[list[PreferencePair], int]:
     """The pairs of ``rows`` with rendered prompts, and the number of skipped bad rows."""
     pairs: list[PreferencePair] = []
-    skipped = 0
+    bad = BadRows(spec.on_bad_row)
     for ref in rows:
         try:
             prompt, chosen, rejected, margin = read_preference(ref, spec)
-        except BadRowError:
-            if spec.on_bad_row == "error":
-                raise
-            skipped += 1
+        except BadRowError as error:
+            bad.add(error)
             continue
         pairs.append(PreferencePair(ref.uid, renderer.text(prompt), chosen, rejected, margin))
-    return pairs, skipped
+    return pairs, bad.check()
 
 
 def load_preferences(

@@ -4,7 +4,8 @@ Shared by every prompt source of this package. A row is read through a :class:`R
 (which keys hold the prompt, the reference and the images; an optional preprocessor that
 maps a raw row to one with those keys first). A row whose prompt is missing, empty or of the
 wrong type, or whose reference is missing, is a bad row: an error naming the file, the row
-and the key (``on_bad_row="error"``), or skipped and counted (``"skip"``).
+and the key (``on_bad_row="error"``: one error lists every bad row, see
+:mod:`~lightrft.adapters.datasets.bad_rows`), or skipped and counted (``"skip"``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from lightrft.adapters.datasets.bad_rows import BadRowError as BadRowError  # re-exported
+from lightrft.adapters.datasets.bad_rows import (  # BadRowError, BadRowPolicy re-exported
+    BadRowError as BadRowError,
+)
+from lightrft.adapters.datasets.bad_rows import BadRowPolicy as BadRowPolicy
+from lightrft.adapters.datasets.bad_rows import BadRows
 from lightrft.adapters.datasets.multimodal_rows import (
     as_list,
     load_audio,
@@ -24,7 +29,6 @@ from lightrft.adapters.datasets.multimodal_rows import (
 from lightrft.adapters.datasets.rendering import Content, PromptRenderer
 from lightrft.domain.types import PromptRecord
 
-BadRowPolicy = Literal["error", "skip"]
 RowPreprocessor = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 
@@ -203,17 +207,16 @@ def prepare_prompts(
 ) -> tuple[list[PreparedPrompt], DatasetStats]:
     """Reads, renders, tokenizes and bounds ``rows`` (see the module docstring)."""
     read: list[tuple[str, str, Any, str, str | None]] = []  # uid, where, position, text, ref
-    total = skipped = 0
+    total, bad = 0, BadRows(spec.on_bad_row)
     for ref in rows:
         total += 1
         try:
             content, reference = read_content(ref, spec)
-        except BadRowError:
-            if spec.on_bad_row == "error":
-                raise
-            skipped += 1
+        except BadRowError as error:
+            bad.add(error)
             continue
         read.append((ref.uid, ref.where, ref.position, renderer.text(content), reference))
+    skipped = bad.check()  # every bad row named, before anything is tokenized
     token_ids = renderer.tokenize([entry[3] for entry in read])
     prepared: list[PreparedPrompt] = []
     dropped = truncated = truncated_tokens = 0

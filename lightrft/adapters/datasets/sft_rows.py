@@ -3,12 +3,14 @@
 Two row shapes, told apart per row:
 
 * chat: ``{"messages": [{"role", "content"}, ...]}``; every assistant message is trained,
-  everything else (system, user, tool turns, the template's role headers) is context;
+  everything else (system, user, tool turns, the template's role headers) is context; the
+  chat is rendered as written (the format's ``system_prompt`` is not added);
 * prompt/completion: ``{"prompt": str or messages, "completion": str}``; the completion is
   trained.
 
 With a chat template (``render`` "chat", or "auto" when the tokenizer has one) a
-prompt/completion row becomes the chat ``prompt + [assistant: completion]``. The chat is
+prompt/completion row becomes the chat ``prompt + [assistant: completion]``, the format's
+``system_prompt`` first when the prompt has no system message. The chat is
 rendered once and tokenized with character offsets; the assistant spans are found by
 rendering the growing prefixes of the chat (``messages[:i]`` with the generation prompt,
 then ``messages[:i+1]``), so a token is trained exactly when it starts inside an assistant
@@ -16,9 +18,9 @@ message's rendering (its end-of-turn marker included). Without a template the pr
 tokenized with the tokenizer's special tokens and the completion is appended with EOS.
 
 Rows longer than ``max_length`` tokens are cut at the right; a row left without trained
-tokens is dropped (counted in :class:`SftStats`). A malformed row raises
-:class:`~lightrft.adapters.datasets.prompt_rows.BadRowError` naming file, row and key, or is
-skipped with ``on_bad_row="skip"``.
+tokens is dropped (counted in :class:`SftStats`). Malformed rows raise one
+:class:`~lightrft.adapters.datasets.bad_rows.BadRowsError` naming file, row and key of each,
+or are skipped with ``on_bad_row="skip"``.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
 from lightrft.adapters.datasets.hf_prompt_dataset import load_table
-from lightrft.adapters.datasets.prompt_rows import BadRowError, BadRowPolicy, RowRef
+from lightrft.adapters.datasets.prompt_rows import RowRef
 from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
 from lightrft.domain.sft import SftExample
 
@@ -113,15 +116,14 @@ def build_sft_examples(
     spec = spec or SftRowSpec()
     renderer = PromptRenderer(tokenizer, prompt_format)
     examples: list[SftExample] = []
-    total = skipped = truncated = dropped = 0
+    total = truncated = dropped = 0
+    bad = BadRows(spec.on_bad_row)
     for ref in rows:
         total += 1
         try:
             ids, trained = _tokenize_row(ref, spec, renderer)
-        except BadRowError:
-            if spec.on_bad_row == "error":
-                raise
-            skipped += 1
+        except BadRowError as error:
+            bad.add(error)
             continue
         if spec.max_length is not None and len(ids) > spec.max_length:
             ids, trained = ids[: spec.max_length], trained[: spec.max_length]
@@ -131,6 +133,7 @@ def build_sft_examples(
             dropped += 1
             continue
         examples.append(example)
+    skipped = bad.check()
     return SftDataset(examples, SftStats(total, len(examples), skipped, truncated, dropped))
 
 
@@ -153,7 +156,7 @@ def _tokenize_row(
             raise BadRowError(ref.where, spec.messages_key, "no assistant message in")
         if not renderer.uses_chat_template:
             raise BadRowError(ref.where, spec.messages_key, "a chat row needs a chat template for")
-        return _chat_tokens(renderer.messages(chat), renderer)
+        return _chat_tokens(chat, renderer)  # as written: no system prompt is added
     prompt, completion = row.get(spec.prompt_key), row.get(spec.completion_key)
     if prompt is None:
         problem = f"no {spec.messages_key!r} chat and missing key"

@@ -11,6 +11,7 @@ from lightrft.entrypoints.config.components import (
     ComponentSection,
     register_config,
 )
+from lightrft.entrypoints.config.switches import AutoOnOff
 
 if TYPE_CHECKING:  # pragma: no cover
     from lightrft.entrypoints.config.run_config import RunConfig
@@ -22,7 +23,7 @@ class HfEngineConfig(ComponentSection):
 
     type: Literal["hf"] = "hf"
     max_batch_size: int | None = Field(None, gt=0, description="Rows generated at once.")
-    share_policy_weights: Literal["auto", "on", "off"] = Field(
+    share_policy_weights: AutoOnOff = Field(
         "auto",
         description="Run the policy's own module (no weight copy, no sync copy); auto: when "
         "the training strategy does not shard parameters and model.lora.rank is 0.",

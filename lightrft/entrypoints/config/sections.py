@@ -26,6 +26,7 @@ from lightrft.entrypoints.config.components import (
     RewardSourceSection,
     component_field,
 )
+from lightrft.entrypoints.config.switches import AutoOnOff, AutoOrBool
 
 AdvantageName = Literal[
     "grpo",
@@ -87,7 +88,7 @@ class ModelConfig(Section):
     gradient_checkpointing: bool = Field(False, description="Recompute activations in backward.")
     trust_remote_code: bool = Field(False, description="Run model code shipped with the weights.")
     packing: bool = Field(False, description="Pack variable-length samples into one row.")
-    prefix_sharing: Literal["auto", "on", "off"] = Field(
+    prefix_sharing: AutoOnOff = Field(
         "auto",
         description="Run each distinct prompt of a training/reference forward once, its "
         "responses packed after it under a 4-D mask (same results as padding). auto: with "
@@ -427,7 +428,7 @@ class CheckpointConfig(Section):
         None, gt=0, description="Save run state every k steps (and at the end)."
     )
     keep_last: int = Field(2, gt=0, description="Checkpoints kept.")
-    resume: bool | Literal["auto"] = Field(
+    resume: AutoOrBool = Field(
         False,
         description="Continue from the newest intact checkpoint in run_dir (an error if there "
         "is none); 'auto' starts fresh when run_dir holds no run.",

@@ -14,6 +14,7 @@ from lightrft.entrypoints.config.base import Section
 
 BUILTIN_INSTRUCTION = "Answer with just the number."
 BUILTIN_SYSTEM_PROMPT = "Reply with only the final number."
+"""The built-in rows' system message when ``system_prompt`` is null (user data gets none)."""
 
 
 class SftDataConfig(Section):
@@ -28,7 +29,10 @@ class SftDataConfig(Section):
     prompt_key: str = Field("prompt", description="Column of the prompt (text or messages).")
     completion_key: str = Field("completion", description="Column of the trained completion.")
     system_prompt: str | None = Field(
-        BUILTIN_SYSTEM_PROMPT, description="System message prepended to rows without one."
+        None,
+        description="System message put first in prompt/completion rows that have none "
+        "(chat rows are trained as written); null: none, except the built-in rows, which "
+        f"then get {BUILTIN_SYSTEM_PROMPT!r}.",
     )
     apply_chat_template: bool = Field(True, description="Render rows with the chat template.")
     max_length: int = Field(1024, ge=2, description="Tokens kept per row (cut at the right).")

@@ -14,7 +14,7 @@ from lightrft.adapters.datasets.sft_rows import (
     build_sft_examples,
     load_sft_dataset,
 )
-from lightrft.entrypoints.config.sft_section import SftDataConfig
+from lightrft.entrypoints.config.sft_section import BUILTIN_SYSTEM_PROMPT, SftDataConfig
 
 
 def build_sft_data(section: SftDataConfig | None, tokenizer: Any) -> SftDataset | None:
@@ -28,8 +28,11 @@ def build_sft_data(section: SftDataConfig | None, tokenizer: Any) -> SftDataset 
         max_length=section.max_length,
         on_bad_row=section.on_bad_row,
     )
+    system = section.system_prompt
+    if system is None and section.path is None:
+        system = BUILTIN_SYSTEM_PROMPT
     fmt = PromptFormat(
-        system_prompt=section.system_prompt,
+        system_prompt=system,
         render="auto" if section.apply_chat_template else "plain",
     )
     if section.path is None:

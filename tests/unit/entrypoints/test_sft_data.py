@@ -1,6 +1,9 @@
-"""SFT data from the config: the built-in arithmetic rows and max_samples."""
+"""SFT data from the config: the built-in arithmetic rows, system prompts and max_samples."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 from lightrft.adapters.datasets import arithmetic_problems
 from lightrft.entrypoints.config.sft_section import SftDataConfig
@@ -26,3 +29,39 @@ def test_max_samples_and_null_section() -> None:
     data = build_sft_data(SftDataConfig(num_builtin=6, max_samples=2), tok)
     assert data is not None and len(data) == 2 and data.stats.kept == 6
     assert build_sft_data(None, tok) is None
+
+
+USER_ROWS = [
+    {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]},
+    {"prompt": "1+1", "completion": "2"},
+]
+
+
+def prompts_of(tmp_path: Path, **section: object) -> list[str]:
+    """The decoded prompts of USER_ROWS built through an ``sft.train_data`` section."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in USER_ROWS))
+    tok = tiny_tokenizer()
+    data = build_sft_data(SftDataConfig(path=str(path), **section), tok)  # type: ignore[arg-type]
+    assert data is not None
+    return [tok.decode(list(example.prompt_ids)) for example in data]
+
+
+def test_user_rows_get_no_system_prompt_by_default(tmp_path: Path) -> None:
+    """A user's chat without a system turn is trained as written; no built-in instruction."""
+    assert prompts_of(tmp_path) == ["user: hi\nassistant: ", "user: 1+1\nassistant: "]
+
+
+def test_a_configured_system_prompt_reaches_prompt_completion_rows_only(tmp_path: Path) -> None:
+    assert prompts_of(tmp_path, system_prompt="be brief") == [
+        "user: hi\nassistant: ",
+        "system: be brief\nuser: 1+1\nassistant: ",
+    ]
+
+
+def test_builtin_rows_take_a_configured_system_prompt() -> None:
+    tok = tiny_tokenizer()
+    data = build_sft_data(SftDataConfig(num_builtin=2, system_prompt="be brief"), tok)
+    assert data is not None
+    for example in data:
+        assert tok.decode(list(example.prompt_ids)).startswith("system: be brief\nuser: ")

@@ -141,6 +141,18 @@ def test_missing_key_error_names_file_row_and_key(tmp_path: Path) -> None:
         build(path, tmp_path, spec=RowSpec(input_key="question"))
 
 
+def test_error_mode_names_every_bad_row(tmp_path: Path) -> None:
+    rows = [ROWS[0], {"prompt": "no reference"}, ROWS[1], {"prompt": "  ", "reference": "1"}]
+    path = write_jsonl(tmp_path / "two_bad.jsonl", rows)
+    with pytest.raises(BadRowError) as caught:
+        build(path, tmp_path)
+    assert str(caught.value).splitlines() == [
+        "2 bad rows:",
+        f"  {path} row 1: no value (null or absent in this row) for key 'reference'",
+        f"  {path} row 3: empty prompt in 'prompt'",
+    ]
+
+
 def test_skip_mode_counts_bad_rows(tmp_path: Path) -> None:
     rows = [
         ROWS[0],

@@ -77,6 +77,17 @@ def test_bad_rows_name_file_row_and_key(row: dict, key: str) -> None:
     assert len(skipped) == 1 and skipped.stats.skipped_bad_rows == 1
 
 
+def test_error_mode_names_every_bad_row() -> None:
+    rows = [{"prompt": "x"}, {"prompt": "ok", "completion": "ok"}, {"text": "x"}]
+    with pytest.raises(BadRowError) as info:
+        build(rows)
+    assert str(info.value).splitlines() == [
+        "2 bad rows:",
+        "  data.jsonl row 0: expected a non-empty string in 'completion'",
+        "  data.jsonl row 2: no 'messages' chat and missing key 'prompt'",
+    ]
+
+
 def test_jsonl_parquet_and_saved_dataset_give_the_same_examples(tmp_path: Path) -> None:
     import datasets
 
