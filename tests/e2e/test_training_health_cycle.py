@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 from structlog.testing import capture_logs
 
+from lightrft.adapters.checkpoint import LocalCheckpointStore
 from lightrft.adapters.fakes import InMemoryCheckpointStore
 from lightrft.application.params import HealthParams
 from lightrft.domain.health_checks import HealthThresholds
@@ -179,10 +181,10 @@ def test_an_engine_that_always_hits_the_budget_fires_truncation_once() -> None:
     assert [s for s, _ in _signal_logs(logs)].count("truncation") == 1
 
 
-def test_resume_with_rollback_is_bitwise_identical() -> None:
+def test_resume_with_rollback_is_bitwise_identical(tmp_path: Path) -> None:
     full, _ = _rig("rollback", total_steps=7, checkpoint_every=2)
     full.cycle.run()
-    store = InMemoryCheckpointStore()
+    store = LocalCheckpointStore(tmp_path)  # saved, then loaded with weights_only=True
     first, _ = _rig("rollback", total_steps=7, checkpoint_every=2, checkpoints=store)
     first.cycle.run(max_steps=3)  # the best state (step 2) is in the step-2 checkpoint
     resumed, _ = _rig("rollback", total_steps=7, checkpoint_every=2, checkpoints=store)
