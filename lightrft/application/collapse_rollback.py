@@ -123,7 +123,7 @@ class CollapseGuard:
         elif self.best_states is None:
             reason = f"no best state yet (none ranked by {self.score_metric})"
         if reason is not None:
-            log.warning("health.rollback_skipped", step=step, signals=list(signals), reason=reason)
+            self.warn("health.rollback_skipped", step=step, signals=list(signals), reason=reason)
             return CollapseOutcome()
         assert self.best_states is not None
         scale = self.params.rollback_lr_factor ** (len(self.rollbacks) + 1)
@@ -138,7 +138,7 @@ class CollapseGuard:
             "signals": list(signals),
         }
         self.rollbacks.append(event)
-        log.warning("health.rollback", **event, ranked_by=self.score_metric)
+        self.warn("health.rollback", **event, ranked_by=self.score_metric)
         return CollapseOutcome(restored=True)
 
     def metrics(self) -> dict[str, float]:
@@ -171,6 +171,11 @@ class CollapseGuard:
         self.rollbacks = [dict(event) for event in state["rollbacks"]]
         self.stopped_at = state["stopped_at"]
 
+    def warn(self, event: str, **fields: Any) -> None:
+        """Logs a warning once, from rank 0 (every rank takes the same decisions)."""
+        if self.collective.rank == 0:
+            log.warning(event, **fields)
+
     def _mean_over_ranks(self, value: float) -> float:
         if self.collective.world_size == 1:
             return value
@@ -195,7 +200,7 @@ def _warn(guard: CollapseGuard, step: int, signals: Sequence[HealthSignal]) -> C
 
 def _stop(guard: CollapseGuard, step: int, signals: Sequence[HealthSignal]) -> CollapseOutcome:
     guard.stopped_at = step
-    log.warning(
+    guard.warn(
         "health.stop",
         step=step,
         signals=[s.name for s in signals],

@@ -38,14 +38,19 @@ def _guard(
     return guard, strategy, module
 
 
+def _loss(module: nn.Module) -> Tensor:
+    inputs = torch.ones(1, 3, device=next(module.parameters()).device)
+    return module(inputs).pow(2).sum()
+
+
 def _train(strategy: Strategy, module: nn.Module) -> None:
-    strategy.backward(module(torch.ones(1, 3)).pow(2).sum())
+    strategy.backward(_loss(module))
     strategy.step()
 
 
 def _lr(strategy: Strategy, module: nn.Module) -> float:
     """The learning rate of one more optimizer step (it is taken)."""
-    strategy.backward(module(torch.ones(1, 3)).pow(2).sum())
+    strategy.backward(_loss(module))
     return strategy.step().lr
 
 
@@ -80,7 +85,16 @@ def _optimizer_state(strategy: Strategy) -> list[Tensor]:
 
 
 @pytest.mark.parametrize(
-    "make", [lambda: FakeStrategy(OPTIM), lambda: SingleDeviceStrategy(torch.device("cpu"), OPTIM)]
+    "make",
+    [
+        pytest.param(lambda: FakeStrategy(OPTIM), id="fake"),
+        pytest.param(lambda: SingleDeviceStrategy(torch.device("cpu"), OPTIM), id="single"),
+        pytest.param(  # the kept copy lives in host memory, the state on the GPU
+            lambda: SingleDeviceStrategy(torch.device("cuda", 0), OPTIM),
+            id="single-cuda",
+            marks=pytest.mark.gpu,
+        ),
+    ],
 )
 def test_each_rollback_restores_the_kept_state_and_lowers_the_lr_further(
     make: Callable[[], Strategy],
