@@ -19,9 +19,11 @@ from lightrft.application.checkpoint_resume import load_newest_intact
 from lightrft.application.data_schedule import balanced_prompt_indices, prompt_indices
 from lightrft.application.evaluator import Evaluator
 from lightrft.application.experience_maker import ExperienceBatch, ExperienceMaker
+from lightrft.application.health_watch import HealthWatch
 from lightrft.application.params import (
     AlgorithmParams,
     CycleParams,
+    HealthParams,
     RewardShapingParams,
     RolloutParams,
     TrainParams,
@@ -83,6 +85,7 @@ class CycleSettings:
     train: TrainParams = field(default_factory=TrainParams)
     cycle: CycleParams = field(default_factory=CycleParams)
     reward_failures: RewardFailurePolicy = field(default_factory=RewardFailurePolicy)
+    health: HealthParams = field(default_factory=HealthParams)
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,10 @@ class ColocatedRLCycle:
             s.reward_failures, [source.name for source in c.reward_sources], c.collective
         )
         self.stopped_early = False  # run() ended because should_stop() said so
+        strategies = [x for x in (c.policy_strategy, c.critic_strategy) if x is not None]
+        self.health = HealthWatch(
+            s.health, strategies, c.collective, self.phases, by_eval=self._evaluating
+        )
         a = s.algorithm
         self.state = CycleState(
             step=0,
@@ -165,7 +172,9 @@ class ColocatedRLCycle:
         if resume:
             self.resume()
         if self._evaluating and self.state.step == 0:
-            self._log(self.evaluate(), step=0)
+            before = self.evaluate()
+            self.health.after_eval(0, before)
+            self._log(before, step=0)
         budget = (
             cycle.total_steps
             if max_steps is None
@@ -177,6 +186,8 @@ class ColocatedRLCycle:
             last = step == cycle.total_steps
             if self._evaluating and cycle.eval_every and (step % cycle.eval_every == 0 or last):
                 metrics.update(self.evaluate())
+                self.health.after_eval(step, metrics)
+            collapsed = self._watch_health(step, metrics)
             # logged before the checkpoint: a crash in between repeats the step on resume
             # (its rows are trimmed then), never loses its row
             self._log(metrics, step=step)
@@ -185,11 +196,12 @@ class ColocatedRLCycle:
             saved = every is not None and every > 0 and (last or step % every == 0)
             if saved:
                 self.save_checkpoint()
-            if should_stop is not None and should_stop():
+            if collapsed or (should_stop is not None and should_stop()):
                 if not saved and self.components.checkpoints is not None:
                     self.save_checkpoint()
-                self.stopped_early = not last
-                log.warning("run.stopped", step=step, reason="stop requested")
+                self.stopped_early = not (last or collapsed)  # a collapse stop is an ending
+                reason = "train.on_collapse=stop" if collapsed else "stop requested"
+                log.warning("run.stopped", step=step, reason=reason)
                 break
         self.phases.rest()
         return self.history
@@ -207,6 +219,14 @@ class ColocatedRLCycle:
                     self.save_checkpoint()
             self.phases.rest()
             raise
+
+    def _watch_health(self, step: int, metrics: dict[str, float]) -> bool:
+        """Health checks of the step (``health/*`` added to ``metrics``, see
+        :mod:`health_watch`); returns whether ``train.on_collapse=stop`` ends the run."""
+        outcome = self.health.after_step(step, metrics)
+        if outcome.restored:
+            self.policy_version += 1  # rolled back: the engine needs the restored weights
+        return outcome.stop
 
     @property
     def _evaluating(self) -> bool:
@@ -230,6 +250,7 @@ class ColocatedRLCycle:
             moments=self.state.reward_moments,
         )
         self.reward_failures.observe(step + 1, batch.metrics)  # numbered as logged
+        self.health.before_update(step + 1, batch.metrics)  # may keep this state as the best
         with self.phases.phase(Phase.TRAIN):
             traces = self._sample_traces(batch)  # the sampling policy, before the update
             result = self.optimizer.train(batch.experience, kl_coef=self.state.kl.value, step=step)
@@ -279,6 +300,7 @@ class ColocatedRLCycle:
             "policy_version": self.policy_version,
             "policy_strategy": c.policy_strategy.state_dict(),
             "torch_rng": torch.get_rng_state(),
+            "health": self.health.state_dict(),
         }
         if c.critic_strategy is not None:
             state["critic_strategy"] = c.critic_strategy.state_dict()
@@ -306,6 +328,8 @@ class ColocatedRLCycle:
         if c.critic_strategy is not None:
             c.critic_strategy.load_state_dict(state["critic_strategy"])
         torch.set_rng_state(state["torch_rng"])
+        if "health" in state:  # absent from checkpoints of older versions
+            self.health.load_state_dict(state["health"])
 
     def save_checkpoint(self) -> None:
         """Saves the run state at the current step (atomic, through the store)."""

@@ -27,6 +27,7 @@ from lightrft.application.reward_scoring import (
     shape_rewards,
 )
 from lightrft.domain.advantages import AdvantageInputs, compute_advantages
+from lightrft.domain.groups import zero_group_fraction
 from lightrft.domain.kl import kl_estimate
 from lightrft.domain.ports import (
     Collective,
@@ -354,6 +355,9 @@ class ExperienceMaker:
             keep = high_entropy_token_mask(entropy, mask, self.algorithm.high_entropy_fraction)
             advantages = advantages * keep
             metrics["high_entropy/kept_fraction"] = float(keep.sum() / mask.sum())
+        metrics["advantages/zero_groups_fraction"] = float(
+            zero_group_fraction(advantages, mask, group_index)
+        )
         experience = Experience(
             sequences=seq,
             old_logprobs=old,

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Literal, get_args
 
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator, AdvantageParams
+from lightrft.domain.health_checks import HealthThresholds
 from lightrft.domain.kl import KL_CONTROLLERS, KL_ESTIMATORS
 from lightrft.domain.policy_losses import POLICY_LOSSES, PolicyLoss, PolicyLossParams
 from lightrft.domain.types import SamplingParams
@@ -188,3 +189,33 @@ class CycleParams:
             if value is not None:
                 _positive(name, value)
         _non_negative("log_samples_per_step", self.log_samples_per_step)
+
+
+OnCollapse = Literal["warn", "rollback", "stop"]
+ON_COLLAPSE_CHOICES: tuple[str, ...] = get_args(OnCollapse)
+
+
+@dataclass(frozen=True)
+class HealthParams:
+    """The training-health monitor (docs/health.md) and what a collapse signal does.
+
+    ``on_collapse``: ``warn`` only logs; ``rollback`` restores the best state so far (by
+    held-out accuracy when the run evaluates, else by training reward) and multiplies the
+    learning rate by ``rollback_lr_factor``, at most ``max_rollbacks`` times; ``stop`` ends
+    the run (with a checkpoint when the run has a store).
+    """
+
+    thresholds: HealthThresholds = field(default_factory=HealthThresholds)
+    on_collapse: OnCollapse = "warn"
+    rollback_lr_factor: float = 0.5
+    max_rollbacks: int = 2
+
+    def __post_init__(self) -> None:
+        if self.on_collapse not in ON_COLLAPSE_CHOICES:
+            raise ValueError(
+                f"on_collapse must be one of {', '.join(ON_COLLAPSE_CHOICES)}, "
+                f"got {self.on_collapse!r}"
+            )
+        if not 0 < self.rollback_lr_factor <= 1:
+            raise ValueError(f"rollback_lr_factor must be in (0, 1], got {self.rollback_lr_factor}")
+        _non_negative("max_rollbacks", self.max_rollbacks)

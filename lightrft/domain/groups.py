@@ -67,3 +67,23 @@ def group_stats(values: Tensor, group_index: Tensor, weights: Tensor | None = No
     mean = torch.where(equal, low, mean)
     std = torch.where(equal, torch.zeros_like(var), var.sqrt())
     return GroupStats(mean=mean[ids], std=std[ids], size=size[ids])
+
+
+def zero_group_fraction(values: Tensor, response_mask: Tensor, group_index: Tensor) -> Tensor:
+    """The fraction of groups whose ``values`` are exactly 0 at every masked token.
+
+    For advantages: the groups the update learns nothing from (e.g. every sample of the
+    prompt got the same reward). Shape: values (B, R), response_mask (B, R), group_index
+    (B,) -> 0-dim float tensor (0 for an empty batch).
+    """
+    check_shape("values", values, (None, None))
+    check_shape("response_mask", response_mask, tuple(values.shape))
+    check_shape("group_index", group_index, (values.shape[0],))
+    ids, k = dense_group_ids(group_index)
+    if k == 0:
+        return torch.zeros(())
+    nonzero = ((values != 0) & response_mask.bool()).any(dim=-1)  # [B]
+    learning = torch.zeros(k, dtype=torch.long, device=values.device).scatter_reduce(
+        0, ids.to(values.device), nonzero.long(), reduce="amax"
+    )  # [K] 1 where some sample of the group has a non-zero value
+    return (learning == 0).float().mean()

@@ -204,6 +204,11 @@ class Strategy(Protocol):
         """
         ...
 
+    def set_lr_scale(self, scale: float) -> None:
+        """Multiplies the scheduled learning rate of every later step by ``scale`` (> 0;
+        1.0 is the schedule as configured). The scale is part of :meth:`state_dict`."""
+        ...
+
     def full_state(self) -> Iterator[tuple[str, Tensor]]:
         """The full (unsharded) parameters, one tensor at a time, for sync and export."""
         ...

@@ -122,6 +122,7 @@ def _train_in(config: RunConfig, container: Any, start: Start) -> dict[str, Any]
         summary["eval_accuracy_before"] = before
     if evals:
         summary["eval_accuracy_after"] = evals[-1]["eval/accuracy"]
+    summary["health"] = cycle.health.summary()
     if config.checkpoint.export_final:
         summary["final_model"] = str(export_policy(container, run_dir / "final_model", main))
     if main:

@@ -159,3 +159,30 @@ def test_offload_onload_round_trip(factory: StrategyFactory) -> None:
     for name, tensor in _params(strategy).items():
         torch.testing.assert_close(tensor, before[name])
     _train(strategy, module, 1)
+
+
+def _next_lr(strategy: Strategy, module: nn.Module) -> float:
+    strategy.backward(_loss(module))
+    return strategy.step().lr
+
+
+def test_lr_scale_multiplies_later_rates_and_is_checkpointed(factory: StrategyFactory) -> None:
+    plain, plain_module = factory(PARAMS), _module(0)
+    scaled, scaled_module = factory(PARAMS), _module(0)
+    plain.prepare(plain_module)
+    scaled.prepare(scaled_module)
+    _train(plain, plain_module, 2)
+    _train(scaled, scaled_module, 2)
+    scaled.set_lr_scale(0.25)
+    for _ in range(2):  # the cosine schedule moves on; the scale stays
+        assert _next_lr(scaled, scaled_module) == pytest.approx(
+            0.25 * _next_lr(plain, plain_module), rel=1e-6
+        )
+    resumed, other = factory(PARAMS), _module(1)
+    resumed.prepare(other)
+    resumed.load_state_dict(_saved_and_loaded(scaled.state_dict()))
+    assert _next_lr(resumed, other) == pytest.approx(0.25 * _next_lr(plain, plain_module), rel=1e-6)
+    resumed.set_lr_scale(1.0)  # back to the schedule
+    assert _next_lr(resumed, other) == pytest.approx(_next_lr(plain, plain_module), rel=1e-6)
+    with pytest.raises(ValueError, match="lr scale"):
+        resumed.set_lr_scale(0.0)

@@ -29,19 +29,10 @@ from lightrft.adapters.hf.loading import load_causal_lm
 from lightrft.entrypoints.cli import main
 from lightrft.entrypoints.graceful_stop import EXIT_STOPPED
 from lightrft.entrypoints.run_directory import RunDirectoryLock
+from tests.helpers.cli_runs import TINY
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "docs" / "troubleshooting.md"
-TINY = [
-    "train.total_steps=2",
-    "rollout.max_new_tokens=4",
-    "rollout.prompts_per_step=2",
-    "rollout.n_samples_per_prompt=2",
-    "data.train.num_builtin=8",
-    "data.eval=null",
-    "logging.progress=false",
-    "checkpoint.export_final=false",
-]
 TOY = "tests.helpers.toy_rewards"
 
 

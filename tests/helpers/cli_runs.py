@@ -11,6 +11,19 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
+TINY = [
+    "train.total_steps=2",
+    "rollout.max_new_tokens=4",
+    "rollout.prompts_per_step=2",
+    "rollout.n_samples_per_prompt=2",
+    "data.train.num_builtin=8",
+    "data.eval=null",
+    "logging.progress=false",
+    "checkpoint.export_final=false",
+]
+"""Overrides of a seconds-long run on the tiny model: 2 steps of 2 prompts x 2 samples of at
+most 4 tokens, no evaluation, no progress bar, no final export."""
+
 
 def train_grpo_command(model_dir: Path, run_dir: Path, *overrides: str) -> list[str]:
     """`python -m lightrft.entrypoints.cli train grpo` on ``model_dir`` writing ``run_dir``."""

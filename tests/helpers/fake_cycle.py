@@ -22,6 +22,7 @@ from lightrft.application.cycle import ColocatedRLCycle, CycleComponents, CycleS
 from lightrft.application.params import (
     AlgorithmParams,
     CycleParams,
+    HealthParams,
     RolloutParams,
     TrainParams,
 )
@@ -87,6 +88,7 @@ def build_rig(
     seed: int = 0,
     with_reference: bool | None = None,
     model_reward_weight: float = 0.0,
+    health: HealthParams | None = None,
 ) -> FakeRig:
     params = ALGORITHMS[algorithm] if isinstance(algorithm, str) else algorithm
     if algorithm == "dapo":
@@ -143,6 +145,7 @@ def build_rig(
             eval_every=eval_every,
             checkpoint_every=checkpoint_every,
         ),
+        health=health if health is not None else HealthParams(),
     )
     cycle = ColocatedRLCycle(components, settings)
     return FakeRig(

@@ -8,6 +8,9 @@ S = ``total_steps`` and r = ``min_lr_ratio``:
   W - 1 reaches the full rate);
 - afterwards, with progress p = min(1, (s - W) / max(1, S - W)):
   constant f = 1; linear f = r + (1 - r) (1 - p); cosine f = r + (1 - r) (1 + cos(pi p)) / 2.
+
+A strategy's ``set_lr_scale(c)`` multiplies every later rate by c (the training-health
+rollback lowers the rate this way); :func:`checked_lr_scale` validates c.
 """
 
 from __future__ import annotations
@@ -36,3 +39,11 @@ def lr_multiplier(step: int, optim: OptimizerParams) -> float:
 def learning_rate(step: int, optim: OptimizerParams) -> float:
     """The learning rate of optimizer step ``step``: ``optim.lr * lr_multiplier(step)``."""
     return optim.lr * lr_multiplier(step, optim)
+
+
+def checked_lr_scale(scale: float) -> float:
+    """``scale`` as a float, if it is a usable learning-rate multiplier (finite, > 0)."""
+    value = float(scale)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"lr scale must be a finite number > 0, got {scale}")
+    return value

@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from lightrft.adapters.common.lr_schedule import learning_rate
+from lightrft.adapters.common.lr_schedule import checked_lr_scale, learning_rate
 from lightrft.adapters.deepspeed import gather, offload, rank_state
 from lightrft.adapters.deepspeed.config import build_deepspeed_config
 from lightrft.adapters.deepspeed.engine_forward import route_forward_through_engine
@@ -31,6 +31,7 @@ from lightrft.domain.types import OptimizerParams, StepResult
 
 CHECKPOINT_TAG = "lightrft"
 STEPS_KEY = "lightrft_steps"
+LR_SCALE_KEY = "lightrft_lr_scale"
 
 
 class DeepSpeedStrategy:
@@ -77,6 +78,7 @@ class DeepSpeedStrategy:
         self._client: torch.optim.Optimizer | None = None
         self._gate: StepGate | None = None
         self._steps = 0
+        self._lr_scale = 1.0
         self._placement: offload.Placement | None = None
 
     @property
@@ -100,7 +102,11 @@ class DeepSpeedStrategy:
     @property
     def current_lr(self) -> float:
         """The learning rate the next applied step will use."""
-        return learning_rate(self._steps, self._optim)
+        return learning_rate(self._steps, self._optim) * self._lr_scale
+
+    def set_lr_scale(self, scale: float) -> None:
+        """Multiplies the scheduled rate of every later step by ``scale``."""
+        self._lr_scale = checked_lr_scale(scale)
 
     @property
     def is_offloaded(self) -> bool:
@@ -238,7 +244,7 @@ class DeepSpeedStrategy:
         state = rank_state.capture(
             self.module, self.engine.optimizer, zero_stage=self._zero_stage, layout=self._layout()
         )
-        state["scheduler"] = {"step": self._steps}
+        state["scheduler"] = {"step": self._steps, "lr_scale": self._lr_scale}
         return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -253,6 +259,7 @@ class DeepSpeedStrategy:
             world_size=dist.get_world_size(),
         )
         self._steps = int(state["scheduler"]["step"])
+        self._lr_scale = float(state["scheduler"].get("lr_scale", 1.0))
 
     def save_checkpoint(self, directory: str | Path) -> None:
         """Writes a DeepSpeed checkpoint (every rank its partition) to ``directory``.
@@ -262,7 +269,9 @@ class DeepSpeedStrategy:
         """
         self._check_onloaded("save_checkpoint")
         self.engine.save_checkpoint(
-            str(directory), tag=CHECKPOINT_TAG, client_state={STEPS_KEY: self._steps}
+            str(directory),
+            tag=CHECKPOINT_TAG,
+            client_state={STEPS_KEY: self._steps, LR_SCALE_KEY: self._lr_scale},
         )
 
     def load_checkpoint(self, directory: str | Path) -> None:
@@ -277,6 +286,7 @@ class DeepSpeedStrategy:
         if path is None:
             raise FileNotFoundError(f"no DeepSpeed checkpoint {CHECKPOINT_TAG!r} in {directory}")
         self._steps = int(client_state[STEPS_KEY])
+        self._lr_scale = float(client_state.get(LR_SCALE_KEY, 1.0))
 
     def _layout(self) -> dict[str, int]:
         return {

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from lightrft.adapters.common.lr_schedule import checked_lr_scale
 from lightrft.adapters.common.lr_schedule import lr_multiplier as lr_factor
 from lightrft.domain.types import OptimizerParams, StepResult
 
@@ -39,6 +40,7 @@ class FakeStrategy:
         self._module: nn.Module | None = None
         self._optimizer: torch.optim.AdamW | None = None
         self._schedule_step = 0
+        self._lr_scale = 1.0
         self.is_offloaded = False
         self.backward_calls = 0
         self.steps = 0
@@ -64,7 +66,11 @@ class FakeStrategy:
     @property
     def current_lr(self) -> float:
         """Learning rate of the next optimizer step."""
-        return self.params.lr * lr_factor(self._schedule_step, self.params)
+        return self.params.lr * lr_factor(self._schedule_step, self.params) * self._lr_scale
+
+    def set_lr_scale(self, scale: float) -> None:
+        """Multiplies the scheduled rate of every later step by ``scale``."""
+        self._lr_scale = checked_lr_scale(scale)
 
     def prepare(self, module: nn.Module) -> None:
         """Moves ``module`` to the device and builds AdamW over its trainable parameters."""
@@ -157,7 +163,7 @@ class FakeStrategy:
         return {
             "module": copy.deepcopy(self.module.state_dict()),
             "optimizer": copy.deepcopy(self.optimizer.state_dict()),
-            "scheduler": {"step": self._schedule_step},
+            "scheduler": {"step": self._schedule_step, "lr_scale": self._lr_scale},
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -165,3 +171,4 @@ class FakeStrategy:
         self.module.load_state_dict(copy.deepcopy(dict(state["module"])))
         self.optimizer.load_state_dict(copy.deepcopy(dict(state["optimizer"])))
         self._schedule_step = int(state["scheduler"]["step"])
+        self._lr_scale = float(state["scheduler"].get("lr_scale", 1.0))

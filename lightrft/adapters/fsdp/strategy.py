@@ -32,7 +32,7 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor
 
 from lightrft.adapters.common.adamw import build_adamw
-from lightrft.adapters.common.lr_schedule import learning_rate
+from lightrft.adapters.common.lr_schedule import checked_lr_scale, learning_rate
 from lightrft.adapters.fsdp.gather import clean_name, full_state
 from lightrft.adapters.fsdp.optimizer import clip_to_norm, total_grad_norm
 from lightrft.adapters.fsdp.sharding import MixedPrecision, layer_class_names, shard_model
@@ -96,6 +96,7 @@ class Fsdp2Strategy:
         self._optimizer: torch.optim.Optimizer | None = None
         self._params: list[nn.Parameter] = []
         self._steps = 0
+        self._lr_scale = 1.0
         self._state_devices: dict[tuple[int, str], torch.device] = {}
         self._offloaded = False
 
@@ -121,7 +122,11 @@ class Fsdp2Strategy:
     @property
     def current_lr(self) -> float:
         """The learning rate the next applied step will use."""
-        return learning_rate(self._steps, self._optim)
+        return learning_rate(self._steps, self._optim) * self._lr_scale
+
+    def set_lr_scale(self, scale: float) -> None:
+        """Multiplies the scheduled rate of every later step by ``scale``."""
+        self._lr_scale = checked_lr_scale(scale)
 
     def prepare(self, module: nn.Module) -> None:
         """Shards ``module`` in place (blocks, then the root), then builds AdamW over the
@@ -224,7 +229,7 @@ class Fsdp2Strategy:
         return {
             "module": get_model_state_dict(self.module),
             "optimizer": get_optimizer_state_dict(self.module, self.optimizer),
-            "scheduler": {"step": self._steps},
+            "scheduler": {"step": self._steps, "lr_scale": self._lr_scale},
         }
 
     def state_dict(self) -> dict[str, Any]:
@@ -241,6 +246,7 @@ class Fsdp2Strategy:
         set_model_state_dict(self.module, restored["module"])
         set_optimizer_state_dict(self.module, self.optimizer, restored["optimizer"])
         self._steps = int(state["scheduler"]["step"])
+        self._lr_scale = float(state["scheduler"].get("lr_scale", 1.0))
 
     def save_sharded(self, directory: str | Path) -> None:
         """Writes every rank's shards to ``directory`` (``torch.distributed.checkpoint``).
@@ -256,6 +262,7 @@ class Fsdp2Strategy:
         set_model_state_dict(self.module, state["module"])
         set_optimizer_state_dict(self.module, self.optimizer, state["optimizer"])
         self._steps = int(state["scheduler"]["step"])
+        self._lr_scale = float(state["scheduler"].get("lr_scale", 1.0))
 
     def export_full_state_dict(self) -> dict[str, Tensor]:
         """The full model state on the host of rank 0 (HF names), ``{}`` on other ranks.

@@ -1,4 +1,5 @@
-"""The ``report.html`` page: plots, before/after evaluation, last metric values, samples.
+"""The ``report.html`` page: plots, before/after evaluation, training-health signals, last
+metric values, samples.
 
 Every piece of run data (metric names, sample text from the model, the run name) passes
 through :func:`html.escape`, so model output can never become markup or script; the page
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lightrft.adapters.report.health_marks import HealthOnset
 from lightrft.adapters.report.plots import RenderedPlot
 from lightrft.adapters.report.reading import Series, value_at
 
@@ -57,9 +59,11 @@ def build_page(
     *,
     max_text_chars: int = 4000,
     links: Sequence[tuple[str, str]] = (),
+    health: Sequence[HealthOnset] | None = None,
 ) -> str:
     """The whole HTML document. ``samples``: (heading, rows) sections of sample rows;
-    ``links``: (relative href, text) of pages written next to it."""
+    ``links``: (relative href, text) of pages written next to it; ``health``: the onsets
+    of training-health signals (``None``: the run logged no ``health/*`` metric)."""
     name = _esc(run_name)
     parts = [
         "<!DOCTYPE html>",
@@ -69,6 +73,7 @@ def build_page(
         f"<h1>LightRFT run report: {name}</h1>",
         "".join(f'<p><a href="{_esc(href)}">{_esc(text)}</a></p>' for href, text in links),
         _eval_section(eval_comparison(series)),
+        _health_section(health),
         _plots_section(plots),
         _last_values_section(series),
         *(_samples_section(title, rows, max_text_chars) for title, rows in samples),
@@ -90,6 +95,23 @@ def _eval_section(comparison: EvalComparison | None) -> str:
         '<h2>Evaluation before and after</h2><table id="eval">'
         f"<tr><th>metric</th><th>before (step {first})</th><th>after (step {last})</th>"
         f"<th>change</th></tr>{body}</table>"
+    )
+
+
+def _health_section(onsets: Sequence[HealthOnset] | None) -> str:
+    if onsets is None:
+        return ""
+    if not onsets:
+        return "<h2>Training health</h2><p>No training-health signal fired.</p>"
+    rows = "".join(
+        f"<tr><td>{_esc(o.signal)}</td><td class='num'>{o.step}</td>"
+        f"<td class='num'>{o.steps}</td>{_num(o.value)}</tr>"
+        for o in onsets
+    )
+    return (
+        "<h2>Training health</h2><p>Signals that started firing (dashed lines on the plots; "
+        "see docs/health.md):</p><table id='health'><tr><th>signal</th><th>from step</th>"
+        f"<th>steps firing</th><th>value then</th></tr>{rows}</table>"
     )
 
 

@@ -7,6 +7,7 @@ safe inside any process.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -43,6 +44,7 @@ PLOTS: tuple[PlotSpec, ...] = (
     PlotSpec("grad_norm.png", "Gradient norm (before clipping)", ("train/grad_norm",)),
     PlotSpec("lr.png", "Learning rate", ("train/lr",)),
     PlotSpec("step_time.png", "Step time (s)", ("time/step_s",)),
+    PlotSpec("health.png", "Training-health signals firing", ("health/alarm",)),
 )
 
 
@@ -55,8 +57,13 @@ class RenderedPlot:
     keys: tuple[str, ...]
 
 
-def render_plots(series: dict[str, Series], out_dir: Path) -> list[RenderedPlot]:
-    """Writes one PNG per :data:`PLOTS` entry whose metrics exist; removes stale ones."""
+def render_plots(
+    series: dict[str, Series], out_dir: Path, marks: Sequence[int] = ()
+) -> list[RenderedPlot]:
+    """Writes one PNG per :data:`PLOTS` entry whose metrics exist; removes stale ones.
+
+    ``marks``: steps drawn as dashed vertical lines on every plot (where a training-health
+    signal started)."""
     figure_cls, canvas_cls = _matplotlib()
     rendered: list[RenderedPlot] = []
     for spec in PLOTS:
@@ -70,6 +77,9 @@ def render_plots(series: dict[str, Series], out_dir: Path) -> list[RenderedPlot]
         axes = figure.add_subplot()
         for key in keys:
             _plot_series(axes, key, series[key])
+        for i, step in enumerate(marks):
+            label = "health signal" if i == 0 else None
+            axes.axvline(step, color="tab:red", linestyle="--", alpha=0.6, label=label)
         axes.set_title(spec.title)
         axes.set_xlabel("step")
         axes.grid(True, alpha=0.3)

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lightrft.adapters.report.health_marks import health_onsets
 from lightrft.adapters.report.html_page import build_page
 from lightrft.adapters.report.plots import render_plots
 from lightrft.adapters.report.reading import metric_series, read_jsonl
@@ -29,7 +30,8 @@ def render_report(
     Reads ``run_dir/metrics.jsonl`` (required) and ``run_dir/samples.jsonl`` (optional).
     Output goes to ``out_dir`` (default ``run_dir/report``): one PNG per plotted metric
     group (skipped when its metrics were never logged) and ``report.html``, which refers to
-    the PNGs by relative path. Samples shown: those of the first and of the last logged
+    the PNGs by relative path. Training-health signals (``health/fired/*``) get a table of
+    where each started, and dashed lines at those steps on the plots. Samples shown: those of the first and of the last logged
     step, at most ``max_samples_per_step`` each; texts are cut at ``max_text_chars``. With
     samples, ``trajectories.html`` (every saved sample, by step) is written too and linked.
     """
@@ -40,7 +42,8 @@ def render_report(
     out = Path(out_dir) if out_dir is not None else run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
     series = metric_series(read_jsonl(metrics_path))
-    plots = render_plots(series, out)
+    onsets = health_onsets(series)
+    plots = render_plots(series, out, sorted({onset.step for onset in onsets}))
     samples_path = run_dir / SAMPLES_FILE
     rows = read_jsonl(samples_path) if samples_path.is_file() else []
     links: list[tuple[str, str]] = []
@@ -57,6 +60,7 @@ def render_report(
         _sample_sections(rows, max_samples_per_step),
         max_text_chars=max_text_chars,
         links=links,
+        health=onsets if any(name.startswith("health/") for name in series) else None,
     )
     report = out / REPORT_FILE
     report.write_text(page, encoding="utf-8")

@@ -21,7 +21,7 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from lightrft.adapters.common.adamw import build_adamw
 from lightrft.adapters.common.collective import LocalCollective
-from lightrft.adapters.common.lr_schedule import lr_multiplier
+from lightrft.adapters.common.lr_schedule import checked_lr_scale, lr_multiplier
 from lightrft.domain.types import OptimizerParams, StepResult
 
 HOST = torch.device("cpu")
@@ -51,6 +51,7 @@ class SingleDeviceStrategy(LocalCollective):
         self._module: nn.Module | None = None
         self._optimizer: torch.optim.Optimizer | None = None
         self._scheduler: LambdaLR | None = None
+        self._lr_scale = 1.0
         self._state_devices: dict[tuple[int, str], torch.device] = {}
 
     # Strategy port ----------------------------------------------------------------------
@@ -73,7 +74,18 @@ class SingleDeviceStrategy(LocalCollective):
         self._optimizer = build_adamw(trainable, self._optim)
         self._module = module
         optim = self._optim
-        self._scheduler = LambdaLR(self._optimizer, lambda step: lr_multiplier(step, optim))
+        self._scheduler = LambdaLR(
+            self._optimizer, lambda step: lr_multiplier(step, optim) * self._lr_scale
+        )
+
+    def set_lr_scale(self, scale: float) -> None:
+        """Multiplies the scheduled rate of every later step by ``scale``."""
+        self._lr_scale = checked_lr_scale(scale)
+        optimizer, scheduler = self._built()
+        for group, base, factor in zip(
+            optimizer.param_groups, scheduler.base_lrs, scheduler.lr_lambdas, strict=True
+        ):
+            group["lr"] = base * factor(scheduler.last_epoch)
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         """Context for forward passes: ``torch.autocast`` with ``autocast_dtype``, or nothing."""
@@ -132,7 +144,7 @@ class SingleDeviceStrategy(LocalCollective):
         self._state_devices = {}
 
     def state_dict(self) -> dict[str, Any]:
-        """A snapshot of the ``{"module", "optimizer", "scheduler"}`` states.
+        """A snapshot of the ``{"module", "optimizer", "scheduler", "lr_scale"}`` states.
 
         Tensors are copies: training after the call does not change what was returned.
         """
@@ -142,12 +154,14 @@ class SingleDeviceStrategy(LocalCollective):
                 "module": self.module.state_dict(),
                 "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(),
+                "lr_scale": self._lr_scale,
             }
         )
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restores :meth:`state_dict` output (after :meth:`prepare` of the same module)."""
         optimizer, scheduler = self._built()
+        self._lr_scale = float(state.get("lr_scale", 1.0))  # saved rates include it
         self.module.load_state_dict(state["module"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])

@@ -11,6 +11,7 @@ from lightrft.application.cycle import CycleSettings
 from lightrft.application.params import (
     AlgorithmParams,
     CycleParams,
+    HealthParams,
     RewardShapingParams,
     RolloutParams,
     TrainParams,
@@ -225,5 +226,11 @@ class RunConfig(Section):
                 enabled=rw.stop_on_failures,
                 threshold=rw.failure_threshold,
                 patience=rw.failure_patience,
+            ),
+            health=HealthParams(
+                thresholds=t.health.thresholds(),
+                on_collapse=t.on_collapse,
+                rollback_lr_factor=t.rollback_lr_factor,
+                max_rollbacks=t.max_rollbacks,
             ),
         )

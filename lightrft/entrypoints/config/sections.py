@@ -26,6 +26,7 @@ from lightrft.entrypoints.config.components import (
     RewardSourceSection,
     component_field,
 )
+from lightrft.entrypoints.config.health_section import HealthConfig
 from lightrft.entrypoints.config.switches import AutoOnOff, AutoOrBool
 
 AdvantageName = Literal[
@@ -358,6 +359,18 @@ class TrainConfig(Section):
     )
     shuffle: bool = Field(True, description="Shuffle each epoch's samples before mini-batches.")
     seed: int = Field(0, description="Seed of data order, sampling and shuffles.")
+    health: HealthConfig = Field(
+        default_factory=HealthConfig, description="Training-health check thresholds."
+    )
+    on_collapse: Literal["warn", "rollback", "stop"] = Field(
+        "warn",
+        description="At a collapse signal (reward_drop, entropy_collapse, truncation): warn; "
+        "rollback to the best state so far (kept in host memory) and lower the lr; or stop.",
+    )
+    rollback_lr_factor: float = Field(
+        0.5, gt=0, le=1, description="Each rollback multiplies the learning rate by this."
+    )
+    max_rollbacks: int = Field(2, ge=0, description="Rollbacks at most; later collapses warn.")
 
 
 class OptimConfig(Section):

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lightrft.domain.aggregation import AGG_MODES, AGGREGATIONS, LossNormalizer, aggregate
-from lightrft.domain.groups import group_stats
+from lightrft.domain.groups import group_stats, zero_group_fraction
 from lightrft.domain.masked import masked_mean, masked_whiten
 from tests.helpers.simulated_ranks import run_on_ranks
 
@@ -106,3 +106,15 @@ def test_group_of_equal_values_has_exact_mean_and_zero_std(value: float, size: i
     stats = group_stats(values, torch.zeros(size, dtype=torch.long))
     assert bool((stats.mean == values).all())
     assert bool((stats.std == 0).all())
+
+
+def test_zero_group_fraction_hand_computed() -> None:
+    # groups (ids 7, 2, 5): 7 has a non-zero advantage; 2 is zero where the mask counts
+    # (its 9.0 is padding); 5 has a row of zeros and an empty row: 2 of 3 groups are zero
+    values = torch.tensor([[0.0, 0.5], [0.0, 0.0], [0.0, 9.0], [0.0, 0.0], [0.0, 0.0], [3.0, 0.0]])
+    mask = torch.tensor([[1, 1], [1, 1], [1, 0], [1, 1], [1, 1], [0, 0]])
+    groups = torch.tensor([7, 7, 2, 2, 5, 5])
+    assert zero_group_fraction(values, mask, groups).item() == pytest.approx(2 / 3)
+    assert zero_group_fraction(values[:2], mask[:2], groups[:2]).item() == 0.0
+    empty = torch.zeros(0, 2)
+    assert zero_group_fraction(empty, empty, torch.zeros(0, dtype=torch.long)).item() == 0.0

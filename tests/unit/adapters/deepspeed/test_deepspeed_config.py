@@ -136,3 +136,11 @@ def test_the_strategy_implements_the_port() -> None:
     strategy = DeepSpeedStrategy(OPTIM, device=torch.device("cpu"))
     assert isinstance(strategy, Strategy)
     assert strategy.current_lr == OPTIM.lr and not strategy.is_offloaded
+
+
+def test_lr_scale_multiplies_the_scheduled_rate() -> None:
+    strategy = DeepSpeedStrategy(OPTIM, device=torch.device("cpu"))
+    strategy.set_lr_scale(0.25)
+    assert strategy.current_lr == pytest.approx(0.25 * OPTIM.lr)
+    with pytest.raises(ValueError, match="lr scale"):
+        strategy.set_lr_scale(float("nan"))

@@ -133,6 +133,23 @@ def test_state_dict_round_trip_restores_weights_optimizer_and_schedule(
     assert max(float((got[k] - want[k]).abs().max()) for k in want) < 1e-6
 
 
+def test_lr_scale_lowers_later_steps_and_is_restored_with_the_state(
+    one_rank_group: None,
+) -> None:
+    strategy = Fsdp2Strategy(OPTIM, device=HOST)
+    strategy.prepare(tiny_model())
+    train_step(strategy, 0)
+    scheduled = strategy.current_lr
+    strategy.set_lr_scale(0.5)
+    saved = copy.deepcopy(strategy.state_dict())
+    input_ids, mask = global_batch(1)
+    strategy.backward(nll_loss(strategy.module, input_ids, mask, LossNormalizer.from_mask(mask)))
+    assert strategy.step().lr == pytest.approx(0.5 * scheduled)
+    strategy.set_lr_scale(1.0)
+    strategy.load_state_dict(saved)
+    assert strategy.current_lr == pytest.approx(0.5 * scheduled)
+
+
 def test_bf16_computes_in_bf16_and_keeps_fp32_shards(one_rank_group: None) -> None:
     strategy = Fsdp2Strategy(OPTIM, device=HOST, mixed_precision="bf16")
     model = tiny_model()

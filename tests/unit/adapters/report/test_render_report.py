@@ -187,3 +187,34 @@ def test_missing_matplotlib_gives_the_install_hint(
     monkeypatch.setattr(plots_module.importlib, "import_module", no_matplotlib)
     with pytest.raises(ImportError, match=r"pip install 'lightrft\[report\]'"):
         render_report(tmp_path)
+
+
+def test_health_signals_are_listed_and_marked(tmp_path: Path) -> None:
+    tracker = JsonlTracker(tmp_path, clock=lambda: 0.0)
+    fired = {4: 1.0, 5: 1.0, 6: 0.0, 7: 1.0}  # reward_drop: two episodes, from 4 and 7
+    for step in range(1, 8):
+        metrics = {"reward/mean": 1.0 / step, "health/alarm": float(fired.get(step, 0.0))}
+        if step >= 3:
+            metrics["health/reward_drop"] = 0.1 * step
+            metrics["health/fired/reward_drop"] = fired.get(step, 0.0)
+        if step == 2:
+            metrics["health/fired/truncation"] = 1.0
+            metrics["health/truncated_fraction"] = 0.95
+        tracker.log_metrics(metrics, step)
+    tracker.close()
+    report = render_report(tmp_path)
+    assert _parse(report).tables["health"] == [
+        ["signal", "from step", "steps firing", "value then"],
+        ["truncation", "2", "1", "0.95"],
+        ["reward_drop", "4", "2", "0.4"],
+        ["reward_drop", "7", "1", "0.7"],
+    ]
+    assert {"health.png", "reward.png"} <= {p.name for p in report.parent.glob("*.png")}
+
+
+def test_a_run_without_health_signals_says_so(tmp_path: Path) -> None:
+    tracker = JsonlTracker(tmp_path, clock=lambda: 0.0)
+    tracker.log_metrics({"reward/mean": 0.5, "health/alarm": 0.0}, 1)
+    tracker.close()
+    text = render_report(tmp_path).read_text(encoding="utf-8")
+    assert "No training-health signal fired." in text

@@ -1,0 +1,289 @@
+"""The training-health checks: one per way an RL run goes wrong, each over one logged metric.
+
+A check reads one scalar the cycle logs every step (the first of its ``sources`` present)
+and turns it into a ``health/*`` value; it *fires* when that value crosses its threshold
+(docs/health.md lists them with what to do). Checks are registered by signal name in
+:data:`HEALTH_CHECKS`; :class:`~lightrft.domain.training_health.HealthMonitor` runs them all.
+
+Plain Python floats throughout: a check sees a handful of logged numbers per step, never
+tensors. Every detector's state is a dict of floats and lists of floats, so it checkpoints
+with the run (``torch.load(weights_only=True)`` reads it).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from lightrft.domain.registry import Registry
+
+
+def _in_unit(name: str, value: float) -> None:
+    if not 0.0 < value <= 1.0:
+        raise ValueError(f"{name} must be in (0, 1], got {value}")
+
+
+def _at_least(name: str, value: float, low: float) -> None:
+    if not value >= low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+
+
+@dataclass(frozen=True)
+class HealthThresholds:
+    """When each check fires (docs/health.md explains each one).
+
+    ``reward_drop``: the ``reward_window``-step running mean of ``reward/mean`` is more than
+    this below the best such mean so far (absolute, in reward units). ``entropy_ratio`` /
+    ``entropy_floor``: ``train/entropy`` is below this fraction of its mean over the first
+    ``baseline_steps`` steps, or below this many nats. ``truncated_fraction``: at least this
+    fraction of responses hit the token budget. ``kl``: mean per-token KL to the reference
+    (``kl/mean``, else ``train/kl``) at least this (nats). ``grad_norm_ratio``: the gradient
+    norm is at least this multiple of the median of the last ``grad_norm_window`` non-zero
+    norms (checked once ``baseline_steps`` are known). ``zero_adv_groups``: at least this
+    fraction of groups have all-zero advantages. ``logprob_drift``: the rollout engine's
+    log-probs differ from the trainer's by at least this k3 KL (``rollout/kl_k3``).
+    """
+
+    reward_window: int = 3
+    reward_drop: float = 0.25
+    baseline_steps: int = 3
+    entropy_ratio: float = 0.1
+    entropy_floor: float = 0.05
+    truncated_fraction: float = 0.9
+    kl: float = 0.5
+    grad_norm_ratio: float = 10.0
+    grad_norm_window: int = 100
+    zero_adv_groups: float = 0.9
+    logprob_drift: float = 0.02
+
+    def __post_init__(self) -> None:
+        for name in ("reward_window", "baseline_steps", "grad_norm_window"):
+            _at_least(name, getattr(self, name), 1)
+        for name in ("entropy_ratio", "truncated_fraction", "zero_adv_groups"):
+            _in_unit(name, getattr(self, name))
+        for name in ("reward_drop", "kl", "logprob_drift"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        _at_least("entropy_floor", self.entropy_floor, 0.0)
+        _at_least("grad_norm_ratio", self.grad_norm_ratio, 1.0)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One step's verdict of a check: its ``health/*`` value, the threshold it is held to,
+    whether it fired, and a one-line ``detail`` saying what was seen."""
+
+    value: float
+    threshold: float
+    fired: bool
+    detail: str
+
+
+class Detector(Protocol):
+    """A check's running state: one metric value per step in, a reading out (``None`` while
+    it has not seen enough steps to judge)."""
+
+    def observe(self, value: float) -> Reading | None:
+        """Takes this step's value of the watched metric."""
+        ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state, as floats and lists of floats."""
+        ...
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restores :meth:`state_dict`."""
+        ...
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """A registered check: the metrics it reads (the first present is used), the
+    ``health/*`` metric it logs, whether it signals a collapse (``train.on_collapse`` acts
+    on those), and how to build its detector from the thresholds."""
+
+    sources: tuple[str, ...]
+    metric: str
+    collapse: bool
+    make: Callable[[HealthThresholds], Detector]
+
+
+HEALTH_CHECKS: Registry[HealthCheck] = Registry("health check")
+
+
+class Limit:
+    """Stateless: fires when the value is at least ``threshold`` (or not finite)."""
+
+    def __init__(self, threshold: float, what: str) -> None:
+        self.threshold, self.what = threshold, what
+
+    def observe(self, value: float) -> Reading | None:
+        fired = not math.isfinite(value) or value >= self.threshold
+        relation = ">=" if fired else "<"
+        detail = f"{self.what} is {value:.4g} ({relation} {self.threshold:.4g})"
+        return Reading(value, self.threshold, fired, detail)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        pass
+
+
+class RewardDrop:
+    """The running mean over ``window`` steps vs the best running mean so far; the value is
+    best - current (>= 0), firing when above ``limit``. Non-finite rewards are ignored."""
+
+    def __init__(self, window: int, limit: float) -> None:
+        self.window, self.limit = window, limit
+        self.recent: list[float] = []
+        self.best: float | None = None
+
+    def observe(self, value: float) -> Reading | None:
+        if not math.isfinite(value):
+            return None
+        self.recent = [*self.recent, value][-self.window :]
+        if len(self.recent) < self.window:
+            return None
+        mean = sum(self.recent) / self.window
+        self.best = mean if self.best is None else max(self.best, mean)
+        drop = self.best - mean
+        detail = (
+            f"the {self.window}-step mean of reward/mean is {mean:.4g}, {drop:.4g} below its "
+            f"best {self.best:.4g} (limit {self.limit:.4g})"
+        )
+        return Reading(drop, self.limit, drop > self.limit, detail)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"recent": list(self.recent), "best": self.best}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.recent = [float(v) for v in state["recent"]]
+        self.best = None if state["best"] is None else float(state["best"])
+
+
+class EntropyCollapse:
+    """The first ``baseline_steps`` values set a baseline (their mean); later values give the
+    ratio value / baseline, firing below ``ratio`` or when the value is below ``floor`` nats."""
+
+    def __init__(self, baseline_steps: int, ratio: float, floor: float) -> None:
+        self.baseline_steps, self.ratio, self.floor = baseline_steps, ratio, floor
+        self.baseline: list[float] = []
+
+    def observe(self, value: float) -> Reading | None:
+        if len(self.baseline) < self.baseline_steps:
+            if math.isfinite(value):
+                self.baseline.append(value)
+            return None
+        base = sum(self.baseline) / len(self.baseline)
+        ratio = value / base if base > 0 else 1.0
+        fired = not math.isfinite(value) or ratio < self.ratio or value < self.floor
+        detail = (
+            f"train/entropy is {value:.4g} nats, {ratio:.3g} of its first-steps mean "
+            f"{base:.4g} (fires below {self.ratio:.3g} of it or below {self.floor:.4g} nats)"
+        )
+        return Reading(ratio, self.ratio, fired, detail)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"baseline": list(self.baseline)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.baseline = [float(v) for v in state["baseline"]]
+
+
+class GradNormBlowup:
+    """The gradient norm over the median of the last ``window`` finite non-zero norms
+    (steps without gradient, e.g. all groups uninformative, do not set the scale); judged
+    once ``min_history`` such norms are known. A non-finite norm fires with ratio inf."""
+
+    def __init__(self, min_history: int, window: int, ratio: float) -> None:
+        self.min_history, self.window, self.ratio = min_history, window, ratio
+        self.history: list[float] = []
+
+    def observe(self, value: float) -> Reading | None:
+        reading = None
+        if len(self.history) >= self.min_history:
+            median = statistics.median(self.history)
+            ratio = value / median if math.isfinite(value) else math.inf
+            detail = (
+                f"train/grad_norm is {value:.4g}, {ratio:.3g}x the median {median:.4g} of the "
+                f"last {len(self.history)} steps (limit {self.ratio:.3g}x)"
+            )
+            reading = Reading(ratio, self.ratio, ratio >= self.ratio, detail)
+        if math.isfinite(value) and value > 0:
+            self.history = [*self.history, value][-self.window :]
+        return reading
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"history": list(self.history)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.history = [float(v) for v in state["history"]]
+
+
+HEALTH_CHECKS.add(
+    "reward_drop",
+    HealthCheck(
+        ("reward/mean",),
+        "health/reward_drop",
+        True,
+        lambda t: RewardDrop(t.reward_window, t.reward_drop),
+    ),
+)
+HEALTH_CHECKS.add(
+    "entropy_collapse",
+    HealthCheck(
+        ("train/entropy",),
+        "health/entropy_ratio",
+        True,
+        lambda t: EntropyCollapse(t.baseline_steps, t.entropy_ratio, t.entropy_floor),
+    ),
+)
+HEALTH_CHECKS.add(
+    "truncation",
+    HealthCheck(
+        ("response_length/truncated_fraction",),
+        "health/truncated_fraction",
+        True,
+        lambda t: Limit(t.truncated_fraction, "the fraction of responses cut at the token budget"),
+    ),
+)
+HEALTH_CHECKS.add(
+    "kl_blowup",
+    HealthCheck(
+        ("kl/mean", "train/kl"),
+        "health/kl",
+        False,
+        lambda t: Limit(t.kl, "the mean per-token KL to the reference policy"),
+    ),
+)
+HEALTH_CHECKS.add(
+    "grad_norm_blowup",
+    HealthCheck(
+        ("train/grad_norm",),
+        "health/grad_norm_ratio",
+        False,
+        lambda t: GradNormBlowup(t.baseline_steps, t.grad_norm_window, t.grad_norm_ratio),
+    ),
+)
+HEALTH_CHECKS.add(
+    "zero_advantage_groups",
+    HealthCheck(
+        ("advantages/zero_groups_fraction",),
+        "health/zero_adv_groups",
+        False,
+        lambda t: Limit(t.zero_adv_groups, "the fraction of groups with all-zero advantages"),
+    ),
+)
+HEALTH_CHECKS.add(
+    "logprob_drift",
+    HealthCheck(
+        ("rollout/kl_k3",),
+        "health/logprob_drift",
+        False,
+        lambda t: Limit(t.logprob_drift, "the rollout-vs-trainer log-prob KL (rollout/kl_k3)"),
+    ),
+)

@@ -1,0 +1,54 @@
+"""``train.health`` / ``train.on_collapse``: defaults, choices, plumbing to HealthParams."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+
+from lightrft.application.collapse_rollback import COLLAPSE_ACTIONS
+from lightrft.application.params import ON_COLLAPSE_CHOICES, HealthParams
+from lightrft.domain.health_checks import HealthThresholds
+from lightrft.entrypoints.config.health_section import HealthConfig
+from lightrft.entrypoints.config.loading import ConfigError, load_config
+from lightrft.entrypoints.config.sections import TrainConfig
+
+
+def test_on_collapse_choices_equal_the_action_registry() -> None:
+    literal = TrainConfig.model_fields["on_collapse"].annotation
+    assert set(get_args(literal)) == set(COLLAPSE_ACTIONS.choices()) == set(ON_COLLAPSE_CHOICES)
+
+
+def test_defaults_are_the_domain_thresholds() -> None:
+    assert HealthConfig().thresholds() == HealthThresholds()  # type: ignore[call-arg]
+    assert load_config().to_domain().health == HealthParams()
+
+
+def test_overrides_reach_the_cycle_settings() -> None:
+    config = load_config(
+        overrides=[
+            "train.on_collapse=rollback",
+            "train.rollback_lr_factor=0.25",
+            "train.max_rollbacks=1",
+            "train.health.reward_drop=0.1",
+            "train.health.truncated_fraction=1.0",
+        ]
+    )
+    assert config.to_domain().health == HealthParams(
+        HealthThresholds(reward_drop=0.1, truncated_fraction=1.0), "rollback", 0.25, 1
+    )
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("train.on_collapse=explode", "train.on_collapse: Input should be 'warn'"),
+        ("train.health.entropy_ratio=2", "train.health.entropy_ratio: Input should be less"),
+        ("train.rollback_lr_factor=0", "train.rollback_lr_factor: Input should be greater"),
+        ("train.health.colour=red", "train.health.colour: unknown key"),
+    ],
+)
+def test_bad_values_name_the_key(override: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(overrides=[override])
+    assert message in str(info.value)
