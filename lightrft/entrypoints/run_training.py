@@ -123,7 +123,7 @@ def _train_in(config: RunConfig, container: Any, start: Start) -> dict[str, Any]
     if evals:
         summary["eval_accuracy_after"] = evals[-1]["eval/accuracy"]
     if config.checkpoint.export_final:
-        summary["final_model"] = str(export_policy(container, run_dir / "final_model", main))
+        summary.update(export_policy(container, run_dir, main))
     if main:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log.info("run.done", **summary)
@@ -147,12 +147,19 @@ def _first_eval(run_dir: Path) -> float | None:
     return None
 
 
-def export_policy(container: Any, directory: Path, main: bool) -> Path:
-    """Writes the trained policy as a plain HF model directory (rank 0 writes)."""
+def export_policy(container: Any, run_dir: Path, main: bool) -> dict[str, str]:
+    """Writes the trained policy (rank 0 writes): ``final_model/``, a plain HF model
+    directory (LoRA merged), and under LoRA also ``final_adapter/``, the PEFT adapter alone.
+    Returns their paths by summary key."""
     strategy = container.policy_strategy()
     policy = container.policy()
     strategy.onload()  # the cycle put everything to sleep when it ended
     state = strategy.export_full_state_dict()  # sharded: every rank joins, rank 0 writes
+    paths = {"final_model": run_dir / "final_model"}
+    if policy.uses_lora:
+        paths["final_adapter"] = run_dir / "final_adapter"
     if main:
-        policy.export_hf(directory, state=state)
-    return directory
+        policy.export_hf(paths["final_model"], state=state)
+        if "final_adapter" in paths:
+            policy.export_adapter(paths["final_adapter"], state=state)
+    return {key: str(path) for key, path in paths.items()}
