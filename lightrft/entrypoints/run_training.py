@@ -17,6 +17,7 @@ from lightrft.domain.ports import Collective
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import dump_config
+from lightrft.entrypoints.data_report import prompt_counts, report_prompt_counts
 from lightrft.entrypoints.graceful_stop import GracefulStop
 from lightrft.entrypoints.logging_setup import apply_config_logging
 from lightrft.entrypoints.run_directory import (
@@ -101,18 +102,21 @@ def _train_in(config: RunConfig, container: Any, start: Start) -> dict[str, Any]
         start=start,
     )
     cycle = container.cycle()
+    counts = prompt_counts(container.prompts(), container.eval_prompts())
     try:
         if start == "resume":
             cycle.resume()
             if main:
                 trim_logs_after(run_dir, cycle.state.step)
+        if main:  # step 0 of metrics.jsonl once, not again on resume
+            report_prompt_counts(counts, tracker if start == "fresh" else None)
         with GracefulStop(collective) as stop:
             history = cycle.run(resume=False, should_stop=stop.requested)
     finally:
         tracker.close()
         for source in container.reward_sources():
             source.close()
-    summary: dict[str, Any] = {"steps": cycle.state.step, "run_dir": str(run_dir)}
+    summary: dict[str, Any] = {"steps": cycle.state.step, "run_dir": str(run_dir), **counts}
     if cycle.stopped_early:  # SIGTERM: checkpointed; no export, no summary.json
         summary["stopped_early"] = True
         return summary

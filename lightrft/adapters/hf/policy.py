@@ -160,6 +160,6 @@ class HfPolicy:
         directory = Path(directory)
         full = None if state is None else dict(state)
         self._model.save_pretrained(
-            directory, state_dict=full, safe_serialization=True, save_embedding_layers=False
+            str(directory), state_dict=full, safe_serialization=True, save_embedding_layers=False
         )
         return directory
