@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
 import torch
 
 from lightrft.adapters.common.seeds import component_seed, row_seed, seeded_init
@@ -44,3 +45,17 @@ def test_a_seeded_block_leaves_the_global_stream_unchanged() -> None:
     with seeded_init(0, "lora", torch.device("cpu")):
         torch.rand(1000)  # an initialization drawing many numbers
     assert torch.equal(torch.rand(4), untouched)
+
+
+@pytest.mark.gpu
+def test_a_seeded_block_seeds_and_restores_the_cuda_generator_too() -> None:
+    cuda = torch.device("cuda", 0)
+    torch.cuda.manual_seed(11)
+    untouched = torch.rand(4, device=cuda)
+    torch.cuda.manual_seed(11)
+    with seeded_init(0, "lora", cuda):
+        first = torch.rand(5, device=cuda)
+    assert torch.equal(torch.rand(4, device=cuda), untouched)
+    torch.rand(100, device=cuda)
+    with seeded_init(0, "lora", cuda):
+        assert torch.equal(torch.rand(5, device=cuda), first)
