@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(
                 pytest.mark.skip(reason="needs an Ascend NPU (torch_npu); not installed")
             )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_vllm_engine_outlives_its_module() -> Iterator[None]:
+    """Closes the shared in-process vLLM engine (if a test of the module started one): its
+    process groups would otherwise meet the groups later tests create and destroy, and
+    vLLM's exit hook would fail on groups destroyed under it."""
+    yield
+    helper = sys.modules.get("tests.unit.adapters.vllm.vllm_tiny")
+    if helper is not None:
+        helper.close_shared_engine()
 
 
 @pytest.fixture(scope="session")

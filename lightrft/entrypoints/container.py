@@ -52,17 +52,15 @@ class Container(containers.DeclarativeContainer):
         critic,
     )
 
-    # media (images, audio) become model inputs through the modality's prompt encoder
+    # rows checked against, and media encoded by, the modality's prompt encoder
     prompts = providers.Singleton(
-        lambda context: models.encode_prompts(
-            context, data.build_prompts(context.config.data.train, context.tokenizer)
+        lambda context: models.build_prompt_source(
+            context, context.config.data.train, "data.train"
         ),
         context,
     )
     eval_prompts = providers.Singleton(
-        lambda context: models.encode_prompts(
-            context, data.build_prompts(context.config.data.eval, context.tokenizer)
-        ),
+        lambda context: models.build_prompt_source(context, context.config.data.eval, "data.eval"),
         context,
     )
     reward_sources = providers.Singleton(data.build_rewards, context)

@@ -169,13 +169,21 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
     train_pairs, eval_pairs, skipped_rows = preference_splits(
         tokenizer, options.data, options.train.seed
     )
-    torch.manual_seed(options.train.seed)  # the fresh score head
+    seed = options.train.seed  # seeds the fresh score head and LoRA adapters
     classifier = load_reward_classifier(
-        path, device, dtype=DTYPES[options.dtype], pad_token_id=tokenizer.pad_token_id
+        path,
+        device,
+        dtype=DTYPES[options.dtype],
+        pad_token_id=tokenizer.pad_token_id,
+        init_seed=seed,
     )
     renderer = _renderer(tokenizer, options.data)
     card = RewardModelCard(PairEncoding(not renderer.uses_chat_template, options.max_length))
-    lora = RewardLoraParams(options.lora_rank, options.lora_alpha) if options.lora_rank else None
+    lora = (
+        RewardLoraParams(options.lora_rank, options.lora_alpha, init_seed=seed)
+        if options.lora_rank
+        else None
+    )
     rm = HfScalarRewardModel(classifier, tokenizer, device, card=card, lora=lora)
     if not options.train_backbone:
         rm.net.backbone.requires_grad_(False)

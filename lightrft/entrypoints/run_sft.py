@@ -2,7 +2,8 @@
 
 The run directory gets ``config.yaml``, ``metrics.jsonl`` (``train/loss``, ``eval/loss`` ...),
 ``checkpoints/`` (with ``checkpoint.every``; ``checkpoint.resume`` continues exactly) and
-``final_model/`` (a plain Hugging Face directory, LoRA merged, tokenizer included).
+``final_model/`` (a plain Hugging Face directory, LoRA merged, tokenizer included); with
+``model.lora.rank`` > 0 also ``final_adapter/`` (the PEFT adapter alone).
 """
 
 from __future__ import annotations
@@ -50,10 +51,10 @@ def sft(config: RunConfig) -> dict[str, Any]:
     processes = models.process_rank(models.build_accelerator(config))[1]
     world = processes // config.backend.sequence_parallel_size
     steps = s.total_steps or s.epochs * (len(train_data) // (s.batch_size * world))
-    # the strategy builders size the LR schedule from train.total_steps (one step per step)
-    config = config.model_copy(
-        update={"train": config.train.model_copy(update={"total_steps": max(steps, 1)})}
-    )
+    # the strategy builders size the LR schedule from train.total_steps (one step per step);
+    # the model builders seed fresh weights (LoRA adapters) from train.seed: SFT's own seed
+    train = config.train.model_copy(update={"total_steps": max(steps, 1), "seed": s.seed})
+    config = config.model_copy(update={"train": train})
     container = build_container(config, tokenizer=tokenizer)
     collective = container.collective()
     main = container.process()[0] == 0  # with sequence parallelism, not every DP rank 0
@@ -83,7 +84,7 @@ def sft(config: RunConfig) -> dict[str, Any]:
     if trainer.initial_eval is not None:
         summary["eval_loss_before"] = trainer.initial_eval["eval/loss"]
     if config.checkpoint.export_final:
-        summary["final_model"] = str(export_policy(container, run_dir / "final_model", main))
+        summary.update(export_policy(container, run_dir, main))
     if main:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log.info("sft.done", **summary)

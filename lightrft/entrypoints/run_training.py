@@ -17,6 +17,7 @@ from lightrft.domain.ports import Collective
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import dump_config
+from lightrft.entrypoints.data_report import prompt_counts, report_prompt_counts
 from lightrft.entrypoints.graceful_stop import GracefulStop
 from lightrft.entrypoints.logging_setup import apply_config_logging
 from lightrft.entrypoints.run_directory import (
@@ -101,18 +102,21 @@ def _train_in(config: RunConfig, container: Any, start: Start) -> dict[str, Any]
         start=start,
     )
     cycle = container.cycle()
+    counts = prompt_counts(container.prompts(), container.eval_prompts())
     try:
         if start == "resume":
             cycle.resume()
             if main:
                 trim_logs_after(run_dir, cycle.state.step)
+        if main:  # step 0 of metrics.jsonl once, not again on resume
+            report_prompt_counts(counts, tracker if start == "fresh" else None)
         with GracefulStop(collective) as stop:
             history = cycle.run(resume=False, should_stop=stop.requested)
     finally:
         tracker.close()
         for source in container.reward_sources():
             source.close()
-    summary: dict[str, Any] = {"steps": cycle.state.step, "run_dir": str(run_dir)}
+    summary: dict[str, Any] = {"steps": cycle.state.step, "run_dir": str(run_dir), **counts}
     if cycle.stopped_early:  # SIGTERM: checkpointed; no export, no summary.json
         summary["stopped_early"] = True
         return summary
@@ -124,7 +128,7 @@ def _train_in(config: RunConfig, container: Any, start: Start) -> dict[str, Any]
         summary["eval_accuracy_after"] = evals[-1]["eval/accuracy"]
     summary["health"] = cycle.health.summary()
     if config.checkpoint.export_final:
-        summary["final_model"] = str(export_policy(container, run_dir / "final_model", main))
+        summary.update(export_policy(container, run_dir, main))
     if main:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log.info("run.done", **summary)
@@ -148,12 +152,19 @@ def _first_eval(run_dir: Path) -> float | None:
     return None
 
 
-def export_policy(container: Any, directory: Path, main: bool) -> Path:
-    """Writes the trained policy as a plain HF model directory (rank 0 writes)."""
+def export_policy(container: Any, run_dir: Path, main: bool) -> dict[str, str]:
+    """Writes the trained policy (rank 0 writes): ``final_model/``, a plain HF model
+    directory (LoRA merged), and under LoRA also ``final_adapter/``, the PEFT adapter alone.
+    Returns their paths by summary key."""
     strategy = container.policy_strategy()
     policy = container.policy()
     strategy.onload()  # the cycle put everything to sleep when it ended
     state = strategy.export_full_state_dict()  # sharded: every rank joins, rank 0 writes
+    paths = {"final_model": run_dir / "final_model"}
+    if policy.uses_lora:
+        paths["final_adapter"] = run_dir / "final_adapter"
     if main:
-        policy.export_hf(directory, state=state)
-    return directory
+        policy.export_hf(paths["final_model"], state=state)
+        if "final_adapter" in paths:
+            policy.export_adapter(paths["final_adapter"], state=state)
+    return {key: str(path) for key, path in paths.items()}

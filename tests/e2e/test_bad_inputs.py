@@ -320,7 +320,12 @@ def test_data_bad_rows_skipped_on_request(cli: Cli) -> None:
         "mixed.jsonl", rows, "data.train.on_bad_row=skip", "train.total_steps=1"
     )
     assert code == 0, err
-    assert _metric_steps(cli.run_dir) == [1]
+    assert _metric_steps(cli.run_dir) == [0, 1]  # step 0: what building the data skipped
+    first = json.loads((cli.run_dir / "metrics.jsonl").read_text().splitlines()[0])
+    assert first["data/skipped_rows"] == 1 and first["data/train_rows"] == 4
+    summary = json.loads((cli.run_dir / "summary.json").read_text())
+    assert summary["skipped_rows"] == 1 and summary["train_rows"] == 4
+    assert "data.skipped_rows" in err and "skipped=1" in err
 
 
 # -- run directory ----------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from lightrft.adapters.datasets.bad_rows import BadRowError
 IMAGE_MARKER = "<image>"
 AUDIO_MARKER = "<audio>"
 _MARKERS = re.compile(f"({re.escape(IMAGE_MARKER)}|{re.escape(AUDIO_MARKER)})")
+_MEMORY_FILE = re.compile(r"<_io\.BytesIO object at 0x[0-9a-f]+>")  # in PIL's messages
 Audio = tuple[np.ndarray, int]
 
 
@@ -81,7 +82,7 @@ def load_image(value: Any, *, where: str, key: str, base_dir: Path | None = None
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
         if path.is_file():
-            return _decode(path.read_bytes(), where, key, name=str(path))
+            return _decode(path.read_bytes(), where, key, name=f"image file {path}")
         if len(text) > 100 and "/" not in text[:8] and "." not in text[-5:]:
             return _decode(_base64(text, where, key), where, key)
         raise BadRowError(where, key, f"image file {path} does not exist (from)")
@@ -95,12 +96,16 @@ def _base64(text: str, where: str, key: str) -> bytes:
         raise BadRowError(where, key, "invalid base64 image data in") from None
 
 
-def _decode(data: bytes, where: str, key: str, name: str = "image bytes") -> Image.Image:
+def _decode(data: bytes, where: str, key: str, name: str = "the image data") -> Image.Image:
     try:
         image = Image.open(io.BytesIO(data))
         image.load()
-    except (UnidentifiedImageError, OSError, ValueError) as error:
-        raise BadRowError(where, key, f"{name} is not a readable image ({error}); in") from None
+    except UnidentifiedImageError:
+        problem = f"{name} holds no readable image (expected PNG, JPEG, WebP ... data); in"
+        raise BadRowError(where, key, problem) from None
+    except (OSError, ValueError) as error:  # truncated or damaged data of a known format
+        reason = _MEMORY_FILE.sub("the data", str(error))
+        raise BadRowError(where, key, f"{name}: damaged image ({reason}); in") from None
     return image.convert("RGB")
 
 
@@ -108,7 +113,9 @@ def load_audio(
     value: Any, *, where: str, key: str, base_dir: Path | None = None, rate: int | None = None
 ) -> Audio:
     """One mono clip ``(waveform float32 (S,), sampling rate)``; ``rate``: the required
-    sampling rate (None: any). Raises :class:`BadRowError`."""
+    sampling rate (None: any; a clip at another rate is refused, never resampled). Raises
+    :class:`BadRowError` naming the file (or "audio clip" for arrays)."""
+    name = "audio clip"
     if isinstance(value, Mapping) and "array" in value:
         clip: Audio = (np.asarray(value["array"], dtype=np.float32), int(value["sampling_rate"]))
     elif _is_audio_pair(value):
@@ -119,13 +126,18 @@ def load_audio(
             path = base_dir / path
         if not path.is_file():
             raise BadRowError(where, key, f"audio file {path} does not exist (from)")
+        name = f"audio file {path}"
         clip = _read_wav(path, where, key)
     else:
         raise BadRowError(where, key, f"expected audio array + rate or a .wav path, got {value!r}")
-    if clip[0].ndim != 1 or clip[0].size == 0:
-        raise BadRowError(where, key, f"expected a non-empty mono waveform, got {clip[0].shape}")
+    if clip[0].ndim != 1:
+        raise BadRowError(where, key, f"{name} has shape {clip[0].shape}, expected mono (S,); in")
+    if clip[0].size == 0:
+        raise BadRowError(where, key, f"{name} holds no samples (expected a non-empty clip); in")
     if rate is not None and clip[1] != rate:
-        raise BadRowError(where, key, f"audio sampled at {clip[1]} Hz, expected {rate} Hz, in")
+        raise BadRowError(
+            where, key, f"{name} is sampled at {clip[1]} Hz, expected {rate} Hz (resample it); in"
+        )
     return clip
 
 

@@ -5,7 +5,9 @@ Shared by every prompt source of this package. A row is read through a :class:`R
 maps a raw row to one with those keys first). A row whose prompt is missing, empty or of the
 wrong type, or whose reference is missing, is a bad row: an error naming the file, the row
 and the key (``on_bad_row="error"``: one error lists every bad row, see
-:mod:`~lightrft.adapters.datasets.bad_rows`), or skipped and counted (``"skip"``).
+:mod:`~lightrft.adapters.datasets.bad_rows`), or skipped and counted (``"skip"``). So is a row
+whose media cannot be read, or (with ``RowSpec.placeholders``) whose rendered prompt does not
+hold one model placeholder token per media item: all found here, while the source is built.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from lightrft.adapters.datasets.bad_rows import (  # BadRowError, BadRowPolicy re-exported
     BadRowError as BadRowError,
@@ -26,6 +28,7 @@ from lightrft.adapters.datasets.multimodal_rows import (
     load_image,
     media_content,
 )
+from lightrft.adapters.datasets.placeholders import MediaPlaceholders, PlaceholderCheck
 from lightrft.adapters.datasets.rendering import Content, PromptRenderer
 from lightrft.domain.types import PromptRecord
 
@@ -44,6 +47,8 @@ class RowSpec:
     ``{"audios": [(waveform, rate)]}`` and rendered as chat content parts;
     ``audio_sampling_rate`` the rate every clip must have (None: any).
     ``preprocess`` maps a raw row to one with these keys (e.g. GSM8K question/answer).
+    ``placeholders``: the model's media placeholder tokens; when set, a row whose rendered
+    prompt does not hold exactly one per media item is a bad row (:mod:`placeholders`).
     """
 
     input_key: str = "prompt"
@@ -53,6 +58,7 @@ class RowSpec:
     preprocess: RowPreprocessor | None = None
     audios_key: str | None = None
     audio_sampling_rate: int | None = None
+    placeholders: MediaPlaceholders = MediaPlaceholders()
 
     @property
     def has_media(self) -> bool:
@@ -128,8 +134,18 @@ def _check_chat(messages: list[Any], where: str, key: str) -> None:
         raise BadRowError(where, key, "no user message in the chat")
 
 
-def read_content(ref: RowRef, spec: RowSpec) -> tuple[Content, str | None]:
-    """The prompt content and reference of a row; raises :class:`BadRowError`."""
+class RowContent(NamedTuple):
+    """What a row holds: its prompt content, its reference and its media items by kind
+    (``{"images": 2}``; empty for a text-only row)."""
+
+    content: Content
+    reference: str | None
+    media_items: dict[str, int]
+
+
+def read_content(ref: RowRef, spec: RowSpec) -> RowContent:
+    """The prompt content, reference and media counts of a row (its media decoded once, so
+    an unreadable file or a wrong sampling rate is found here); raises :class:`BadRowError`."""
     row = _prepared_row(ref.row, spec, ref.where)
     content = _required(row, spec.input_key, ref.where)
     if isinstance(content, list):
@@ -150,13 +166,15 @@ def read_content(ref: RowRef, spec: RowSpec) -> tuple[Content, str | None]:
         if isinstance(value, str) and not value.strip():
             raise BadRowError(ref.where, spec.reference_key, "empty value for key")
         reference = str(value)
+    items: dict[str, int] = {}
     if spec.has_media:
         media = _read_media(row, ref, spec)
-        images, audios = len(media.get("images", ())), len(media.get("audios", ()))
+        items = {kind: len(values) for kind, values in media.items()}
+        images, audios = items.get("images", 0), items.get("audios", 0)
         if images or audios:
             key = spec.images_key if images else spec.audios_key
             content = media_content(content, images, audios, ref.where, str(key))
-    return content, reference
+    return RowContent(content, reference, items)
 
 
 def _read_media(row: Mapping[str, Any], ref: RowRef, spec: RowSpec) -> dict[str, Any]:
@@ -206,24 +224,31 @@ def prepare_prompts(
     rows: Iterable[RowRef], renderer: PromptRenderer, spec: RowSpec, source: str
 ) -> tuple[list[PreparedPrompt], DatasetStats]:
     """Reads, renders, tokenizes and bounds ``rows`` (see the module docstring)."""
-    read: list[tuple[str, str, Any, str, str | None]] = []  # uid, where, position, text, ref
+    read: list[tuple[RowRef, str, RowContent]] = []  # row, rendered text, content
     total, bad = 0, BadRows(spec.on_bad_row)
     for ref in rows:
         total += 1
         try:
-            content, reference = read_content(ref, spec)
+            row = read_content(ref, spec)
         except BadRowError as error:
             bad.add(error)
             continue
-        read.append((ref.uid, ref.where, ref.position, renderer.text(content), reference))
-    skipped = bad.check()  # every bad row named, before anything is tokenized
-    token_ids = renderer.tokenize([entry[3] for entry in read])
+        read.append((ref, renderer.text(row.content), row))
+    token_ids = renderer.tokenize([text for _, text, _ in read])
+    keys = {"images": spec.images_key, "audios": spec.audios_key}
+    placeholders = PlaceholderCheck(spec.placeholders, renderer.tokenizer, keys)
     prepared: list[PreparedPrompt] = []
     dropped = truncated = truncated_tokens = 0
-    for (uid, where, position, text, reference), ids in zip(read, token_ids, strict=True):
+    for (ref, text, row), ids in zip(read, token_ids, strict=True):
+        uid, where, position, reference = ref.uid, ref.where, ref.position, row.reference
         fitted = renderer.fit(text, ids)
         if fitted is None:
             dropped += 1
+            continue
+        try:  # after truncation: a placeholder cut off no longer matches its item
+            placeholders.check(fitted.token_ids, row.media_items, where, spec.input_key)
+        except BadRowError as error:
+            bad.add(error)
             continue
         truncated += fitted.truncated_tokens > 0
         truncated_tokens += fitted.truncated_tokens
@@ -236,6 +261,7 @@ def prepare_prompts(
             metadata=metadata,
         )
         prepared.append(PreparedPrompt(record, position))
+    skipped = bad.check()  # every bad row named at once (error mode), or counted
     stats = DatasetStats(total, len(prepared), skipped, dropped, truncated, truncated_tokens)
     return prepared, stats
 

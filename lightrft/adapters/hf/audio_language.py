@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from lightrft.adapters.hf.logprobs import position_ids_from_mask
 from lightrft.adapters.hf.multimodal_inputs import (
     MULTIMODAL_INPUTS,
+    MediaRequirements,
     ModelInputs,
     check_placeholders,
     checked_media,
@@ -56,8 +57,14 @@ class AudioLanguageEncoder:
 
     def __init__(self, tokenizer: Any, feature_extractor: Any, *, audio_token: str = AUDIO_TOKEN):
         self._extractor = feature_extractor
+        self._token = audio_token
         self._pad = int(tokenizer.convert_tokens_to_ids(audio_token))
         self._rate = int(feature_extractor.sampling_rate)
+
+    @property
+    def requirements(self) -> MediaRequirements:
+        """One ``<|AUDIO|>`` per clip; every clip at the feature extractor's rate."""
+        return MediaRequirements(audio_placeholder=self._token, audio_sampling_rate=self._rate)
 
     def encode(self, record: PromptRecord) -> PromptRecord:
         """``record`` with its audio featurized and placeholders expanded (text: unchanged)."""

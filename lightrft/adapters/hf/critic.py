@@ -11,6 +11,7 @@ import torch
 from torch import Tensor, nn
 from transformers import PreTrainedModel
 
+from lightrft.adapters.common.seeds import seeded_init
 from lightrft.adapters.hf.logprobs import position_ids_from_mask
 from lightrft.domain.types import SequenceBatch
 
@@ -18,14 +19,15 @@ from lightrft.domain.types import SequenceBatch
 class _ValueModel(nn.Module):
     """The causal LM's decoder (no LM head) and a value head, trained together."""
 
-    def __init__(self, causal_lm: PreTrainedModel) -> None:
+    def __init__(self, causal_lm: PreTrainedModel, init_seed: int) -> None:
         super().__init__()
         self.backbone = causal_lm.get_decoder()
         hidden = int(causal_lm.config.hidden_size)
-        self.value_head = nn.Linear(hidden, 1)
+        param = next(self.backbone.parameters())
+        with seeded_init(init_seed, "critic.value_head"):  # nn.Linear draws a default init
+            self.value_head = nn.Linear(hidden, 1)
         nn.init.zeros_(self.value_head.weight)
         nn.init.zeros_(self.value_head.bias)
-        param = next(self.backbone.parameters())
         self.value_head.to(device=param.device, dtype=param.dtype)
 
     def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
@@ -38,10 +40,14 @@ class _ValueModel(nn.Module):
 
 
 class HfCritic:
-    """Critic port over a causal LM: values (B, R) of the response tokens, 0 on padding."""
+    """Critic port over a causal LM: values (B, R) of the response tokens, 0 on padding.
 
-    def __init__(self, causal_lm: PreTrainedModel) -> None:
-        self._model = _ValueModel(causal_lm)
+    The value head starts at zero (V = 0 everywhere); building it draws from the seed
+    ``init_seed`` (the run's seed), never from torch's global random stream.
+    """
+
+    def __init__(self, causal_lm: PreTrainedModel, *, init_seed: int = 0) -> None:
+        self._model = _ValueModel(causal_lm, init_seed)
 
     @property
     def module(self) -> nn.Module:

@@ -17,6 +17,8 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from peft.tuners.lora import LoraLayer
 from torch import Tensor, nn
 
+from lightrft.adapters.common.seeds import seeded_init
+
 PEFT_PREFIX = "base_model.model."
 """Prefix PEFT puts before every name of the wrapped model."""
 
@@ -24,13 +26,16 @@ PEFT_PREFIX = "base_model.model."
 @dataclass(frozen=True)
 class LoraParams:
     """LoRA settings. ``target_modules="all-linear"`` adapts every linear layer except the
-    output head; otherwise name suffixes such as ``("q_proj", "v_proj")``."""
+    output head; otherwise name suffixes such as ``("q_proj", "v_proj")``. ``init_seed``
+    seeds the fresh adapters (A is random, B zero): pass the run's seed, so two runs, and
+    the ranks of one run, start from the same adapters."""
 
     rank: int = 8
     alpha: float = 16.0
     dropout: float = 0.0
     target_modules: str | tuple[str, ...] = "all-linear"
     use_rslora: bool = False
+    init_seed: int = 0
 
     def __post_init__(self) -> None:
         if self.rank < 1:
@@ -56,7 +61,9 @@ class LoraLayerInfo(NamedTuple):
 def apply_lora(model: nn.Module, params: LoraParams) -> PeftModel:
     """Wraps ``model`` with fresh LoRA adapters (B = 0, so outputs start unchanged).
 
-    Only the adapter weights keep ``requires_grad``; the base weights are frozen.
+    Only the adapter weights keep ``requires_grad``; the base weights are frozen. The
+    random A matrices are drawn from ``params.init_seed`` (:func:`seeded_init`), without
+    touching torch's global random stream.
     """
     targets = params.target_modules
     config = LoraConfig(
@@ -68,7 +75,9 @@ def apply_lora(model: nn.Module, params: LoraParams) -> PeftModel:
         bias="none",
         task_type="CAUSAL_LM",
     )
-    return get_peft_model(model, config)
+    device = next(model.parameters()).device
+    with seeded_init(params.init_seed, "lora", device):
+        return get_peft_model(model, config)
 
 
 def lora_layers(model: PeftModel) -> dict[str, LoraLayerInfo]:

@@ -65,8 +65,24 @@ class MultimodalInputs(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class MediaRequirements:
+    """What a prompt encoder needs of every row, for the data layer to check when it builds
+    the dataset: the placeholder token (text) of one image / one audio clip (None: the model
+    takes no such media), and the sampling rate every audio clip must have."""
+
+    image_placeholder: str | None = None
+    audio_placeholder: str | None = None
+    audio_sampling_rate: int | None = None
+
+
 class PromptEncoder(Protocol):
     """Expands a record's media placeholders and processes its media (see module doc)."""
+
+    @property
+    def requirements(self) -> MediaRequirements:
+        """The placeholders and audio rate :meth:`encode` expects of every record."""
+        ...
 
     def encode(self, record: PromptRecord) -> PromptRecord:
         """The record ready for the model (unchanged when it has no media)."""
@@ -142,7 +158,10 @@ def checked_media(record: PromptRecord, key: str, placeholder: int, what: str) -
     pads = record.prompt_token_ids.count(placeholder)
     if pads != len(items):
         where = record.metadata.get("where", record.uid)
-        raise ValueError(f"{where}: the prompt has {pads} {what} placeholders for {len(items)}")
+        raise ValueError(
+            f"{where}: the prompt holds {pads} {what} placeholder token(s) (id {placeholder}) "
+            f"but multimodal[{key!r}] has {len(items)} item(s); expected one placeholder per item"
+        )
     return items
 
 

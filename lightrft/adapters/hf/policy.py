@@ -31,7 +31,8 @@ class HfPolicy:
     Args:
         model: a ``transformers`` causal LM (e.g. from ``loading.load_causal_lm``).
         lora: wrap ``model`` with fresh PEFT LoRA adapters; then only the adapter weights
-            train, and :meth:`weights_for_sync` / :meth:`export_hf` merge them into the base.
+            train, and :meth:`weights_for_sync` / :meth:`export_hf` merge them into the base
+            (:meth:`export_adapter` writes the adapter alone).
         packing: run each forward as one packed row of all samples (no padding compute);
             with prefix sharing, pack several prompt groups per row of at most
             ``max_shared_row_tokens`` tokens (:mod:`~lightrft.adapters.hf.packed_prefix`);
@@ -143,4 +144,22 @@ class HfPolicy:
             self._tokenizer.save_pretrained(directory)
         for processor in self._processors:  # image processor / feature extractor
             processor.save_pretrained(directory)
+        return directory
+
+    def export_adapter(
+        self, directory: str | Path, *, state: Mapping[str, Tensor] | None = None
+    ) -> Path | None:
+        """Writes the LoRA adapter alone, as PEFT saves it (``adapter_config.json`` and
+        ``adapter_model.safetensors``), for ``PeftModel.from_pretrained(base, directory)`` on
+        the base model; returns None (writes nothing) without LoRA.
+
+        ``state`` as for :meth:`export_hf` (the PEFT module's gathered state dict).
+        """
+        if not isinstance(self._model, PeftModel):
+            return None
+        directory = Path(directory)
+        full = None if state is None else dict(state)
+        self._model.save_pretrained(
+            str(directory), state_dict=full, safe_serialization=True, save_embedding_layers=False
+        )
         return directory

@@ -297,6 +297,11 @@ class SequenceParallelPolicy:
         """The wrapped policy's module."""
         return self._policy.module
 
+    @property
+    def uses_lora(self) -> bool:
+        """As :attr:`HfPolicy.uses_lora`."""
+        return self._policy.uses_lora
+
     def forward(
         self, batch: SequenceBatch, *, temperature: float = 1.0, with_entropy: bool = False
     ) -> PolicyOutput:
@@ -319,3 +324,9 @@ class SequenceParallelPolicy:
     ) -> Path:
         """As :meth:`HfPolicy.export_hf`."""
         return self._policy.export_hf(directory, state=state)
+
+    def export_adapter(
+        self, directory: str | Path, *, state: Mapping[str, Tensor] | None = None
+    ) -> Path | None:
+        """As :meth:`HfPolicy.export_adapter`."""
+        return self._policy.export_adapter(directory, state=state)

@@ -30,6 +30,7 @@ from lightrft.adapters.hf.logprobs import position_ids_from_mask
 from lightrft.adapters.hf.lora import LoraParams
 from lightrft.adapters.hf.multimodal_inputs import (
     MULTIMODAL_INPUTS,
+    MediaRequirements,
     ModelInputs,
     check_placeholders,
     checked_media,
@@ -55,8 +56,14 @@ class VisionLanguageEncoder:
 
     def __init__(self, tokenizer: Any, image_processor: Any, *, image_token: str = IMAGE_PAD):
         self._processor = image_processor
+        self._token = image_token
         self._pad = int(tokenizer.convert_tokens_to_ids(image_token))
         self._merge = int(getattr(image_processor, "merge_size", 2))
+
+    @property
+    def requirements(self) -> MediaRequirements:
+        """One ``<|image_pad|>`` per image (before expansion)."""
+        return MediaRequirements(image_placeholder=self._token)
 
     def encode(self, record: PromptRecord) -> PromptRecord:
         """``record`` with its images processed and pads expanded (text-only: unchanged)."""

@@ -13,6 +13,7 @@ from typing import Any, cast
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
 
+from lightrft.adapters.common.seeds import seeded_init
 from lightrft.adapters.reward_models.card import RewardModelCard
 
 DTYPES: dict[str, torch.dtype] = {
@@ -40,25 +41,27 @@ def load_reward_classifier(
     pad_token_id: int | None = None,
     trust_remote_code: bool = False,
     attn_implementation: str = "sdpa",
+    init_seed: int = 0,
 ) -> PreTrainedModel:
     """A one-output sequence classifier from ``path`` on ``device``.
 
-    A causal LM checkpoint gives its backbone and a freshly initialized head (seed the torch
-    RNG first for a reproducible head).
+    A causal LM checkpoint gives its backbone and a freshly initialized head, drawn from
+    ``init_seed`` (pass the run's seed) without touching torch's global random stream.
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
     directory = Path(path).expanduser()
     if not directory.is_dir():
         raise FileNotFoundError(f"reward model directory {directory} does not exist")
-    model: PreTrainedModel = AutoModelForSequenceClassification.from_pretrained(
-        str(directory),
-        num_labels=1,
-        dtype=DTYPES[dtype],
-        attn_implementation=attn_implementation,
-        local_files_only=True,
-        trust_remote_code=trust_remote_code,
-    )
+    with seeded_init(init_seed, "reward_model.score_head"):  # loaded on the host
+        model: PreTrainedModel = AutoModelForSequenceClassification.from_pretrained(
+            str(directory),
+            num_labels=1,
+            dtype=DTYPES[dtype],
+            attn_implementation=attn_implementation,
+            local_files_only=True,
+            trust_remote_code=trust_remote_code,
+        )
     if model.config.pad_token_id is None and pad_token_id is not None:
         model.config.pad_token_id = pad_token_id
     cast(Any, model).to(device)

@@ -14,15 +14,19 @@ from peft import LoraConfig, inject_adapter_in_model
 from peft.tuners.lora import LoraLayer
 from torch import Tensor, nn
 
+from lightrft.adapters.common.seeds import seeded_init
+
 
 @dataclass(frozen=True)
 class RewardLoraParams:
-    """LoRA settings for the backbone; ``target_modules`` are name suffixes or "all-linear"."""
+    """LoRA settings for the backbone; ``target_modules`` are name suffixes or "all-linear";
+    ``init_seed`` (the run's seed) seeds the fresh adapters."""
 
     rank: int = 8
     alpha: float = 16.0
     dropout: float = 0.0
     target_modules: str | tuple[str, ...] = "all-linear"
+    init_seed: int = 0
 
     def __post_init__(self) -> None:
         if self.rank < 1:
@@ -34,7 +38,8 @@ class RewardLoraParams:
 
 
 def add_lora(backbone: nn.Module, params: RewardLoraParams) -> None:
-    """Injects fresh adapters into ``backbone`` in place and freezes its base weights."""
+    """Injects fresh adapters into ``backbone`` in place and freezes its base weights; the
+    adapters are drawn from ``params.init_seed`` without touching torch's global stream."""
     targets = params.target_modules
     if targets == "all-linear":
         targets = tuple(
@@ -53,7 +58,8 @@ def add_lora(backbone: nn.Module, params: RewardLoraParams) -> None:
         target_modules=list(targets),
         bias="none",
     )
-    inject_adapter_in_model(config, backbone)
+    with seeded_init(params.init_seed, "reward_model.lora", next(backbone.parameters()).device):
+        inject_adapter_in_model(config, backbone)
     for name, parameter in backbone.named_parameters():
         parameter.requires_grad_(".lora_" in name)
 

@@ -89,9 +89,13 @@ class HfScalarRewardModel:
         *,
         dtype: str = "float32",
         trust_remote_code: bool = False,
+        init_seed: int = 0,
         **kwargs: Any,
     ) -> HfScalarRewardModel:
-        """Loads a reward model directory (its card included); weights frozen, eval mode."""
+        """Loads a reward model directory (its card included); weights frozen, eval mode.
+
+        ``init_seed`` seeds the fresh score head of a causal LM checkpoint (the run's seed).
+        """
         tokenizer = load_reward_tokenizer(path, trust_remote_code=trust_remote_code)
         classifier = load_reward_classifier(
             path,
@@ -99,6 +103,7 @@ class HfScalarRewardModel:
             dtype=dtype,
             pad_token_id=tokenizer.pad_token_id,
             trust_remote_code=trust_remote_code,
+            init_seed=init_seed,
         )
         classifier.requires_grad_(False)
         classifier.eval()

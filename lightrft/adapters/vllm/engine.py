@@ -27,6 +27,14 @@ quantizes the decoder's linear weights (:mod:`lightrft.adapters.common.fp8_block
 Sleep on CPU: vLLM's CPU worker has no sleep mode, so ``sleep``/``wake_up`` only gate
 ``generate``; :attr:`VllmRolloutEngine.sleep_frees_memory` is False and every sleep logs
 ``rollout.engine_sleep`` with ``memory_freed=False``.
+
+Shutdown: :meth:`VllmRolloutEngine.close` runs vLLM's own teardown of an engine it started
+(executor, scheduler, then vLLM's process groups and the default group, which in-process vLLM
+creates when the process has none) and unregisters vLLM's exit hook for it. Without ``close``
+that teardown runs at interpreter exit, and fails ("Invalid process group specified") when
+the groups were destroyed in between, e.g. by a later ``destroy_process_group()``. In a
+``torchrun`` job the default group is the trainer's and vLLM's teardown destroys it too:
+close the engine after the last collective.
 """
 
 from __future__ import annotations
@@ -96,7 +104,8 @@ class VllmRolloutEngine:
     ) -> None:
         self._params = params
         self._device_type = device_type
-        self._llm = start_llm(params, device_type) if llm is None else llm
+        self._owns_llm = llm is None  # close() shuts down only an engine it started
+        self._llm: Any = start_llm(params, device_type) if llm is None else llm
         self._awake = True
         self._kv_asleep = False
         self._needs_weights = params.quantization == "fp8"  # FP8 starts on dummy weights
@@ -122,13 +131,28 @@ class VllmRolloutEngine:
 
     @property
     def llm(self) -> Any:
-        """The underlying ``vllm.LLM``."""
+        """The underlying ``vllm.LLM`` (``None`` once closed)."""
+        return self._llm
+
+    def close(self) -> None:
+        """Shuts the engine down now (see the module docstring); idempotent. An ``llm``
+        passed to the constructor is left to its owner."""
+        llm, self._llm = self._llm, None
+        self._awake = False
+        if llm is not None and self._owns_llm:
+            llm.llm_engine.engine_core.shutdown()  # vLLM's teardown; detaches its exit hook
+            log.info("rollout.engine_closed", engine="vllm")
+
+    def _open_llm(self) -> Any:
+        if self._llm is None:
+            raise RuntimeError("the vLLM rollout engine is closed")
         return self._llm
 
     def generate(
         self, prompts: Sequence[PromptRecord], sampling: SamplingParams
     ) -> list[Completion]:
         """``sampling.n`` completions per prompt; prompt i owns rows [i*n, (i+1)*n)."""
+        llm = self._open_llm()
         if not self._awake:
             raise RuntimeError("the rollout engine is asleep; call wake_up() first")
         if self._needs_weights:
@@ -145,7 +169,7 @@ class VllmRolloutEngine:
                     "text prompts only (use rollout.engine=hf for vision/audio models)"
                 )
         if self._kv_asleep:
-            self._llm.wake_up(tags=["kv_cache"])
+            llm.wake_up(tags=["kv_cache"])
             self._kv_asleep = False
         vllm = require_vllm()
         from vllm.inputs import TokensPrompt
@@ -155,7 +179,7 @@ class VllmRolloutEngine:
             TokensPrompt(prompt_token_ids=list(prompts[i].prompt_token_ids)) for i, _ in plan
         ]
         params = [vllm.SamplingParams(**kwargs) for _, kwargs in plan]
-        outputs = self._llm.generate(requests, params, use_tqdm=False)
+        outputs = llm.generate(requests, params, use_tqdm=False)
         return [
             to_completion(index, output.outputs[0])
             for (index, _), output in zip(plan, outputs, strict=True)
@@ -163,6 +187,7 @@ class VllmRolloutEngine:
 
     def load_weights(self, weights: NamedTensors) -> None:
         """Reloads the engine's weights from ``weights`` (base-model names), in buckets."""
+        llm = self._open_llm()
         if not self._awake:
             raise RuntimeError("the rollout engine is asleep; call wake_up() before load_weights()")
         start = time.perf_counter()
@@ -174,13 +199,13 @@ class VllmRolloutEngine:
             named = fp8_weight_stream(named, FP8_BLOCK)
         buckets = tensors = 0
         for bucket in bucket_weights(named, self._params.sync_bucket_bytes):
-            self._llm.collective_rpc(
+            llm.collective_rpc(
                 "reload_weights",
                 kwargs={"weights_iterator": bucket, "is_checkpoint_format": True},
             )
             buckets += 1
             tensors += len(bucket)
-        self._llm.reset_prefix_cache()
+        llm.reset_prefix_cache()
         self._needs_weights = False
         self.weight_loads += 1
         self.last_sync_seconds = time.perf_counter() - start
@@ -198,7 +223,7 @@ class VllmRolloutEngine:
         if not self._awake:
             return
         if self.sleep_frees_memory:
-            self._llm.sleep(level=self._params.sleep_level)
+            self._open_llm().sleep(level=self._params.sleep_level)
             self._kv_asleep = True
         self._awake = False
         self.sleeps += 1
@@ -212,9 +237,10 @@ class VllmRolloutEngine:
 
     def wake_up(self) -> None:
         """Restores the weights (CUDA; the KV cache comes back at the next ``generate``)."""
+        llm = self._open_llm()
         if self._awake:
             return
         if self.sleep_frees_memory:
-            self._llm.wake_up(tags=["weights"])
+            llm.wake_up(tags=["weights"])
             self._needs_weights = self._params.sleep_level == 2
         self._awake = True

@@ -147,7 +147,10 @@ class DatasetConfig(Section):
         None, description="Column holding the row's audio clips (array + rate, HF Audio, .wav)."
     )
     audio_sampling_rate: int | None = Field(
-        None, gt=0, description="Sampling rate every audio clip must have (null: any)."
+        None,
+        gt=0,
+        description="Sampling rate every audio clip must have (null: the audio model's "
+        "feature-extractor rate); a clip at another rate is a bad row (never resampled).",
     )
     reference_key: str | None = Field("reference", description="Column holding the answer.")
     system_prompt: str | None = Field(None, description="System message prepended to each prompt.")

@@ -68,4 +68,4 @@ class SftConfig(Section):
         20, gt=0, description="Eval loss every k steps (and before/after)."
     )
     eval_batch_size: int = Field(16, gt=0, description="Rows per evaluation forward.")
-    seed: int = Field(0, description="Seed of the data order.")
+    seed: int = Field(0, description="Seed of the data order and of fresh LoRA adapters.")

@@ -16,6 +16,8 @@ from lightrft.adapters.datasets import (
     tone_prompts,
     visual_prompts,
 )
+from lightrft.adapters.datasets.placeholders import MediaPlaceholders
+from lightrft.adapters.hf.multimodal_inputs import MediaRequirements
 from lightrft.adapters.tracking import make_tracker
 from lightrft.domain.ports import CheckpointStore, PromptSource, RewardSource, Tracker
 from lightrft.domain.registry import Registry
@@ -64,10 +66,22 @@ def _tones(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptS
     )
 
 
-def build_prompts(dataset: DatasetConfig | None, tokenizer: Any) -> PromptSource | None:
-    """A prompt source for ``dataset`` (``None`` stays ``None``: no evaluation set)."""
+def build_prompts(
+    dataset: DatasetConfig | None,
+    tokenizer: Any,
+    media: MediaRequirements | None = None,
+    section: str = "data",
+) -> PromptSource | None:
+    """A prompt source for ``dataset`` (``None`` stays ``None``: no evaluation set).
+
+    ``media``: what the model's prompt encoder needs of every row (placeholders, audio rate),
+    checked while the rows are read, so a row that cannot be encoded is a bad row (an error
+    naming it, or skipped and counted) rather than an error at the step that draws it.
+    ``section`` names the config section in errors (``data.train`` ...).
+    """
     if dataset is None:
         return None
+    dataset = with_model_audio_rate(dataset, media, section)
     fmt = PromptFormat(
         system_prompt=dataset.system_prompt,
         render="auto" if dataset.apply_chat_template else "plain",
@@ -91,11 +105,31 @@ def build_prompts(dataset: DatasetConfig | None, tokenizer: Any) -> PromptSource
             images_key=dataset.images_key,
             audios_key=dataset.audios_key,
             audio_sampling_rate=dataset.audio_sampling_rate,
+            placeholders=MediaPlaceholders()
+            if media is None
+            else MediaPlaceholders(media.image_placeholder, media.audio_placeholder),
         )
         source = HfPromptDataset(path, tokenizer, spec=spec, prompt_format=fmt)
     if dataset.max_samples is not None and dataset.max_samples < len(source):
         return _Truncated(source, dataset.max_samples)
     return source
+
+
+def with_model_audio_rate(
+    dataset: DatasetConfig, media: MediaRequirements | None, section: str
+) -> DatasetConfig:
+    """``dataset`` requiring the audio model's rate when it sets none; ``ValueError`` when it
+    sets another one (the feature extractor takes one rate; clips are never resampled)."""
+    rate = None if media is None else media.audio_sampling_rate
+    if rate is None or dataset.audio_sampling_rate == rate:
+        return dataset
+    if dataset.audio_sampling_rate is not None:
+        raise ValueError(
+            f"{section}.audio_sampling_rate={dataset.audio_sampling_rate} but the model's "
+            f"feature extractor takes {rate} Hz audio; set {rate} (or leave it unset) and "
+            "resample the clips"
+        )
+    return dataset.model_copy(update={"audio_sampling_rate": rate})
 
 
 class _Truncated:
@@ -111,6 +145,11 @@ class _Truncated:
         if not 0 <= index < self._limit:
             raise IndexError(index)
         return self._source[index]
+
+    @property
+    def stats(self) -> Any:
+        """The full source's :class:`~lightrft.adapters.datasets.DatasetStats`, if any."""
+        return self._source.stats  # type: ignore[attr-defined]
 
 
 def build_rewards(context: BuildContext) -> list[RewardSource]:

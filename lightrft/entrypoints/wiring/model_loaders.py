@@ -34,7 +34,8 @@ def load_params(config: RunConfig, *, train: bool) -> ModelLoadParams:
 
 
 def lora_params(config: RunConfig) -> LoraParams | None:
-    """The LoRA adapter the config asks for (None: train all weights)."""
+    """The LoRA adapter the config asks for (None: train all weights), its fresh weights
+    seeded from ``train.seed`` (the same on every rank and in every run)."""
     lora = config.model.lora
     if lora.rank == 0:
         return None
@@ -44,6 +45,7 @@ def lora_params(config: RunConfig) -> LoraParams | None:
         alpha=lora.alpha,
         dropout=lora.dropout,
         target_modules=targets if isinstance(targets, str) else tuple(targets),
+        init_seed=config.train.seed,
     )
 
 
@@ -81,7 +83,7 @@ def _reference(context: BuildContext) -> HfReferenceModel:
 
 
 def _critic(context: BuildContext) -> HfCritic:
-    return HfCritic(_causal_lm(context, train=True))
+    return HfCritic(_causal_lm(context, train=True), init_seed=context.config.train.seed)
 
 
 def _generation_model(context: BuildContext) -> torch.nn.Module:

@@ -35,7 +35,9 @@ from lightrft.domain.ports import (
     Strategy,
 )
 from lightrft.entrypoints.config import RunConfig
+from lightrft.entrypoints.config.sections import DatasetConfig
 from lightrft.entrypoints.wiring import (  # noqa: F401  (registers the built-ins)
+    data,
     engines,
     model_loaders,
     multimodal_loaders,
@@ -144,13 +146,19 @@ def _no_policy_yet() -> Policy:
     raise RuntimeError("the policy's own builder cannot ask the context for the policy")
 
 
-def encode_prompts(context: BuildContext, source: PromptSource | None) -> PromptSource | None:
-    """``source`` with its media turned into model inputs by the modality's prompt encoder
-    (unchanged for text models, and ``None`` stays ``None``)."""
+def build_prompt_source(
+    context: BuildContext, dataset: DatasetConfig | None, section: str
+) -> PromptSource | None:
+    """The prompts of ``dataset`` (``None`` stays ``None``), each row checked while the data
+    is built against what the modality's prompt encoder needs (placeholders, audio rate),
+    then encoded into model inputs on access (text models: plain prompts)."""
     make = loader(context.config).prompt_encoder
-    if source is None or make is None:
+    encoder = None if make is None else make(context)
+    media = None if encoder is None else encoder.requirements
+    source = data.build_prompts(dataset, context.tokenizer, media, section)
+    if source is None or encoder is None:
         return source
-    return EncodedPromptSource(source, make(context))
+    return EncodedPromptSource(source, encoder)
 
 
 def build_reference(context: BuildContext) -> ReferenceModel | None:

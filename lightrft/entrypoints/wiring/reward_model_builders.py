@@ -24,6 +24,7 @@ def build_scalar_rm(section: ScalarRmConfig, context: BuildContext) -> HfScalarR
         context.device,
         dtype=DTYPES[section.dtype],
         trust_remote_code=section.trust_remote_code,
+        init_seed=context.config.train.seed,  # a causal LM path gets a fresh, seeded head
         name=section.label,
         normalize=section.normalize,
         micro_batch_size=section.micro_batch_size,

@@ -42,3 +42,24 @@ def test_bad_multimodal_settings_are_named(override: str, message: str) -> None:
     extra = ["model.max_pixels=4000"] if "min_pixels" in override else []
     with pytest.raises(ConfigError, match=message):
         load_config(overrides=[override, *extra], algorithm="grpo")
+
+
+def test_unset_audio_rate_is_the_models_and_another_rate_is_refused() -> None:
+    from lightrft.adapters.hf.multimodal_inputs import MediaRequirements
+    from lightrft.entrypoints.config.sections import DatasetConfig
+    from lightrft.entrypoints.wiring.data import with_model_audio_rate
+
+    audio = MediaRequirements(audio_placeholder="<|AUDIO|>", audio_sampling_rate=16000)
+    unset = DatasetConfig()
+    assert with_model_audio_rate(unset, audio, "data.train").audio_sampling_rate == 16000
+    assert with_model_audio_rate(unset, None, "data.train").audio_sampling_rate is None  # text
+    vision = MediaRequirements(image_placeholder="<|image_pad|>")
+    assert with_model_audio_rate(unset, vision, "data.train").audio_sampling_rate is None
+    same = DatasetConfig(audio_sampling_rate=16000)
+    assert with_model_audio_rate(same, audio, "data.train") is same
+    message = (
+        "data.eval.audio_sampling_rate=8000 but the model's feature extractor takes 16000 Hz "
+        "audio; set 16000 (or leave it unset) and resample the clips"
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        with_model_audio_rate(DatasetConfig(audio_sampling_rate=8000), audio, "data.eval")

@@ -7,6 +7,7 @@ import base64
 import io
 import json
 import wave
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lightrft.adapters.datasets import BadRowError, HfPromptDataset, InMemoryPromptSource, RowSpec
+from lightrft.adapters.datasets import (
+    BadRowError,
+    HfPromptDataset,
+    InMemoryPromptSource,
+    PromptFormat,
+    RowSpec,
+)
+from lightrft.adapters.datasets.placeholders import MediaPlaceholders
 from tests.helpers.tiny_multimodal import tiny_mm_tokenizer
 
 VL = RowSpec(images_key="images")
@@ -108,7 +116,7 @@ def bad_rows() -> list[dict[str, Any]]:
     ("row", "message"),
     [
         (1, r"d.jsonl row 1: image file .*missing.png does not exist .*'images'"),
-        (2, r"d.jsonl row 2: image bytes is not a readable image .*'images'"),
+        (2, r"d.jsonl row 2: the image data holds no readable image \(expected PNG.*'images'$"),
         (3, r"d.jsonl row 3: the prompt marks 2 images .* the row has 1 images .*'images'"),
     ],
 )
@@ -159,8 +167,78 @@ def test_audio_formats_and_rate_check(tmp_path: Path) -> None:
     data = InMemoryPromptSource(rows, tiny_mm_tokenizer(), spec=spec, name="au")
     assert len(data) == 2 and data.stats.skipped_bad_rows == 1  # row 2 dropped, others kept
     strict = RowSpec(audios_key="audio", audio_sampling_rate=16000)
-    with pytest.raises(BadRowError, match=r"au row 2: audio sampled at 8000 Hz, expected 16000"):
+    with pytest.raises(
+        BadRowError, match=r"au row 2: audio clip is sampled at 8000 Hz, expected 16000"
+    ):
         InMemoryPromptSource(rows, tiny_mm_tokenizer(), spec=strict, name="au")
     clip, rate = data[0].multimodal["audios"][0]
     assert rate == 16000 and clip.shape == (3200,)
     assert data[1].prompt_text.count("<|AUDIO|>") == 2
+
+
+VL_CHECKED = RowSpec(images_key="images", placeholders=MediaPlaceholders(image="<|image_pad|>"))
+
+
+def test_a_raw_image_placeholder_without_an_image_is_a_bad_row_when_built() -> None:
+    rows = [
+        {"prompt": "<image> which colour?", "reference": "red", "images": [uri(png("red"))]},
+        {"prompt": "<|image_pad|> which colour?", "reference": "red", "images": []},
+        {"prompt": "a text row", "reference": "1", "images": []},
+    ]
+    with pytest.raises(BadRowError) as caught:
+        InMemoryPromptSource(rows, tiny_mm_tokenizer(), spec=VL_CHECKED, name="v")
+    assert str(caught.value) == (
+        "v row 1: the prompt holds 1 image placeholder token(s) '<|image_pad|>' but the row "
+        "has 0 image(s) (key 'images'); expected one per image, placed by the data layer "
+        "(mark positions with <image> / <audio>, not the model's token); in 'prompt'"
+    )
+    skipping = replace(VL_CHECKED, on_bad_row="skip")
+    data = InMemoryPromptSource(rows, tiny_mm_tokenizer(), spec=skipping, name="v")
+    assert data.stats.skipped_bad_rows == 1 and [data[i].uid for i in range(2)] == ["v:0", "v:2"]
+    # a text-only data set for the same model: the raw token is as bad without a media key
+    text_only = RowSpec(placeholders=VL_CHECKED.placeholders)
+    with pytest.raises(BadRowError, match=r"v row 0: .* has 0 image\(s\) \(no media key\)"):
+        InMemoryPromptSource(rows[1:2], tiny_mm_tokenizer(), spec=text_only, name="v")
+
+
+def test_a_placeholder_cut_off_by_truncation_is_a_bad_row() -> None:
+    rows = [{"prompt": "<image>" + " long text" * 20, "reference": "1", "images": [png("red")]}]
+    fmt = PromptFormat(max_prompt_tokens=40)  # keeps the text's end: the image part is cut
+    spec = replace(VL_CHECKED, on_bad_row="skip")
+    with pytest.raises(ValueError, match="no usable prompts"):  # its only row was skipped
+        InMemoryPromptSource(rows, tiny_mm_tokenizer(), spec=spec, name="t", prompt_format=fmt)
+    with pytest.raises(BadRowError, match=r"t row 0: the prompt holds 0 image placeholder"):
+        InMemoryPromptSource(
+            rows, tiny_mm_tokenizer(), spec=VL_CHECKED, prompt_format=fmt, name="t"
+        )
+
+
+def test_media_errors_name_the_file_and_what_was_expected(tmp_path: Path) -> None:
+    (tmp_path / "bad.png").write_bytes(b"\x89PNG not really")
+    write_wav(tmp_path / "empty.wav", tone(0.0, 16000), 16000)
+    write_wav(tmp_path / "slow.wav", tone(0.1, 8000), 8000)
+    cases = {
+        "images": (
+            "bad.png",
+            f"image file {tmp_path / 'bad.png'} holds no readable image (expected PNG",
+        ),
+        "audio": ("empty.wav", f"audio file {tmp_path / 'empty.wav'} holds no samples"),
+        "slow": (
+            "slow.wav",
+            f"audio file {tmp_path / 'slow.wav'} is sampled at 8000 Hz, expected 16000 Hz",
+        ),
+    }
+    for case, (file, message) in cases.items():
+        key = "images" if case == "images" else "audio"
+        spec = RowSpec(
+            images_key="images" if key == "images" else None,
+            audios_key="audio" if key == "audio" else None,
+            audio_sampling_rate=16000,
+        )
+        rows = [{"prompt": "p", "reference": "1", key: file}]
+        path = write_jsonl(tmp_path / f"{case}.jsonl", rows)
+        with pytest.raises(BadRowError) as caught:
+            HfPromptDataset(path, tiny_mm_tokenizer(), spec=spec)
+        text = str(caught.value)
+        assert text.startswith(f"{path} row 0: {message}") and text.endswith(f"'{key}'"), text
+        assert "BytesIO" not in text

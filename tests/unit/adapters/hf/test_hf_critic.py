@@ -59,3 +59,14 @@ def test_value_head_trains_towards_returns() -> None:
         loss.backward()
         optimizer.step()
     assert float(loss) < 0.1 * first
+
+
+def test_building_the_value_head_does_not_move_the_global_stream() -> None:
+    model = _model()
+    torch.manual_seed(3)
+    untouched = torch.rand(4)
+    torch.manual_seed(3)
+    critic = HfCritic(model, init_seed=9)
+    assert torch.equal(torch.rand(4), untouched)
+    head = critic.module.value_head
+    assert float(head.weight.abs().sum()) == 0 and float(head.bias.abs().sum()) == 0

@@ -112,3 +112,62 @@ def test_lora_params_are_validated() -> None:
         LoraParams(rank=0)
     with pytest.raises(ValueError, match="target_modules"):
         LoraParams(target_modules="q_proj")
+
+
+def _adapters(policy: HfPolicy) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in policy.module.named_parameters() if ".lora_" in n}
+
+
+def test_fresh_adapters_come_from_the_seed_not_the_global_stream() -> None:
+    models = [tiny_model(), tiny_model(), tiny_model()]  # tiny_model seeds torch itself
+    torch.manual_seed(5)
+    first = _adapters(HfPolicy(models[0], lora=LoraParams(rank=4)))
+    torch.rand(1000)  # a different global state, as another run or rank may have
+    second = _adapters(HfPolicy(models[1], lora=LoraParams(rank=4)))
+    assert first.keys() == second.keys() and first
+    assert all(torch.equal(first[name], second[name]) for name in first)
+    reseeded = _adapters(HfPolicy(models[2], lora=LoraParams(rank=4, init_seed=1)))
+    a_names = [name for name in first if ".lora_A." in name]
+    assert all(not torch.equal(first[name], reseeded[name]) for name in a_names)
+    assert all(float(first[name].abs().sum()) == 0 for name in first if ".lora_B." in name)
+
+
+def test_adding_adapters_does_not_move_the_global_stream() -> None:
+    model = tiny_model()
+    torch.manual_seed(3)
+    untouched = torch.rand(4)
+    torch.manual_seed(3)
+    HfPolicy(model, lora=LoraParams(rank=4))
+    assert torch.equal(torch.rand(4), untouched)
+
+
+@pytest.mark.parametrize("gathered", [False, True])
+def test_adapter_export_loads_with_peft_and_equals_the_merged_model(
+    tmp_path: Path, gathered: bool
+) -> None:
+    from peft import PeftModel
+    from safetensors.torch import load_file
+
+    policy = lora_policy()
+    state = {n: t.detach().clone() for n, t in policy.module.state_dict().items()}
+    kwargs = {"state": state} if gathered else {}  # a sharded strategy passes the gathered state
+    adapter_dir = policy.export_adapter(tmp_path / "adapter", **kwargs)
+    merged_dir = policy.export_hf(tmp_path / "merged", **kwargs)
+    assert adapter_dir is not None
+    assert (adapter_dir / "adapter_config.json").is_file()
+    saved = load_file(str(adapter_dir / "adapter_model.safetensors"))
+    assert saved and all(".lora_A." in n or ".lora_B." in n for n in saved)  # no base weights
+    ids = make_batch(PROMPTS, RESPONSES).input_ids
+    with torch.no_grad():
+        peft_logits = PeftModel.from_pretrained(tiny_model(), adapter_dir)(ids).logits
+        merged = AutoModelForCausalLM.from_pretrained(merged_dir, local_files_only=True)
+        merged_logits = merged(ids).logits
+        base_logits = tiny_model()(ids).logits
+    # W x + s B A x vs (W + s B A) x: equal up to float32 rounding
+    torch.testing.assert_close(peft_logits, merged_logits, atol=1e-4, rtol=1e-4)
+    assert float((peft_logits - base_logits).abs().max()) > 1e-3  # the adapter matters
+
+
+def test_no_adapter_export_without_lora(tmp_path: Path) -> None:
+    assert HfPolicy(tiny_model()).export_adapter(tmp_path / "adapter") is None
+    assert not (tmp_path / "adapter").exists()

@@ -177,5 +177,9 @@ def test_encoder_refuses_placeholders_that_do_not_match_the_images() -> None:
         multimodal={"images": [noise_image(30, 30, 1), noise_image(30, 30, 2)]},
         metadata=record.metadata,
     )
-    with pytest.raises(ValueError, match="t row 7: the prompt has 1 image placeholders for 2"):
+    expected = (
+        r"t row 7: the prompt holds 1 image placeholder token\(s\) \(id \d+\) but "
+        r"multimodal\['images'\] has 2 item\(s\); expected one placeholder per item"
+    )
+    with pytest.raises(ValueError, match=expected):
         encoder.encode(two_images)

@@ -100,5 +100,6 @@ def test_encoded_source_encodes_on_access_and_names_bad_rows() -> None:
     assert first.prompt_token_ids.count(token_id("<|image_pad|>")) == 4  # 56x56 -> 2x2 merged
     assert source[1].multimodal == {}
     broken = replace(inner[0], multimodal={"images": []})
-    with pytest.raises(ValueError, match=r"s row 0: the prompt has 1 image placeholders for 0"):
+    expected = r"s row 0: the prompt holds 1 image placeholder .* multimodal\['images'\] has 0"
+    with pytest.raises(ValueError, match=expected):
         VisionLanguageEncoder(tokenizer, tiny_image_processor()).encode(broken)

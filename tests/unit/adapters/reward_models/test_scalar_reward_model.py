@@ -123,3 +123,33 @@ def test_offload_and_errors() -> None:
     assert rm.score(samples(["a"], ["b"])).scores.shape == (1,)
     with pytest.raises(ValueError, match="no normalization"):
         HfScalarRewardModel(tiny_classifier(), tiny_tokenizer(), CPU, normalize=True)
+
+
+def _fresh_weights(model: torch.nn.Module, part: str) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in model.named_parameters() if part in n}
+
+
+def test_fresh_score_head_and_adapters_come_from_the_seed(tmp_path: Path) -> None:
+    from lightrft.adapters.reward_models.loading import load_reward_classifier
+    from tests.unit.adapters.hf.hf_tiny import tiny_model
+
+    tiny_model().save_pretrained(tmp_path / "lm")  # a causal LM: the score head is new
+    torch.manual_seed(3)
+    untouched = torch.rand(4)
+    torch.manual_seed(3)
+    first = load_reward_classifier(tmp_path / "lm", CPU, init_seed=5)
+    assert torch.equal(torch.rand(4), untouched)  # the global stream did not move
+    torch.rand(1000)
+    again = load_reward_classifier(tmp_path / "lm", CPU, init_seed=5)
+    other = load_reward_classifier(tmp_path / "lm", CPU, init_seed=6)
+    assert torch.equal(first.score.weight, again.score.weight)
+    assert not torch.equal(first.score.weight, other.score.weight)
+
+    adapters = []
+    for shift in (0, 1000):
+        classifier = tiny_classifier()
+        torch.rand(shift)  # another global state
+        rm = HfScalarRewardModel(classifier, tiny_tokenizer(), CPU, lora=RewardLoraParams(rank=2))
+        adapters.append(_fresh_weights(rm.net, "lora_A"))
+    assert adapters[0].keys() == adapters[1].keys() and adapters[0]
+    assert all(torch.equal(adapters[0][n], adapters[1][n]) for n in adapters[0])

@@ -196,3 +196,52 @@ def test_contract_batch_helper_agrees_with_engine_scores() -> None:
     scores = engine_scores(engine, prompts[0].prompt_token_ids, completion.token_ids)
     torch.testing.assert_close(scores, expected[: len(scores)].float(), atol=1e-4, rtol=0)
     torch.testing.assert_close(torch.tensor(completion.logprobs), scores, atol=1e-4, rtol=0)
+
+
+def test_close_tears_down_what_vllm_started_and_only_once() -> None:
+    import torch.distributed as dist
+
+    from tests.unit.adapters.vllm.vllm_tiny import close_shared_engine
+
+    engine, _ = shared_engine()
+    assert dist.is_initialized()  # in-process vLLM made the default group (none existed)
+    close_shared_engine()
+    assert not dist.is_initialized()  # vLLM's teardown ran now, its exit hook is gone
+    engine.close()  # a second close does nothing
+    with pytest.raises(RuntimeError, match="closed"):
+        engine.generate(short_prompts()[:1], SamplingParams(max_new_tokens=2))
+    with pytest.raises(RuntimeError, match="closed"):
+        engine.wake_up()
+
+
+CLOSE_THEN_OWN_GROUP = """
+from lightrft.adapters.accelerators import CpuAccelerator
+from lightrft.adapters.distributed import init_process_group_from_env, shutdown_process_group
+from tests.unit.adapters.vllm.vllm_tiny import close_shared_engine, shared_engine
+
+shared_engine()
+close_shared_engine()
+init_process_group_from_env(CpuAccelerator(), single_process_group=True)  # a later test's
+shutdown_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_a_process_that_closed_its_engine_exits_without_a_traceback() -> None:
+    """What `make test` did: a group created and destroyed after the vLLM tests, then
+    vLLM's exit hook failed on it ("Invalid process group specified", ten times nested)."""
+    import os
+    import subprocess
+    import sys
+
+    require_vllm()
+    env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", CLOSE_THEN_OWN_GROUP],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]

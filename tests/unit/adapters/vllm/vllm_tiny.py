@@ -2,7 +2,9 @@
 in-process engine per test process (vLLM starts in seconds, not milliseconds).
 
 Tests that need the real engine call :func:`shared_engine`, which skips them (with the
-reason) when vLLM is not importable.
+reason) when vLLM is not importable. The engine is closed when the test module that started
+it ends (:func:`close_shared_engine`, from an autouse fixture of ``tests/conftest.py``), so
+no vLLM process group outlives the module: later tests build and destroy their own groups.
 """
 
 from __future__ import annotations
@@ -82,3 +84,12 @@ def shared_model_dir() -> Path:
     """The directory the shared engine was started from."""
     shared_engine()
     return _ENGINE["path"]  # type: ignore[return-value]
+
+
+def close_shared_engine() -> None:
+    """Shuts the shared engine down, if one was started (the next :func:`shared_engine`
+    starts a new one)."""
+    engine = _ENGINE.pop("engine", None)
+    _ENGINE.clear()
+    if engine is not None:
+        engine.close()  # type: ignore[attr-defined]
