@@ -153,9 +153,9 @@ def _agree(request: RunRequest, collective: Collective | None) -> RunStart:
 def decide(request: RunRequest) -> RunStart:
     """Rank 0's decision: fresh or resume (moving a previous run aside when asked), and on
     a resume the identity check against the run's record."""
-    check_stated_keys(request.resume_changing, request.keys)
     start = decide_start(request.run_dir, request.resume, request.overwrite)
     current = request.fingerprint()
+    check_stated_keys(request.resume_changing, current, request.keys)
     if start == "fresh":
         return RunStart(request.run_dir, start, current)
     recorded = recorded_fingerprint(request.run_dir, request.keys)

@@ -205,9 +205,12 @@ def changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> Changes:
     }
 
 
-def check_stated_keys(stated: Iterable[str], keys: IdentityKeys) -> None:
-    """Refuses a ``--resume-changing`` key that the identity does not compare (a typo)."""
-    unknown = [key for key in stated if not keys.compares(key)]
+def check_stated_keys(
+    stated: Iterable[str], current: Mapping[str, Any], keys: IdentityKeys
+) -> None:
+    """Refuses a ``--resume-changing`` key that the identity ``current`` (made with
+    ``keys``) does not hold: a typo, or a key that is not compared."""
+    unknown = [key for key in stated if key not in current]
     if unknown:
         raise ResumeIdentityError(
             f"--resume-changing / checkpoint.resume_changing: {', '.join(unknown)} "
