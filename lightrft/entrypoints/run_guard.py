@@ -127,25 +127,26 @@ def guard_run_directory(
 
 
 def _agree(request: RunRequest, collective: Collective | None) -> RunStart:
-    """Rank 0 decides; the other ranks learn its decision, or that it refused."""
+    """Rank 0 decides; the other ranks learn its decision, or that it failed (whatever the
+    error, rank 0 joins the all-reduce first, so no rank waits for it forever)."""
     decided: RunStart | None = None
-    error: RunDirectoryError | None = None
+    failure: Exception | None = None
     if collective is None or collective.rank == 0:
         try:
             decided = decide(request)
-        except RunDirectoryError as exc:
-            error = exc
+        except Exception as exc:  # re-raised below, after the other ranks were told
+            failure = exc
     if collective is not None and collective.world_size > 1:
         code = _CODES[decided.start] if decided is not None else 0.0  # rank 0 only decides
         agreed = int(collective.all_reduce_sum(torch.tensor([code], dtype=torch.float64)))
-        if agreed == 0 and error is None:
-            error = RunDirectoryError(
+        if agreed == 0 and failure is None:
+            failure = RunDirectoryError(
                 f"rank 0 refused run directory {request.run_dir}: see its log"
             )
-        if decided is None and error is None:
+        if decided is None and failure is None:
             decided = RunStart(request.run_dir, "resume" if agreed == 2 else "fresh")
-    if error is not None:
-        raise error
+    if failure is not None:
+        raise failure
     assert decided is not None
     return decided
 
@@ -153,9 +154,9 @@ def _agree(request: RunRequest, collective: Collective | None) -> RunStart:
 def decide(request: RunRequest) -> RunStart:
     """Rank 0's decision: fresh or resume (moving a previous run aside when asked), and on
     a resume the identity check against the run's record."""
-    start = decide_start(request.run_dir, request.resume, request.overwrite)
     current = request.fingerprint()
-    check_stated_keys(request.resume_changing, current, request.keys)
+    check_stated_keys(request.resume_changing, current, request.keys)  # before moving anything
+    start = decide_start(request.run_dir, request.resume, request.overwrite)
     if start == "fresh":
         return RunStart(request.run_dir, start, current)
     recorded = recorded_fingerprint(request.run_dir, request.keys)

@@ -168,3 +168,37 @@ def test_demo_rlhf_refuses_a_previous_demo_or_moves_it_aside_and_holds_the_lock(
     assert summary == {"ran": [".lightrft-owner.json", ".lightrft.lock"]}
     (aside,) = tmp_path.glob("demo.old-*")
     assert (aside / "summary.json").exists()
+
+
+def test_any_failure_of_rank_0_reaches_the_other_ranks_instead_of_hanging_them(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    def broken_identity() -> dict[str, object]:
+        raise OSError("model directory unreadable")
+
+    request = RunRequest(tmp_path / "run", False, False, KEYS, broken_identity)
+
+    def on(rank: int) -> Callable[[Callable[[torch.Tensor], torch.Tensor]], str]:
+        def body(reduce: Callable[[torch.Tensor], torch.Tensor]) -> str:
+            try:
+                with guard_run_directory(request, _Rank(rank, 2, reduce)):
+                    return "ran"
+            except Exception as error:  # noqa: BLE001 - the outcome is the assertion
+                return f"{type(error).__name__}: {error}"
+
+        return body
+
+    outcome: list[list[str]] = []
+    worker = threading.Thread(target=lambda: outcome.append(run_on_ranks([on(0), on(1)])))
+    worker.daemon = True  # before the fix rank 1 waited in the all-reduce for ever
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "rank 1 is still waiting for rank 0"
+    assert outcome == [
+        [
+            "OSError: model directory unreadable",
+            f"RunDirectoryError: rank 0 refused run directory {tmp_path / 'run'}: see its log",
+        ]
+    ]
