@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-HELP = (
+FLAG_HELP = (
     "on --resume: keys that may differ from the run's recorded settings (e.g. optim.lr); "
     "the change is recorded in RUN_DIR/history.jsonl, any other change is refused"
 )
@@ -15,7 +15,7 @@ def add_resume_changing(parser: argparse.ArgumentParser) -> None:
     """Adds the flag. Abbreviations are turned off: ``--resume`` (an override the command
     passes on) must not read as a short form of ``--resume-changing``."""
     parser.allow_abbrev = False
-    parser.add_argument("--resume-changing", nargs="+", metavar="KEY", default=[], help=HELP)
+    parser.add_argument("--resume-changing", nargs="+", metavar="KEY", default=[], help=FLAG_HELP)
 
 
 def stated_keys(args: argparse.Namespace) -> list[str]:
