@@ -24,7 +24,7 @@ from lightrft.entrypoints.next_command import NextCommand
 from lightrft.entrypoints.run_directory import trim_logs_after
 from lightrft.entrypoints.run_guard import RunStart, config_request, guard_run_directory
 from lightrft.entrypoints.run_identity import SFT_IDENTITY
-from lightrft.entrypoints.run_training import export_policy
+from lightrft.entrypoints.run_training import export_policy, process_collective
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.sft_data import build_sft_data
 
@@ -62,8 +62,8 @@ def sft(config: RunConfig, *, next_command: NextCommand | None = None) -> dict[s
         update={"train": config.train.model_copy(update={"total_steps": max(steps, 1)})}
     )
     container = build_container(config, tokenizer=tokenizer)
-    collective = container.collective()
-    with guard_run_directory(config_request(config, SFT_IDENTITY), collective) as start:
+    processes = process_collective(container)
+    with guard_run_directory(config_request(config, SFT_IDENTITY), processes) as start:
         data = (train_data, eval_data)
         return _sft_in(config, container, start, params, data, next_command or NextCommand())
 
@@ -78,7 +78,7 @@ def _sft_in(
 ) -> dict[str, Any]:
     train_data, eval_data = data
     collective = container.collective()
-    main = collective.rank == 0
+    main = container.process()[0] == 0  # with sequence parallelism, not every DP rank 0
     run_dir = Path(config.logging.run_dir)
     tracker = container.tracker()
     if main:

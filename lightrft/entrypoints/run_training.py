@@ -36,13 +36,13 @@ def train(config: RunConfig, *, next_command: NextCommand | None = None) -> dict
     """
     apply_config_logging(json_logs=config.logging.json_logs)
     container = build_container(config)
-    processes = _process_collective(container)
+    processes = process_collective(container)
     request = config_request(config, RL_IDENTITY)
     with guard_run_directory(request, processes) as start:
         return _train_in(config, container, start, next_command or NextCommand())
 
 
-def _process_collective(container: Any) -> Collective:
+def process_collective(container: Any) -> Collective:
     """A collective over every process: the data-parallel one, or with sequence
     parallelism (whose data-parallel ranks are not all processes) the default group."""
     _, world = container.process()
