@@ -2,7 +2,8 @@
 
 A store that records checksums (:class:`~lightrft.domain.checkpoint_health.VerifiableStore`)
 has each candidate verified before it is loaded; a candidate that fails verification or
-loading is logged (``checkpoint.damaged``, naming the file) and the next older one is tried.
+loading is logged once (``checkpoint.damaged``, naming the file, ``skipped=True`` and the
+step it ``falls_back_to``) and the next older one is tried.
 With several data-parallel ranks (each with its own store of its shard) the candidates are
 the steps every rank holds, and a step is used only if it is intact on all of them, so every
 rank resumes from the same step.
@@ -39,11 +40,13 @@ def load_newest_intact(
         state, problems = _try_load(store, step)
         if _any_rank(bool(problems), collective):
             damaged.append(f"step {step}: " + ("; ".join(problems) or "damaged on another rank"))
+            older = [s for s in candidates if s < step]
             log.warning(
                 "checkpoint.damaged",
                 step=step,
                 problems=problems or ["damaged on another rank"],
-                next=[s for s in candidates if s < step][-1:] or None,
+                skipped=True,
+                falls_back_to=older[-1] if older else None,
             )
             continue
         assert state is not None

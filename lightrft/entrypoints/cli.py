@@ -45,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
     commands = load_commands()
     args, rest = _parser(commands).parse_known_args(argv)
+    args.argv = tuple(sys.argv[1:] if argv is None else argv)  # for "run this next" messages
     debug, rest = debug_requested(args.debug, rest)
     try:
         from lightrft.entrypoints.logging_setup import configure_logging

@@ -20,7 +20,7 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +28,15 @@ import structlog
 
 from lightrft.application.reward_model_training import RewardTrainParams
 from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.next_command import NextCommand
+from lightrft.entrypoints.run_guard import RunRequest, guard_run_directory
+from lightrft.entrypoints.run_identity import IdentityKeys
 from lightrft.entrypoints.run_reward_model import RmDataOptions, RmTrainOptions, train_reward_model
 
 log = structlog.get_logger(__name__)
+
+_NO_RESUME = IdentityKeys(include=())
+"""The demo is not resumed (each run starts over), so nothing of it is compared."""
 
 SYSTEM_PROMPT = "You are a helpful assistant. Answer briefly."
 INSTRUCTION = "What is the answer?"
@@ -73,6 +79,8 @@ class RlhfDemoOptions:
     rm_train_backbone: bool = False
     serve_rm: bool = False
     rm_model: Path | None = None  # a reward model trained before: skips stage 1
+    overwrite: bool = False  # move a previous demo in run_dir aside (else it is refused)
+    next_command: NextCommand = field(default_factory=NextCommand)
 
 
 def _model_path(overrides: Sequence[str]) -> str | None:
@@ -96,8 +104,8 @@ def _rm_stage(options: RlhfDemoOptions, overrides: Sequence[str]) -> dict[str, A
         lr=options.rm_lr,
         max_length=256,
         train_backbone=options.rm_train_backbone,
-        resume=False,
         normalize_pairs=64,
+        next_command=options.next_command,
     )
     return train_reward_model(rm)
 
@@ -149,11 +157,15 @@ def _before_after(run_dir: Path) -> dict[str, Any]:
 
 
 def _grpo_stage(
-    name: str, rm_source: dict[str, Any], with_rule: bool, run_dir: Path, overrides: Sequence[str]
+    name: str,
+    rm_source: dict[str, Any],
+    with_rule: bool,
+    options: RlhfDemoOptions,
+    overrides: Sequence[str],
 ) -> dict[str, Any]:
     from lightrft.entrypoints.run_training import train
 
-    stage_dir = run_dir / name
+    stage_dir, next_command = options.run_dir / name, options.next_command
     config = load_config(
         None,
         [
@@ -165,7 +177,7 @@ def _grpo_stage(
         algorithm="grpo",
     )
     started = time.perf_counter()
-    summary = train(config)
+    summary = train(config, next_command=next_command)
     return {
         "steps": summary["steps"],
         "seconds": time.perf_counter() - started,
@@ -174,8 +186,23 @@ def _grpo_stage(
 
 
 def run_rlhf_demo(options: RlhfDemoOptions, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """Runs the three stages; returns (and writes) the summary."""
-    options.run_dir.mkdir(parents=True, exist_ok=True)
+    """Runs the three stages; returns (and writes) the summary.
+
+    ``run_dir`` is guarded like every run directory (:mod:`run_guard`): locked for the
+    whole demo, and a previous demo there is refused unless ``overwrite`` moves it aside.
+    """
+    request = RunRequest(
+        options.run_dir,
+        resume=False,
+        overwrite=options.overwrite,
+        keys=_NO_RESUME,
+        fingerprint=dict,
+    )
+    with guard_run_directory(request):
+        return _run_stages(options, overrides)
+
+
+def _run_stages(options: RlhfDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
     started = time.perf_counter()
     if options.rm_model is not None:
         reward_model: dict[str, Any] = {"path": str(options.rm_model), "trained_here": False}
@@ -192,10 +219,8 @@ def run_rlhf_demo(options: RlhfDemoOptions, overrides: Sequence[str] = ()) -> di
         }
     summary: dict[str, Any] = {"reward_model": reward_model}
     with _reward_model_source(Path(reward_model["path"]), options.serve_rm) as source:
-        summary["grpo_rm"] = _grpo_stage("grpo_rm", source, False, options.run_dir, overrides)
-        summary["grpo_rm_rule"] = _grpo_stage(
-            "grpo_rm_rule", source, True, options.run_dir, overrides
-        )
+        summary["grpo_rm"] = _grpo_stage("grpo_rm", source, False, options, overrides)
+        summary["grpo_rm_rule"] = _grpo_stage("grpo_rm_rule", source, True, options, overrides)
     summary["seconds"] = time.perf_counter() - started
     summary["served"] = options.serve_rm
     (options.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -5,11 +5,13 @@ One run owns its directory: :class:`RunDirectoryLock` holds an OS lock (``flock`
 and host in ``RUN_DIR/.lightrft-owner.json`` for the error a second process gets. The kernel
 drops the lock when its process dies, so a lock left by a killed run never blocks.
 
-:func:`decide_start` never mixes two runs in one directory:
+:func:`decide_start` never mixes two runs in one directory (every verb that writes a run
+goes through it, see :mod:`run_guard`):
 
-- without ``resume``, a directory holding a previous run is an error that offers
-  ``--resume`` and ``--overwrite``; ``overwrite`` moves the previous run's files aside to
-  ``RUN_DIR.old-<UTC time>`` (nothing is deleted) and starts fresh;
+- without ``resume``, a directory that is not empty (anything but the lock files and the
+  ``config.yaml`` / ``history.jsonl`` of a start that trained nothing) is an error that
+  offers ``--resume`` and ``--overwrite``; ``overwrite`` moves the previous run's files
+  aside to ``RUN_DIR.old-<UTC time>`` (nothing is deleted) and starts fresh;
 - ``resume=True`` with no checkpoint is an error (a mistyped path must not look like a
   resume); ``resume="auto"`` resumes when there is a checkpoint and otherwise starts fresh,
   moving whatever a run without a checkpoint left (say, one killed before its first
@@ -39,9 +41,12 @@ log = structlog.get_logger(__name__)
 
 LOCK_FILE = ".lightrft.lock"
 OWNER_FILE = ".lightrft-owner.json"
-RUN_FILES = ("metrics.jsonl", "samples.jsonl", "summary.json", "final_model", "checkpoints")
-"""Entries whose presence means the directory holds a previous run (config.yaml alone
-does not: it is rewritten at every start)."""
+FIRST_CONFIG = "config.yaml"
+HISTORY_FILE = "history.jsonl"
+NOT_A_RUN = (LOCK_FILE, OWNER_FILE, FIRST_CONFIG, HISTORY_FILE)
+"""Entries that alone are no previous run: the lock, and the records a start writes before
+it trains anything (a start that failed early leaves them; the next fresh start replaces
+them). Every other entry is."""
 LOG_FILES = ("metrics.jsonl", "samples.jsonl")
 
 ResumeChoice = bool | Literal["auto"]
@@ -124,16 +129,18 @@ class PreviousRun:
 
 
 def inspect_run_directory(run_dir: Path) -> PreviousRun:
-    """The previous run's files in ``run_dir`` and its complete checkpoints' steps (for
-    several ranks, the steps every rank holds)."""
+    """The entries of ``run_dir`` that make it hold a previous run (sorted; empty
+    directories do not count) and its checkpoints' steps (for several ranks, the steps every
+    rank holds)."""
     run_dir = Path(run_dir)
-    entries = tuple(name for name in RUN_FILES if _non_empty(run_dir / name))
+    names = sorted(p.name for p in run_dir.iterdir()) if run_dir.is_dir() else []
+    entries = tuple(n for n in names if n not in NOT_A_RUN and _non_empty(run_dir / n))
     return PreviousRun(entries, tuple(checkpoint_steps(run_dir / "checkpoints")))
 
 
 def checkpoint_steps(root: Path) -> list[int]:
-    """Steps of the complete checkpoints under ``root`` (per-rank ``rank_*`` stores: the
-    steps all of them hold)."""
+    """Steps of the checkpoints under ``root``, damaged ones included (per-rank ``rank_*``
+    stores: the steps all of them hold)."""
     ranks = sorted(root.glob("rank_*")) if root.is_dir() else []
     if not ranks:
         return LocalCheckpointStore(root, keep_last=None).steps()
@@ -146,7 +153,7 @@ def checkpoint_steps(root: Path) -> list[int]:
 def _non_empty(path: Path) -> bool:
     if path.is_dir():
         return any(path.iterdir())
-    return path.is_file()
+    return path.exists()
 
 
 def decide_start(run_dir: Path, resume: ResumeChoice, overwrite: bool) -> Start:
@@ -168,7 +175,7 @@ def decide_start(run_dir: Path, resume: ResumeChoice, overwrite: bool) -> Start:
         return "fresh"
     if resume is True:
         raise RunDirectoryError(
-            f"nothing to resume in {run_dir}: it holds no complete checkpoint"
+            f"nothing to resume in {run_dir}: it holds no checkpoint"
             + (f" (it holds {', '.join(previous.entries)})" if previous.exists else "")
             + "; check the path, start without --resume, or pass --resume=auto to start "
             "fresh whenever there is nothing to resume"
@@ -177,7 +184,7 @@ def decide_start(run_dir: Path, resume: ResumeChoice, overwrite: bool) -> Start:
         raise RunDirectoryError(
             f"run directory {run_dir} holds a previous run ({previous.describe()}); pass "
             "--resume to continue it, --overwrite to move it aside to "
-            f"{run_dir.name}.old-<time> and start anew, or choose another --run-dir"
+            f"{run_dir.name}.old-<time> and start anew, or choose another run directory"
         )
     return "fresh"
 

@@ -1,9 +1,10 @@
 """`lightrft rm train` / `lightrft rm eval`: Bradley-Terry reward-model training on preference
 data, held-out accuracy, checkpoints and resume, HF export; evaluation of a saved model.
 
-The output directory holds ``checkpoints/``, ``metrics.jsonl``, ``summary.json`` and
-``model/`` (the exported reward model, loadable by ``HfScalarRewardModel.from_pretrained``
-and by the ``scalar_rm`` reward source).
+The output directory holds ``checkpoints/``, ``metrics.jsonl``, ``history.jsonl``,
+``summary.json`` and ``model/`` (the exported reward model, loadable by
+``HfScalarRewardModel.from_pretrained`` and by the ``scalar_rm`` reward source). It is a run
+directory like ``lightrft train``'s: one run at a time, ``resume`` / ``overwrite`` to reuse it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ from lightrft.application.reward_model_training import (
 )
 from lightrft.domain.types import PreferencePair
 from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.final_export import FinalState, write_final
+from lightrft.entrypoints.next_command import NextCommand
+from lightrft.entrypoints.run_directory import ResumeChoice, trim_logs_after
+from lightrft.entrypoints.run_guard import RunRequest, RunStart, guard_run_directory
+from lightrft.entrypoints.run_identity import RM_IDENTITY, fingerprint, flatten
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.model_loaders import DTYPES
 from lightrft.entrypoints.wiring.registries import STRATEGIES, BuildContext, build
@@ -85,8 +91,11 @@ class RmTrainOptions:
     lora_rank: int = 0
     lora_alpha: float = 16.0
     train_backbone: bool = True  # False: only the score head trains (a probe on frozen features)
-    resume: bool = True
+    resume: ResumeChoice = False  # True: continue the run in ``output``; "auto": if it has one
+    overwrite: bool = False  # move a previous run in ``output`` aside first
+    resume_changing: tuple[str, ...] = ()  # keys a resume may change (see run_identity)
     normalize_pairs: int = 256
+    next_command: NextCommand = field(default_factory=NextCommand)
 
 
 def _renderer(tokenizer: Any, data: RmDataOptions) -> PromptRenderer:
@@ -160,11 +169,30 @@ def _no_policy() -> Any:
 
 
 def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
-    """Trains, evaluates and exports a reward model; returns the summary."""
-    out = Path(options.output)
-    out.mkdir(parents=True, exist_ok=True)
+    """Trains, evaluates and exports a reward model; returns the summary.
+
+    ``output`` is a run directory like any other (:mod:`run_guard`): locked, a previous run
+    there is refused unless ``resume`` / ``overwrite``, a resume's identity is checked.
+    """
     path = Path(options.model) if options.model else default_model_path()
     strategy, collective, device = _strategy_and_device(options)
+    request = RunRequest(
+        run_dir=Path(options.output),
+        resume=options.resume,
+        overwrite=options.overwrite,
+        keys=RM_IDENTITY,
+        fingerprint=lambda: fingerprint(flatten(asdict(options)), RM_IDENTITY, path),
+        resume_changing=options.resume_changing,
+    )
+    with guard_run_directory(request, collective) as start:
+        return _train_in(options, start, path, (strategy, collective, device))
+
+
+def _train_in(
+    options: RmTrainOptions, start: RunStart, path: Path, backend: tuple[Any, Any, torch.device]
+) -> dict[str, Any]:
+    out = Path(options.output)
+    strategy, collective, device = backend
     tokenizer = load_reward_tokenizer(path)
     train_pairs, eval_pairs, skipped_rows = preference_splits(
         tokenizer, options.data, options.train.seed
@@ -188,7 +216,9 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
     if not options.train_backbone:
         rm.net.backbone.requires_grad_(False)
     strategy.prepare(rm.module)
-    tracker = make_tracker(["jsonl"], out) if collective.rank == 0 else None
+    main = collective.rank == 0
+    tracker = make_tracker(["jsonl"], out) if main else None
+    store = LocalCheckpointStore(out / "checkpoints")
     trainer = RewardModelTrainer(
         rm,
         strategy,
@@ -196,13 +226,16 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
         options.train,
         eval_pairs=eval_pairs,
         collective=collective,
-        checkpoints=LocalCheckpointStore(out / "checkpoints"),
+        checkpoints=store,
         tracker=tracker,
     )
     log.info(
         "rm.start", pairs=len(train_pairs), held_out=len(eval_pairs), steps=trainer.total_steps
     )
-    resumed_from = trainer.step if options.resume and trainer.resume() else None
+    resumed_from = trainer.step if start.resumes and trainer.resume() else None
+    if resumed_from is not None and main:
+        trim_logs_after(out, resumed_from)
+    start.record(trainer.step)
     history = trainer.run(resume=False)
     evaluated = history[-1] if history and "eval/accuracy" in history[-1] else None
     metrics = evaluated if evaluated is not None else trainer.evaluate(eval_pairs).metrics()
@@ -217,10 +250,17 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
         **{k: v for k, v in metrics.items() if k.startswith("eval/")},
         "normalization": asdict(normalization),
     }
-    if collective.rank == 0:
+    final = FinalState(store, trainer.step, trainer.save_checkpoint, out / "checkpoints")
+    kept = final.secure()
+    if main:
         state = dict(strategy.full_state())
         summary["model"] = str(
-            rm.export_hf(out / "model", state=state, normalization=normalization)
+            write_final(
+                out / "model",
+                lambda tmp: rm.export_hf(tmp, state=state, normalization=normalization),
+                kept,
+                options.next_command,
+            )
         )
         (out / "summary.json").write_text(json.dumps(summary, indent=2))
     if tracker is not None:

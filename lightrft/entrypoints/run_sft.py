@@ -1,9 +1,10 @@
 """`lightrft sft`: supervised fine-tuning from a config; exports a model `lightrft train` loads.
 
-The run directory gets ``config.yaml``, ``metrics.jsonl`` (``train/loss``, ``eval/loss`` ...),
-``checkpoints/`` (with ``checkpoint.every``; ``checkpoint.resume`` continues exactly) and
-``final_model/`` (a plain Hugging Face directory, LoRA merged, tokenizer included); with
-``model.lora.rank`` > 0 also ``final_adapter/`` (the PEFT adapter alone).
+The run directory gets ``config.yaml``, ``history.jsonl``, ``metrics.jsonl`` (``train/loss``,
+``eval/loss`` ...), ``checkpoints/`` (with ``checkpoint.every``, and the final state before the
+export; ``checkpoint.resume`` continues exactly) and ``final_model/`` (a plain Hugging Face
+directory, LoRA merged, tokenizer included); with ``model.lora.rank`` > 0 also
+``final_adapter/`` (the PEFT adapter alone).
 """
 
 from __future__ import annotations
@@ -19,15 +20,24 @@ from lightrft.application.sft_trainer import SftParams, SftTrainer
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import dump_config
-from lightrft.entrypoints.run_training import export_policy
+from lightrft.entrypoints.final_export import FinalState
+from lightrft.entrypoints.next_command import NextCommand
+from lightrft.entrypoints.run_directory import trim_logs_after
+from lightrft.entrypoints.run_guard import RunStart, config_request, guard_run_directory
+from lightrft.entrypoints.run_identity import SFT_IDENTITY
+from lightrft.entrypoints.run_training import export_policy, process_collective
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.sft_data import build_sft_data
 
 log = structlog.get_logger(__name__)
 
 
-def sft(config: RunConfig) -> dict[str, Any]:
-    """Runs the configured SFT; returns a summary (losses, steps, data stats, paths)."""
+def sft(config: RunConfig, *, next_command: NextCommand | None = None) -> dict[str, Any]:
+    """Runs the configured SFT; returns a summary (losses, steps, data stats, paths).
+
+    The run directory is guarded like ``lightrft train``'s (:mod:`run_guard`): locked, a
+    previous run refused unless ``--resume`` / ``--overwrite``, a resume's identity checked.
+    """
     s = config.sft
     tokenizer = models.build_tokenizer(config, models.model_path(config))
     train_data = build_sft_data(s.train_data, tokenizer)
@@ -56,35 +66,55 @@ def sft(config: RunConfig) -> dict[str, Any]:
     train = config.train.model_copy(update={"total_steps": max(steps, 1), "seed": s.seed})
     config = config.model_copy(update={"train": train})
     container = build_container(config, tokenizer=tokenizer)
+    processes = process_collective(container)
+    with guard_run_directory(config_request(config, SFT_IDENTITY), processes) as start:
+        data = (train_data, eval_data)
+        return _sft_in(config, container, start, params, data, next_command or NextCommand())
+
+
+def _sft_in(
+    config: RunConfig,
+    container: Any,
+    start: RunStart,
+    params: SftParams,
+    data: tuple[Any, Any],
+    next_command: NextCommand,
+) -> dict[str, Any]:
+    train_data, eval_data = data
     collective = container.collective()
     main = container.process()[0] == 0  # with sequence parallelism, not every DP rank 0
     run_dir = Path(config.logging.run_dir)
-    if main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.yaml").write_text(dump_config(config))
     tracker = container.tracker()
     if main:
-        tracker = ProgressTracker(tracker, max(steps, 1), enabled=config.logging.progress)
+        tracker = ProgressTracker(
+            tracker, config.train.total_steps, enabled=config.logging.progress
+        )
     trainer = SftTrainer(
         policy=container.policy(),
         strategy=container.policy_strategy(),
         train_data=train_data,
         params=params,
         tracker=tracker,
-        checkpoints=container.checkpoints() if config.checkpoint.every else None,
+        checkpoints=container.checkpoints(),  # periodic saves only with checkpoint.every
         eval_data=eval_data,
         collective=collective,
     )
     log.info("sft.start", run_dir=str(run_dir), rows=len(train_data), steps=trainer.total_steps)
     try:
-        history = trainer.run(resume=config.checkpoint.resume)
+        if start.resumes and trainer.resume() and main:
+            trim_logs_after(run_dir, trainer.step)
+        start.record(trainer.step, dump_config(config))
+        history = trainer.run(resume=False)
     finally:
         tracker.close()
     summary = _summary(trainer, history, run_dir, train_data.stats)
     if trainer.initial_eval is not None:
         summary["eval_loss_before"] = trainer.initial_eval["eval/loss"]
     if config.checkpoint.export_final:
-        summary.update(export_policy(container, run_dir, main))
+        final = FinalState(
+            container.checkpoints(), trainer.step, trainer.save_checkpoint, run_dir / "checkpoints"
+        )
+        summary.update(export_policy(container, run_dir, main, final, next_command))
     if main:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log.info("sft.done", **summary)

@@ -3,52 +3,47 @@
 from __future__ import annotations
 
 import json
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import structlog
-import torch
 
 from lightrft.adapters.distributed import TorchCollective
 from lightrft.adapters.tracking.progress import ProgressTracker
 from lightrft.adapters.tracking.token_text import TokenTextTracker
+from lightrft.application.phases import Phase
 from lightrft.domain.ports import Collective
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import dump_config
 from lightrft.entrypoints.data_report import prompt_counts, report_prompt_counts
+from lightrft.entrypoints.final_export import FinalState, write_final
 from lightrft.entrypoints.graceful_stop import GracefulStop
 from lightrft.entrypoints.logging_setup import apply_config_logging
-from lightrft.entrypoints.run_directory import (
-    RunDirectoryError,
-    RunDirectoryLock,
-    Start,
-    decide_start,
-    trim_logs_after,
-)
+from lightrft.entrypoints.next_command import NextCommand
+from lightrft.entrypoints.run_directory import trim_logs_after
+from lightrft.entrypoints.run_guard import RunStart, config_request, guard_run_directory
+from lightrft.entrypoints.run_identity import RL_IDENTITY
 
 log = structlog.get_logger(__name__)
 
 
-def train(config: RunConfig) -> dict[str, Any]:
+def train(config: RunConfig, *, next_command: NextCommand | None = None) -> dict[str, Any]:
     """Runs the configured training; returns a summary (eval before/after, steps, paths).
 
-    Rank 0 holds the run directory's lock for the whole run (see :mod:`run_directory`).
-    ``summary["stopped_early"]`` is true when SIGTERM stopped the run after a checkpoint.
+    Rank 0 holds the run directory's lock for the whole run and checks a resume's identity
+    (see :mod:`run_guard`). ``summary["stopped_early"]`` is true when SIGTERM stopped the
+    run after a checkpoint. ``next_command``: what a failed export tells the user to run.
     """
     apply_config_logging(json_logs=config.logging.json_logs)
-    run_dir = Path(config.logging.run_dir)
     container = build_container(config)
-    processes = _process_collective(container)
-    with ExitStack() as stack:
-        if processes.rank == 0:
-            stack.enter_context(RunDirectoryLock(run_dir))
-        start = _agree_start(config, processes)
-        return _train_in(config, container, start)
+    processes = process_collective(container)
+    request = config_request(config, RL_IDENTITY)
+    with guard_run_directory(request, processes) as start:
+        return _train_in(config, container, start, next_command or NextCommand())
 
 
-def _process_collective(container: Any) -> Collective:
+def process_collective(container: Any) -> Collective:
     """A collective over every process: the data-parallel one, or with sequence
     parallelism (whose data-parallel ranks are not all processes) the default group."""
     _, world = container.process()
@@ -56,35 +51,12 @@ def _process_collective(container: Any) -> Collective:
     return TorchCollective() if world != collective.world_size else collective
 
 
-def _agree_start(config: RunConfig, collective: Collective) -> Start:
-    """Rank 0 decides fresh / resume (moving a previous run aside on overwrite); the other
-    ranks learn its decision, or that it refused."""
-    run_dir = Path(config.logging.run_dir)
-    error: RunDirectoryError | None = None
-    start: Start = "fresh"
-    if collective.rank == 0:
-        try:
-            start = decide_start(run_dir, config.checkpoint.resume, config.logging.overwrite)
-        except RunDirectoryError as exc:
-            error = exc
-    if collective.world_size > 1:
-        code = 0.0 if collective.rank else {"fresh": 1.0, "resume": 2.0}[start] * (not error)
-        agreed = int(collective.all_reduce_sum(torch.tensor([code], dtype=torch.float64)))
-        if agreed == 0 and error is None:
-            error = RunDirectoryError(f"rank 0 refused run directory {run_dir}: see its log")
-        start = "resume" if agreed == 2 else "fresh"
-    if error is not None:
-        raise error
-    return start
-
-
-def _train_in(config: RunConfig, container: Any, start: Start) -> dict[str, Any]:
+def _train_in(
+    config: RunConfig, container: Any, start: RunStart, next_command: NextCommand
+) -> dict[str, Any]:
     run_dir = Path(config.logging.run_dir)
     collective = container.collective()
     main = container.process()[0] == 0  # with sequence parallelism, not every DP rank 0
-    if main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.yaml").write_text(dump_config(config))
     tracker = container.tracker()
     if main:
         tracker = ProgressTracker(
@@ -99,17 +71,18 @@ def _train_in(config: RunConfig, container: Any, start: Start) -> dict[str, Any]
         algorithm=config.algorithm.advantage_estimator,
         policy_loss=config.algorithm.policy_loss,
         world_size=collective.world_size,
-        start=start,
+        start=start.start,
     )
     cycle = container.cycle()
     counts = prompt_counts(container.prompts(), container.eval_prompts())
     try:
-        if start == "resume":
+        if start.resumes:
             cycle.resume()
             if main:
                 trim_logs_after(run_dir, cycle.state.step)
         if main:  # step 0 of metrics.jsonl once, not again on resume
-            report_prompt_counts(counts, tracker if start == "fresh" else None)
+            report_prompt_counts(counts, tracker if not start.resumes else None)
+        start.record(cycle.state.step, dump_config(config))
         with GracefulStop(collective) as stop:
             history = cycle.run(resume=False, should_stop=stop.requested)
     finally:
@@ -128,7 +101,8 @@ def _train_in(config: RunConfig, container: Any, start: Start) -> dict[str, Any]
         summary["eval_accuracy_after"] = evals[-1]["eval/accuracy"]
     summary["health"] = cycle.health.summary()
     if config.checkpoint.export_final:
-        summary.update(export_policy(container, run_dir, main))
+        final = _final_state(cycle, container, run_dir)
+        summary.update(export_policy(container, run_dir, main, final, next_command))
     if main:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log.info("run.done", **summary)
@@ -152,10 +126,30 @@ def _first_eval(run_dir: Path) -> float | None:
     return None
 
 
-def export_policy(container: Any, run_dir: Path, main: bool) -> dict[str, str]:
-    """Writes the trained policy (rank 0 writes): ``final_model/``, a plain HF model
-    directory (LoRA merged), and under LoRA also ``final_adapter/``, the PEFT adapter alone.
-    Returns their paths by summary key."""
+def _final_state(cycle: Any, container: Any, run_dir: Path) -> FinalState:
+    """The cycle's final state; its checkpoint is saved in the training phase (the cycle
+    put everything to sleep when it ended)."""
+
+    def save() -> None:
+        with cycle.phases.phase(Phase.TRAIN):
+            cycle.save_checkpoint()
+        cycle.phases.rest()
+
+    return FinalState(container.checkpoints(), cycle.state.step, save, run_dir / "checkpoints")
+
+
+def export_policy(
+    container: Any,
+    run_dir: Path,
+    main: bool,
+    final: FinalState,
+    next_command: NextCommand | None = None,
+) -> dict[str, str]:
+    """Writes the trained policy (rank 0 writes), each directory atomically, after making
+    sure a checkpoint holds the final state (see :mod:`final_export`): ``final_model/``, a
+    plain HF model directory (LoRA merged), and under LoRA also ``final_adapter/``, the PEFT
+    adapter alone. Returns their paths by summary key."""
+    kept = final.secure()  # every rank: a checkpoint save is collective
     strategy = container.policy_strategy()
     policy = container.policy()
     strategy.onload()  # the cycle put everything to sleep when it ended
@@ -164,7 +158,15 @@ def export_policy(container: Any, run_dir: Path, main: bool) -> dict[str, str]:
     if policy.uses_lora:
         paths["final_adapter"] = run_dir / "final_adapter"
     if main:
-        policy.export_hf(paths["final_model"], state=state)
+        command = next_command or NextCommand()
+        write_final(
+            paths["final_model"], lambda tmp: policy.export_hf(tmp, state=state), kept, command
+        )
         if "final_adapter" in paths:
-            policy.export_adapter(paths["final_adapter"], state=state)
+            write_final(
+                paths["final_adapter"],
+                lambda tmp: policy.export_adapter(tmp, state=state),
+                kept,
+                command,
+            )
     return {key: str(path) for key, path in paths.items()}

@@ -69,8 +69,8 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         where = f" writing {exc.filename}" if exc.filename else ""
         return (
-            f"no space left on device{where}. Checkpoints saved before are intact: free some "
-            "space, then run the same command with --resume"
+            f"no space left on device{where}. Free some space; `lightrft checkpoints verify "
+            "RUN_DIR` lists the checkpoints the run can continue from with --resume"
         )
     if isinstance(exc, OSError) and not str(exc).strip():
         return type(exc).__name__

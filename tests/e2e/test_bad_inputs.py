@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import shutil
 import signal
 import threading
@@ -427,6 +428,43 @@ def test_checkpoints_verify_lists_their_state(cli: Cli) -> None:
     assert re.match(r"damaged\s+step\s+2\s", lines[1]) and str(state) in lines[2]
 
 
+def test_checkpoint_newest_without_its_state_file(cli: Cli) -> None:
+    assert cli.train("checkpoint.every=1", "train.total_steps=2")[0] == 0
+    state = cli.run_dir / "checkpoints" / "step_00000002" / "state.pt"
+    state.unlink()
+    code, out, _ = cli("checkpoints", "verify", str(cli.run_dir))
+    assert code == 1
+    lines = out.splitlines()
+    assert re.match(r"intact\s+step\s+1\s", lines[0])
+    assert re.match(r"damaged\s+step\s+2\s", lines[1]) and lines[2].strip() == f"{state}: missing"
+    code, _, err = cli.train("checkpoint.every=1", "train.total_steps=2", "--resume")
+    assert code == 0, err
+    assert err.count("checkpoint.damaged") == 1 and str(state) in err and "falls_back_to=1" in err
+    assert re.search(r"checkpoint.resumed\s+step=1", err)
+    assert _metric_steps(cli.run_dir) == [1, 2]
+
+
+class _Tampered:
+    def __reduce__(self) -> tuple[object, tuple[()]]:
+        return (os.getcwd, ())
+
+
+def test_checkpoint_tampered(cli: Cli) -> None:
+    assert cli.train("checkpoint.every=1", "train.total_steps=1")[0] == 0
+    directory = cli.run_dir / "checkpoints" / "step_00000001"
+    torch.save({"policy": _Tampered()}, directory / "state.pt")
+    meta = json.loads((directory / "metadata.json").read_text())
+    del meta["files"]  # rewritten as a whole, checksums and all
+    (directory / "metadata.json").write_text(json.dumps(meta))
+    code, _, err = cli.train("checkpoint.every=1", "train.total_steps=1", "--resume")
+    err = _clean(code, err, expected=1)
+    assert f"{directory / 'state.pt'} holds objects that safe loading refuses" in err
+    assert "GLOBAL" in err and "trusted source" not in err and "weights_only` set to" not in err
+    code, out, err = cli("checkpoints", "verify", str(cli.run_dir))
+    assert code == 1 and "Traceback" not in err
+    assert re.match(r"damaged\s+step\s+1\s", out) and "safe loading refuses" in out
+
+
 def test_checkpoint_state_not_weights_only(tmp_path: Path) -> None:
     import numpy as np
 
@@ -454,6 +492,161 @@ def test_checkpoint_disk_full(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None
     code, _, err = cli.train("checkpoint.every=1", "--resume")
     assert code == 0, err
     assert _metric_steps(cli.run_dir) == [1, 2]
+
+
+def _history(run_dir: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+
+
+def _same_shape_other_weights(model: Path, to: Path) -> Path:
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(model, to)
+    weights = load_file(to / "model.safetensors")
+    name = sorted(weights)[0]
+    weights[name] = weights[name] + 0.01
+    save_file(weights, to / "model.safetensors", metadata={"format": "pt"})
+    return to
+
+
+def _run_records(run_dir: Path) -> dict[str, str]:
+    return {
+        p.name: p.read_text() for p in run_dir.iterdir() if p.name.startswith(("config", "hist"))
+    }
+
+
+def test_resume_with_another_model_of_the_same_shape(cli: Cli) -> None:
+    assert cli.train("checkpoint.every=1", "train.total_steps=1")[0] == 0
+    records = _run_records(cli.run_dir)
+    other = _same_shape_other_weights(cli.model, cli.tmp / "other")
+    err = _clean(*cli.train(f"model.path={other}", "checkpoint.every=1", "--resume")[::2])
+    assert f"cannot resume {cli.run_dir}" in err
+    assert f'model.path: "{cli.model}" -> "{other}"' in err
+    assert re.search(r'model.weights: "xxh3_128:\w+\.\.\." -> "xxh3_128:\w+\.\.\."', err)
+    assert "--resume-changing model.path model.weights" in err
+    assert _run_records(cli.run_dir) == records  # config.yaml and history untouched
+
+
+def test_resume_as_another_algorithm_and_settings(cli: Cli) -> None:
+    assert cli.train("checkpoint.every=1", "train.total_steps=1")[0] == 0
+    lr = _history(cli.run_dir)[0]["fingerprint"]["optim.lr"]  # type: ignore[index]
+    code, _, err = cli(
+        "train",
+        "dapo",
+        f"model.path={cli.model}",
+        f"logging.run_dir={cli.run_dir}",
+        *TINY,
+        f"optim.lr={lr * 50}",
+        "rollout.n_samples_per_prompt=4",
+        "--resume",
+    )
+    err = _clean(code, err)
+    assert 'algorithm.policy_loss: "ppo" -> "dapo"' in err
+    assert f"optim.lr: {lr} -> {lr * 50}" in err
+    assert "rollout.n_samples_per_prompt: 2 -> 4" in err
+    assert len(_history(cli.run_dir)) == 1 and not list(cli.run_dir.glob("config.2*.yaml"))
+
+
+def test_resume_changing_a_key_on_purpose(cli: Cli) -> None:
+    assert cli.train("checkpoint.every=1", "train.total_steps=1")[0] == 0
+    first = (cli.run_dir / "config.yaml").read_text()
+    code, _, err = cli.train(
+        "checkpoint.every=1", "optim.lr=2e-6", "--resume", "--resume-changing", "optim.lr"
+    )
+    assert code == 0, err
+    assert (cli.run_dir / "config.yaml").read_text() == first  # the first config is kept
+    start, resume = _history(cli.run_dir)
+    assert start["event"] == "start" and resume["event"] == "resume" and resume["step"] == 1
+    assert resume["changed"] == {"optim.lr": [start["fingerprint"]["optim.lr"], 2e-6]}  # type: ignore[index]
+    assert resume["stated"] == ["optim.lr"]
+    assert "lr: 2.0e-06" in (cli.run_dir / str(resume["config"])).read_text()
+    assert "run.resumed_with_changes" in err
+    assert _metric_steps(cli.run_dir) == [1, 2]
+
+
+def test_sft_into_a_previous_run(cli: Cli) -> None:
+    assert cli.train("train.total_steps=1", "checkpoint.export_final=true")[0] == 0
+    weights = (cli.run_dir / "final_model" / "model.safetensors").read_bytes()
+    sft = ["sft.train_data.num_builtin=8", "sft.eval_data=null", "logging.progress=false"]
+    code, _, err = cli("sft", "--model", str(cli.model), "--run-dir", str(cli.run_dir), *sft)
+    err = _clean(code, err)
+    assert "holds a previous run" in err and "--resume" in err and "--overwrite" in err
+    assert (cli.run_dir / "final_model" / "model.safetensors").read_bytes() == weights
+    assert _metric_steps(cli.run_dir) == [1]
+
+
+def test_rm_train_into_a_previous_run(cli: Cli) -> None:
+    assert cli.train("train.total_steps=1")[0] == 0
+    rm = ["rm", "train", "--output", str(cli.run_dir), "--model", str(cli.model)]
+    err = _clean(*cli(*rm, "--num-synthetic", "20")[::2])
+    assert "holds a previous run" in err and "--overwrite" in err
+    assert not (cli.run_dir / "model").exists()
+
+
+def _full_disk(*args: object, **kwargs: object) -> None:
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def _next_command(err: str) -> list[str]:
+    """The command the message says to run (the words after ``lightrft``)."""
+    line = err.split("then run: ")[1].splitlines()[0]
+    return shlex.split(line)[1:]
+
+
+def test_final_export_disk_full(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    import transformers.modeling_utils
+
+    monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", _full_disk)
+    code, _, err = cli.train("checkpoint.export_final=true")  # no checkpoint.every
+    monkeypatch.undo()
+    err = _clean(code, err, expected=1)
+    assert f"cannot write the final model to {cli.run_dir / 'final_model'}" in err
+    assert "No space left on device" in err and "intact" not in err
+    assert f"checkpoint of step 2 in {cli.run_dir / 'checkpoints'}" in err
+    assert sorted(p.name for p in cli.run_dir.iterdir() if "final_model" in p.name) == []
+    assert LocalCheckpointStore(cli.run_dir / "checkpoints").steps() == [2]
+    command = _next_command(err)
+    assert command[:2] == ["train", "grpo"] and command[-1] == "--resume"
+    code, _, err = cli(*command)
+    assert code == 0, err
+    assert (cli.run_dir / "final_model" / "model.safetensors").is_file()
+    assert _metric_steps(cli.run_dir) == [1, 2]
+
+
+def test_final_export_disk_full_and_no_checkpoint(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import transformers.modeling_utils
+
+    monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", _full_disk)
+    monkeypatch.setattr(local_store_module.torch, "save", _full_disk)
+    code, _, err = cli.train("checkpoint.export_final=true")
+    monkeypatch.undo()
+    err = _clean(code, err, expected=1)
+    (message,) = [line for line in err.splitlines() if line.startswith("lightrft: error:")]
+    assert "no checkpoint could be written either: there is none" in message
+    assert "training is lost" in message and "checkpoint of step" not in message
+    assert "start again: lightrft train grpo" in message and message.endswith("--overwrite")
+    assert "export.final_checkpoint_failed" in err  # the log says why
+    assert not (cli.run_dir / "final_model").exists()
+
+
+def test_rm_export_disk_full(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    import transformers.modeling_utils
+
+    out = cli.tmp / "rm"
+    rm = ["rm", "train", "--output", str(out), "--model", str(cli.model), "--num-synthetic", "20"]
+    monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", _full_disk)
+    code, _, err = cli(*rm, "--total-steps", "1", "--micro-batch-size", "16")
+    monkeypatch.undo()
+    err = _clean(code, err, expected=1)
+    assert f"cannot write the final model to {out / 'model'}" in err
+    assert f"checkpoint of step 1 in {out / 'checkpoints'}" in err
+    command = _next_command(err)
+    assert command[:2] == ["rm", "train"] and command[-1] == "--resume"
+    code, _, err = cli(*command)
+    assert code == 0, err
+    assert (out / "model" / "model.safetensors").is_file()
 
 
 # -- rewards --------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ def test_train_resume_export_and_eval(
     args = ["rm", "train", "--output", str(out), "--model", str(tiny_dir), "--num-synthetic", "80"]
     assert main([*args, *TRAIN, "--total-steps", "2", "--checkpoint-every", "1"]) == 0
     assert json.loads((out / "summary.json").read_text())["steps"] == 2
-    assert main([*args, *TRAIN, "--total-steps", "4", "--checkpoint-every", "2"]) == 0
+    assert main([*args, *TRAIN, "--total-steps", "4", "--checkpoint-every", "2", "--resume"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["resumed_from"] == 2 and summary["steps"] == 4
     capsys.readouterr()

@@ -15,15 +15,24 @@ loads back with ``weights_only=True``, then renames it to ``step_XXXXXXXX`` and 
 checkpoints loadable and ``latest_step`` unchanged. Pruning and overwriting first rename
 the victim to a ``.tmp-*`` name, so a half-deleted checkpoint never looks complete.
 
+Since a ``step_*`` directory only ever appears through that rename, every one is a committed
+checkpoint: one that lacks ``state.pt`` or ``metadata.json`` (deleted or lost afterwards) is
+listed by :meth:`LocalCheckpointStore.steps` like the others and reported as damaged by
+``verify`` and ``load``, so resume names it before falling back and ``lightrft checkpoints
+verify`` lists it.
+
 ``metadata.json`` records the size and xxh3-128 checksum of every other file of the
 checkpoint (:mod:`manifest`); :meth:`LocalCheckpointStore.verify` checks them again, and
-``load`` raises :class:`DamagedCheckpointError` naming the file when it cannot be read.
+``load`` raises :class:`DamagedCheckpointError` naming the file when it cannot be read,
+including a state that safe loading (``weights_only``) refuses (one line, the file and the
+refused object, see :func:`read_state`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import re
 import secrets
 import shutil
@@ -51,7 +60,7 @@ ExtraWriter = Callable[[Path], None]
 
 
 class CheckpointNotFoundError(FileNotFoundError):
-    """No complete checkpoint for the requested step."""
+    """No checkpoint for the requested step."""
 
 
 class CheckpointWriteError(OSError):
@@ -134,7 +143,7 @@ class LocalCheckpointStore:
         )
 
     def latest_step(self) -> int | None:
-        """The newest complete checkpoint's step, or ``None``."""
+        """The newest committed checkpoint's step (see :meth:`steps`), or ``None``."""
         steps = self.steps()
         return steps[-1] if steps else None
 
@@ -144,13 +153,8 @@ class LocalCheckpointStore:
         Raises :class:`DamagedCheckpointError` naming the file when it cannot be read
         (truncated, overwritten, not a torch file).
         """
-        path = self._complete_directory(step) / STATE_FILE
-        try:
-            state = torch.load(path, map_location=self.map_location, weights_only=True)
-        except (RuntimeError, EOFError, OSError, ValueError) as error:
-            raise DamagedCheckpointError(
-                f"{path} cannot be read ({type(error).__name__}: {str(error)[:200]})"
-            ) from error
+        path = self._committed_directory(step) / STATE_FILE
+        state = read_state(path, self.map_location)
         if not isinstance(state, dict):
             raise DamagedCheckpointError(f"{path} holds a {type(state).__name__}, not a state")
         return state
@@ -159,7 +163,14 @@ class LocalCheckpointStore:
         """Problems of the checkpoint of ``step``: files missing, truncated or changed since
         they were saved (each names the file); empty when intact. A checkpoint written
         before checksums were recorded has nothing to check and counts as intact."""
-        directory = self._complete_directory(step)
+        directory = self._committed_directory(step)
+        missing = [
+            f"{directory / name}: missing"
+            for name in (STATE_FILE, METADATA_FILE)
+            if not (directory / name).is_file()
+        ]
+        if missing:
+            return missing
         try:
             meta = self.metadata(step)
         except (OSError, ValueError) as error:
@@ -172,13 +183,14 @@ class LocalCheckpointStore:
     # -- extras ---------------------------------------------------------------------------
 
     def steps(self) -> list[int]:
-        """Steps of all complete checkpoints, ascending."""
+        """Steps of all committed checkpoints (``step_*`` directories), ascending; one whose
+        files went missing since is listed too, and ``verify`` / ``load`` report it."""
         if not self.root.is_dir():
             return []
         found = []
         for entry in self.root.iterdir():
             match = _STEP_DIR.fullmatch(entry.name)
-            if match and _is_complete(entry):
+            if match and entry.is_dir():
                 found.append(int(match.group(1)))
         return sorted(found)
 
@@ -188,7 +200,7 @@ class LocalCheckpointStore:
 
     def extra_directory(self, step: int) -> Path:
         """The files an ``extra_writer`` wrote when ``step`` was saved (must exist)."""
-        path = self._complete_directory(step) / EXTRA_DIR
+        path = self._committed_directory(step) / EXTRA_DIR
         if not path.is_dir():
             raise CheckpointNotFoundError(
                 f"checkpoint of step {step} in {self.root} was saved without an extra_writer"
@@ -197,7 +209,7 @@ class LocalCheckpointStore:
 
     def metadata(self, step: int) -> dict[str, Any]:
         """The ``metadata.json`` of the checkpoint of ``step``."""
-        text = (self._complete_directory(step) / METADATA_FILE).read_text(encoding="utf-8")
+        text = (self._committed_directory(step) / METADATA_FILE).read_text(encoding="utf-8")
         return dict(json.loads(text))
 
     # -- helpers --------------------------------------------------------------------------
@@ -211,7 +223,7 @@ class LocalCheckpointStore:
             except RuntimeError as error:  # torch reports a failed file write this way
                 raise OSError(None, f"torch.save failed: {error}") from error
         if self.check_on_save:
-            torch.load(tmp / STATE_FILE, map_location="cpu", weights_only=True, mmap=True)
+            read_state(tmp / STATE_FILE, torch.device("cpu"), mmap=True)
         if extra_writer is not None:
             (tmp / EXTRA_DIR).mkdir()
             extra_writer(tmp / EXTRA_DIR)
@@ -255,12 +267,11 @@ class LocalCheckpointStore:
             if entry.name.startswith(TMP_PREFIX) and entry.is_dir():
                 shutil.rmtree(entry, ignore_errors=True)
 
-    def _complete_directory(self, step: int) -> Path:
+    def _committed_directory(self, step: int) -> Path:
         path = self.directory(step)
-        if not _is_complete(path):
+        if not path.is_dir():
             raise CheckpointNotFoundError(
-                f"no complete checkpoint for step {step} in {self.root}; "
-                f"complete steps: {self.steps()}"
+                f"no checkpoint for step {step} in {self.root}; steps there: {self.steps()}"
             )
         return path
 
@@ -269,8 +280,33 @@ def _dir_name(step: int) -> str:
     return f"step_{step:08d}"
 
 
-def _is_complete(path: Path) -> bool:
-    return (path / STATE_FILE).is_file() and (path / METADATA_FILE).is_file()
+def read_state(path: Path, map_location: torch.device, *, mmap: bool = False) -> Any:
+    """``torch.load(path, weights_only=True)``, or :class:`DamagedCheckpointError` in one line
+    naming the file: missing, unreadable (truncated, not a torch file) or holding objects
+    that safe loading refuses (altered, or not written by LightRFT; never loaded unsafely)."""
+    if not path.is_file():
+        raise DamagedCheckpointError(f"{path}: missing")
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
+    except pickle.UnpicklingError as error:
+        raise DamagedCheckpointError(
+            f"{path} holds objects that safe loading refuses ({_refused_object(error)}); a "
+            "LightRFT checkpoint holds only tensors and plain values, so this file was altered "
+            "or not written by LightRFT: it is not loaded"
+        ) from None
+    except (RuntimeError, EOFError, OSError, ValueError) as error:
+        raise DamagedCheckpointError(
+            f"{path} cannot be read ({type(error).__name__}: {str(error)[:200]})"
+        ) from error
+
+
+_REFUSED = re.compile(r"(Trying to load unsupported GLOBAL [^\n]*|Unsupported [^\n]*)")
+
+
+def _refused_object(error: Exception) -> str:
+    """What torch's weights-only unpickler refused, without its advice to turn it off."""
+    match = _REFUSED.search(str(error))
+    return match.group(1).strip().rstrip(".") if match else "not a plain tensor state"
 
 
 def _lightrft_version() -> str:

@@ -16,7 +16,9 @@ from lightrft.adapters.checkpoint.local_store import (
     STATE_FILE,
     TMP_PREFIX,
     LocalCheckpointStore,
+    read_state,
 )
+from lightrft.domain.checkpoint_health import DamagedCheckpointError
 
 Status = Literal["intact", "damaged", "unverified", "incomplete"]
 
@@ -26,8 +28,9 @@ class CheckpointReport:
     """One checkpoint directory and what was found.
 
     ``intact``: sizes and checksums match; ``unverified``: saved without checksums (older
-    version) but its state loads; ``damaged``: see ``problems``; ``incomplete``: a save that
-    never committed (ignored by resume, removed by the next save).
+    version) but its state loads; ``damaged``: see ``problems`` (a file missing, truncated,
+    changed or refused by safe loading; ``state.pt`` or ``metadata.json`` gone included);
+    ``incomplete``: a save that never committed (ignored by resume, removed by the next save).
     """
 
     directory: Path
@@ -63,7 +66,7 @@ def _inspect(store: LocalCheckpointStore, step: int) -> CheckpointReport:
     if "files" in store.metadata(step):
         return CheckpointReport(directory, step, "intact")
     try:  # no checksums: at least check that the state is readable (memory-mapped)
-        torch.load(directory / STATE_FILE, map_location="cpu", weights_only=True, mmap=True)
-    except (RuntimeError, EOFError, OSError, ValueError) as error:
-        return CheckpointReport(directory, step, "damaged", (f"{directory / STATE_FILE}: {error}",))
+        read_state(directory / STATE_FILE, torch.device("cpu"), mmap=True)
+    except DamagedCheckpointError as error:
+        return CheckpointReport(directory, step, "damaged", (str(error),))
     return CheckpointReport(directory, step, "unverified")

@@ -7,6 +7,8 @@ import argparse
 import json
 from pathlib import Path
 
+from lightrft.entrypoints.commands.resume_flags import add_resume_changing, with_stated_keys
+
 NAME = "demo"
 HELP = "the main jobs: GRPO (default) or 'rlhf' (reward model, then GRPO) on the embedded model"
 
@@ -54,16 +56,18 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--serve-rm", action="store_true", help="rlhf: score over HTTP")
     parser.add_argument("--run-dir", type=Path, default=None, help="rlhf: output directory")
     parser.add_argument("--rm-model", type=Path, default=None, help="rlhf: skip RM training")
+    add_resume_changing(parser)
 
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
     if rest and rest[0] == "rlhf":
-        return _run_rlhf(args, rest[1:])
-    return _run_grpo(rest)
+        return _run_rlhf(args, with_stated_keys(args, rest[1:]))
+    return _run_grpo(args, with_stated_keys(args, rest))
 
 
 def _run_rlhf(args: argparse.Namespace, rest: list[str]) -> int:
     from lightrft.entrypoints.demo_rlhf import RlhfDemoOptions, run_rlhf_demo
+    from lightrft.entrypoints.next_command import NextCommand
 
     options = RlhfDemoOptions(
         run_dir=args.run_dir or Path("runs/demo_rlhf"),
@@ -73,6 +77,8 @@ def _run_rlhf(args: argparse.Namespace, rest: list[str]) -> int:
         rm_train_backbone=args.rm_full,
         serve_rm=args.serve_rm,
         rm_model=args.rm_model,
+        overwrite=True,  # like the GRPO demo: running it again starts over, the old run aside
+        next_command=NextCommand(args.argv, reruns_as_typed=True),
     )
     summary = run_rlhf_demo(options, rest)
     print(json.dumps(summary, indent=2))
@@ -82,12 +88,14 @@ def _run_rlhf(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
-def _run_grpo(rest: list[str]) -> int:
+def _run_grpo(args: argparse.Namespace, rest: list[str]) -> int:
     from lightrft.adapters.report import render_report
     from lightrft.entrypoints.config.loading import load_config
+    from lightrft.entrypoints.next_command import NextCommand
     from lightrft.entrypoints.run_training import train
 
-    summary = train(load_config(None, DEMO_OVERRIDES + list(rest), algorithm="grpo"))
+    config = load_config(None, DEMO_OVERRIDES + list(rest), algorithm="grpo")
+    summary = train(config, next_command=NextCommand(args.argv, config.logging.overwrite))
     page = render_report(Path(summary["run_dir"]))
     before, after = summary.get("eval_accuracy_before"), summary.get("eval_accuracy_after")
     print(json.dumps(summary, indent=2))

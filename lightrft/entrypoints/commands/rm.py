@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lightrft.entrypoints.commands.resume_flags import add_resume_changing, stated_keys
+
 NAME = "rm"
 HELP = "train or evaluate a reward model on preference data"
 
@@ -60,12 +62,37 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     train.add_argument(
         "--head-only", action="store_true", help="train only the score head (frozen backbone)"
     )
-    train.add_argument("--no-resume", action="store_true", help="ignore existing checkpoints")
+    start = train.add_mutually_exclusive_group()
+    start.add_argument(
+        "--resume",
+        nargs="?",
+        const=True,
+        default=False,
+        type=_resume_choice,
+        help="continue the run in --output from its newest checkpoint ('auto': if it has one)",
+    )
+    start.add_argument(
+        "--overwrite", action="store_true", help="move a previous run in --output aside first"
+    )
+    start.add_argument(
+        "--no-resume", action="store_true", help="start fresh (the default; kept for scripts)"
+    )
+    add_resume_changing(train)
     ev = sub.add_parser("eval", help="accuracy and reward-margin distribution")
     ev.add_argument("--model", required=True, help="reward model directory")
     _data_arguments(ev)
     ev.add_argument("--micro-batch-size", type=int, default=16)
     ev.add_argument("--output", type=Path, help="write the report as JSON here too")
+
+
+def _resume_choice(text: str) -> bool | str:
+    if text == "auto":
+        return "auto"
+    if text.lower() in ("true", "yes", "on", "1"):
+        return True
+    if text.lower() in ("false", "no", "off", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true, false or auto, got {text!r}")
 
 
 def _data_options(args: argparse.Namespace) -> Any:
@@ -95,6 +122,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     if rest:
         raise ValueError(f"lightrft rm takes no key=value overrides, got {rest}")
     from lightrft.application.reward_model_training import RewardTrainParams
+    from lightrft.entrypoints.next_command import NextCommand
     from lightrft.entrypoints.run_reward_model import (
         RmTrainOptions,
         eval_reward_model,
@@ -131,7 +159,10 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         lora_rank=args.lora_rank,
         lora_alpha=args.lora_alpha,
         train_backbone=not args.head_only,
-        resume=not args.no_resume,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        resume_changing=tuple(stated_keys(args)),
+        next_command=NextCommand(args.argv),
     )
     summary = train_reward_model(options)
     print(json.dumps(summary, indent=2))

@@ -11,6 +11,8 @@ import argparse
 import json
 from pathlib import Path
 
+from lightrft.entrypoints.commands.resume_flags import add_resume_changing, with_stated_keys
+
 NAME = "sft"
 HELP = "supervised fine-tuning (chat or prompt/completion data)"
 
@@ -27,6 +29,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="processes on this node (relaunches under torchrun when > 1)",
     )
+    add_resume_changing(parser)
 
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
@@ -40,12 +43,15 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         "logging.run_dir": args.run_dir,
         "backend.nproc_per_node": args.nproc_per_node,
     }
-    overrides = list(rest) + [f"{key}={value}" for key, value in flags.items() if value is not None]
+    overrides = with_stated_keys(args, rest)
+    overrides += [f"{key}={value}" for key, value in flags.items() if value is not None]
     config = load_config(args.config, overrides)
     status = relaunch_under_torchrun(config.backend.nproc_per_node)
     if status is not None:
         return status
+    from lightrft.entrypoints.next_command import NextCommand
     from lightrft.entrypoints.run_sft import sft
 
-    print(json.dumps(sft(config), indent=2))
+    next_command = NextCommand(args.argv, config.logging.overwrite)
+    print(json.dumps(sft(config, next_command=next_command), indent=2))
     return 0

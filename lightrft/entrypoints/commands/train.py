@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from lightrft.entrypoints.commands.resume_flags import add_resume_changing, with_stated_keys
 from lightrft.entrypoints.config.presets import PRESETS
 
 NAME = "train"
@@ -22,13 +23,16 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         help="processes on this node (relaunches under torchrun when > 1)",
     )
     parser.add_argument("--run-dir", help="run directory (logging.run_dir)")
+    add_resume_changing(parser)
 
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
     from lightrft.entrypoints.commands.torchrun import relaunch_under_torchrun
     from lightrft.entrypoints.config.loading import load_config
+    from lightrft.entrypoints.next_command import NextCommand
 
-    overrides = list(rest) + ([f"logging.run_dir={args.run_dir}"] if args.run_dir else [])
+    overrides = with_stated_keys(args, rest)
+    overrides += [f"logging.run_dir={args.run_dir}"] if args.run_dir else []
     if args.nproc_per_node is not None:
         overrides.append(f"backend.nproc_per_node={args.nproc_per_node}")
     config = load_config(args.config, overrides, algorithm=args.algorithm)
@@ -37,7 +41,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         return status
     from lightrft.entrypoints.run_training import train
 
-    summary = train(config)
+    summary = train(config, next_command=NextCommand(args.argv, config.logging.overwrite))
     print(json.dumps(summary, indent=2))
     if summary.get("stopped_early"):
         from lightrft.entrypoints.graceful_stop import EXIT_STOPPED

@@ -449,6 +449,12 @@ class CheckpointConfig(Section):
         description="Continue from the newest intact checkpoint in run_dir (an error if there "
         "is none); 'auto' starts fresh when run_dir holds no run.",
     )
+    resume_changing: list[str] = Field(
+        default_factory=list,
+        description="Keys a resume may change on purpose (CLI: --resume-changing KEY ...); "
+        "a resume whose model, weights, algorithm, optimizer, batch, rewards or training data "
+        "differ in any other key is refused. Recorded in run_dir/history.jsonl.",
+    )
     export_final: bool = Field(True, description="Write the final model in HF format.")
 
 

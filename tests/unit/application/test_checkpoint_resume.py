@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from structlog.testing import capture_logs
 
 from lightrft.adapters.checkpoint import LocalCheckpointStore
 from lightrft.adapters.fakes import FakeCollective, InMemoryCheckpointStore
@@ -82,3 +83,18 @@ def test_stores_without_verification_load_the_newest() -> None:
     store.save(1, {"a": 1})
     store.save(5, {"a": 5})
     assert load_newest_intact(store, FakeCollective()) == (5, {"a": 5})
+
+
+def test_a_newest_checkpoint_without_its_state_file_is_skipped_with_one_warning(
+    tmp_path: Path,
+) -> None:
+    (store,) = _stores(tmp_path, [(1, 2)])
+    state = store.directory(2) / "state.pt"
+    state.unlink()
+    with capture_logs() as logs:
+        step, _ = load_newest_intact(store, FakeCollective())  # type: ignore[misc]
+    assert step == 1
+    (warning,) = [e for e in logs if e["log_level"] == "warning"]
+    assert warning["event"] == "checkpoint.damaged" and warning["step"] == 2
+    assert warning["problems"] == [f"{state}: missing"]
+    assert warning["skipped"] is True and warning["falls_back_to"] == 1

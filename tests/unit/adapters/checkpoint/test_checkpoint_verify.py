@@ -10,6 +10,7 @@ import torch
 import xxhash
 
 from lightrft.adapters.checkpoint import LocalCheckpointStore
+from lightrft.adapters.checkpoint.verify import inspect_store
 from lightrft.domain.checkpoint_health import DamagedCheckpointError, VerifiableStore
 
 
@@ -77,3 +78,54 @@ def test_unreadable_metadata_is_a_problem_and_old_checkpoints_count_as_intact(
     (store.directory(2) / "metadata.json").write_text("{not json")
     (problem,) = store.verify(2)
     assert "metadata.json: unreadable" in problem
+
+
+def test_every_step_directory_is_reported_damaged_ones_included(tmp_path: Path) -> None:
+    store = _store_with_two(tmp_path)
+    store.save(3, {"w": torch.zeros(2)})
+    store.save(4, {"w": torch.zeros(2)})
+    (store.directory(4) / "state.pt").unlink()  # the newest lost its state file
+    (store.directory(3) / "metadata.json").unlink()  # and the one before its manifest
+    reports = {r.step: r for r in inspect_store(store.root)}
+    assert [(s, r.status) for s, r in sorted(reports.items())] == [
+        (1, "intact"),
+        (2, "intact"),
+        (3, "damaged"),
+        (4, "damaged"),
+    ]
+    assert reports[4].problems == (f"{store.directory(4) / 'state.pt'}: missing",)
+    assert reports[3].problems == (f"{store.directory(3) / 'metadata.json'}: missing",)
+
+
+class _Tampered:
+    """Pickles as a call of ``os.getcwd``: what safe (weights-only) loading must refuse."""
+
+    def __reduce__(self) -> tuple[object, tuple[()]]:
+        import os
+
+        return (os.getcwd, ())
+
+
+def _tamper(store: LocalCheckpointStore, step: int) -> Path:
+    """Replaces the state by a pickle with a code object and drops the checksums, as someone
+    who rewrote the whole checkpoint would."""
+    state = store.directory(step) / "state.pt"
+    torch.save({"w": _Tampered()}, state)
+    meta = store.directory(step) / "metadata.json"
+    record = json.loads(meta.read_text())
+    del record["files"]
+    meta.write_text(json.dumps(record))
+    return state
+
+
+def test_a_tampered_state_is_refused_in_one_line_naming_the_file(tmp_path: Path) -> None:
+    store = _store_with_two(tmp_path)
+    state = _tamper(store, 2)
+    with pytest.raises(DamagedCheckpointError) as info:
+        store.load(2)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"{state} holds objects")
+    assert "GLOBAL posix.getcwd" in message or "GLOBAL os.getcwd" in message
+    assert "weights_only` set to `False`" not in message and "trusted source" not in message
+    (report,) = [r for r in inspect_store(store.root) if r.step == 2]
+    assert report.status == "damaged" and report.problems == (message,)

@@ -23,6 +23,7 @@ from lightrft.adapters.checkpoint import (
     UnsafeCheckpointStateError,
 )
 from lightrft.adapters.checkpoint import local_store as local_store_module
+from lightrft.domain.checkpoint_health import DamagedCheckpointError
 from lightrft.domain.ports import CheckpointStore
 
 
@@ -231,13 +232,21 @@ def test_a_killed_save_leaves_a_leftover_that_is_ignored_then_cleaned(tmp_path: 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step_00000001", "step_00000002"]
 
 
-def test_an_incomplete_step_directory_does_not_count(tmp_path: Path) -> None:
+def test_a_step_directory_without_its_files_is_listed_as_a_damaged_checkpoint(
+    tmp_path: Path,
+) -> None:
+    # only a rename of a complete save creates step_*: one without files lost them later
     store = LocalCheckpointStore(tmp_path)
     store.save(1, {"step": 1})
-    (tmp_path / "step_00000009").mkdir()  # e.g. copied by hand, no state.pt
-    assert store.latest_step() == 1
-    with pytest.raises(CheckpointNotFoundError):
+    (tmp_path / "step_00000009").mkdir()
+    assert store.steps() == [1, 9] and store.latest_step() == 9
+    state = tmp_path / "step_00000009" / "state.pt"
+    meta = tmp_path / "step_00000009" / "metadata.json"
+    assert store.verify(9) == [f"{state}: missing", f"{meta}: missing"]
+    with pytest.raises(DamagedCheckpointError, match=f"^{state}: missing$"):
         store.load(9)
+    with pytest.raises(CheckpointNotFoundError, match="no checkpoint for step 7"):
+        store.load(7)
 
 
 @pytest.mark.parametrize(
