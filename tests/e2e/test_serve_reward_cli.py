@@ -128,3 +128,15 @@ def test_cli_refuses_to_serve_without_a_token(
     status = main(["serve-reward", *flags, "reward.sources=[{type: unit_tests}]"])
     err = capsys.readouterr().err.strip()
     assert status == 2 and message in err and len(err.splitlines()) == 1
+
+
+def test_cli_refuses_a_code_reward_without_a_sandbox(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for module in ("bwrap", "unshare"):  # as on a machine without bubblewrap or util-linux
+        monkeypatch.setattr(f"lightrft.adapters.sandbox.{module}.find_tool", lambda name: None)
+    status = main(["serve-reward", "--no-auth", "reward.sources=[{type: unit_tests}]"])
+    errors = [line for line in capsys.readouterr().err.splitlines() if "lightrft: " in line]
+    assert status == 1 and len(errors) == 1  # one line (after the --no-auth warning)
+    assert errors[0].startswith("lightrft: error: cannot isolate model-written code (bwrap: bwrap")
+    assert "apt-get install bubblewrap" in errors[0] and "sandbox: unsafe_local" in errors[0]
