@@ -13,6 +13,8 @@ maps the trainer's own user and forbids nested user namespaces (``--disable-user
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +26,17 @@ from lightrft.domain.sandbox import SandboxLimits
 
 NAMESPACES = ["--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc"]
 NAMESPACES += ["--unshare-uts", "--unshare-cgroup-try"]
+
+
+def _options_of(bwrap: str) -> frozenset[str]:
+    """The options this bwrap knows (from ``--help``)."""
+    try:
+        text = subprocess.run(
+            [bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(re.findall(r"^\s+(--[a-z0-9-]+)", text, flags=re.MULTILINE))
 
 
 def _child_pid(data: bytes, process: object) -> int | None:
@@ -47,11 +60,14 @@ class BwrapBackend:
         self.view = view
         self.sandbox_id = sandbox_id
         self.bwrap, self.setpriv = find_tool("bwrap"), find_tool("setpriv")
+        self._options = _options_of(self.bwrap) if self.bwrap is not None else frozenset()
 
     def missing(self) -> str | None:
         """Why this backend cannot run here, or ``None``."""
         if self.bwrap is None:
             return "bwrap is not installed"
+        if "--size" not in self._options:
+            return "bwrap is older than 0.6 (no --size for tmpfs)"
         if self.sandbox_id is not None and self.setpriv is None:
             return "setpriv (util-linux) is not installed"
         return None
@@ -83,9 +99,9 @@ class BwrapBackend:
         argv = [self.bwrap, *NAMESPACES, "--die-with-parent", "--new-session"]
         argv += ["--cap-drop", "ALL", "--hostname", "sandbox", *self._mounts(limits)]
         if self.sandbox_id is None:
-            yield Launch(
-                [*argv, "--disable-userns", "--", *inner(WRITABLE)], "/", dict(SANDBOX_ENV), fds
-            )
+            # bwrap >= 0.8 also forbids nested user namespaces (the seccomp filter does anyway)
+            argv += ["--disable-userns"] if "--disable-userns" in self._options else []
+            yield Launch([*argv, "--", *inner(WRITABLE)], "/", dict(SANDBOX_ENV), fds)
             return
         assert self.setpriv is not None, self.missing()
         handshake = IdMapHandshake(self.sandbox_id, _child_pid)

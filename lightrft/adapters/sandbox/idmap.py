@@ -72,8 +72,11 @@ class IdMapHandshake:
                 why = "exited" if readable else f"did not start within {HANDSHAKE_S:g} s"
                 raise SandboxError(f"the sandbox {why} before its user namespace was ready")
             data += chunk
-        write_id_maps(pid, self.sandbox_id)
-        os.write(self.go_w, b"go\n")
+        try:
+            write_id_maps(pid, self.sandbox_id)
+            os.write(self.go_w, b"go\n")
+        except OSError as error:
+            raise SandboxError(f"cannot map the sandbox's user ids: {error}") from None
 
     def close(self) -> None:
         """Closes whatever of the four fds is still open."""

@@ -53,6 +53,8 @@ class HostView:
         # the installation: <prefix>/bin/python -> <prefix>
         prefixes.add(str(Path(interpreter).parents[1]))
         for prefix in sorted(os.path.realpath(p) for p in prefixes):
+            if prefix == "/":  # an interpreter in /bin: the system directories hold it
+                continue
             if not any(prefix == b or prefix.startswith(b + "/") for b in binds):
                 binds.append(prefix)
         return HostView(tuple(binds), tuple(symlinks), interpreter)

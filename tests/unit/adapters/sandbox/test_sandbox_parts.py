@@ -47,6 +47,7 @@ def test_host_view_holds_the_interpreter_and_nothing_of_the_project() -> None:
     assert "/usr" in view.binds
     for forbidden in ("/etc", "/home", "/root", "/proc", "/sys", "/work", "/", str(Path.cwd())):
         assert forbidden not in view.binds
+    assert "/" not in HostView.for_interpreter("/bin/python3").binds  # prefix "/" is not bound
     for link, target in view.symlinks:  # merged /usr: /lib -> usr/lib as on the host
         assert Path(link).is_symlink() and str(Path(link).readlink()) == target
 
