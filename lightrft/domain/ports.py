@@ -13,6 +13,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 from torch import Tensor, nn
 
 from lightrft.domain.eval_metrics import GradedAnswer
+from lightrft.domain.sandbox import SandboxLimits, SandboxResult
 from lightrft.domain.types import (
     Completion,
     MemoryStats,
@@ -321,4 +322,21 @@ class AnswerGrader(Protocol):
     def grade(self, response: str, reference: str | None) -> GradedAnswer:
         """The answer's key (``None``: no answer found) and whether it equals ``reference``
         (``None`` when there is no reference)."""
+        ...
+
+
+@runtime_checkable
+class CodeSandbox(Protocol):
+    """Runs a program the product did not write (a model's code) behind a boundary."""
+
+    @property
+    def backend(self) -> str:
+        """Which boundary runs the programs (e.g. ``bwrap``), for logs and metrics."""
+        ...
+
+    def run(
+        self, program: str, stdin: str = "", limits: SandboxLimits | None = None
+    ) -> SandboxResult:
+        """Runs Python source ``program`` with ``stdin`` as its standard input under
+        ``limits`` (``None``: the defaults of :class:`SandboxLimits`)."""
         ...

@@ -1,4 +1,10 @@
-"""`lightrft serve-reward`: one configured reward source behind the HTTP reward service."""
+"""`lightrft serve-reward`: one configured reward source behind the HTTP reward service.
+
+Authenticated by default: without a token (``$LIGHTRFT_REWARD_TOKEN``, or the variable
+``--token-env`` names) the service refuses to start, unless ``--no-auth`` is given and the
+host is a loopback address; a non-loopback host without a token is always refused. Both are
+one-line configuration errors (exit status 2), raised before the source is built.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from lightrft.domain.ports import RewardSource
 from lightrft.entrypoints.config import RunConfig
+from lightrft.entrypoints.config.loading import ConfigError
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
+
+log = structlog.get_logger(__name__)
 
 TOKEN_ENV = "LIGHTRFT_REWARD_TOKEN"
 
@@ -27,6 +38,7 @@ class ServeOptions:
     max_request_bytes: int = 8 * 2**20
     micro_batch_samples: int = 64
     batch_window_ms: float = 5.0
+    no_auth: bool = False
 
 
 def _no_policy() -> Any:
@@ -51,14 +63,38 @@ def build_served_source(config: RunConfig, name: str | None) -> RewardSource:
     return source
 
 
+def service_token(options: ServeOptions) -> str | None:
+    """The bearer token, or ``None`` where serving without one is allowed (``--no-auth`` on a
+    loopback host); raises ``ConfigError`` otherwise (see the module docstring)."""
+    from lightrft.adapters.reward_service.access import is_loopback
+
+    token = os.environ.get(options.token_env) or None
+    if token is not None:
+        return token
+    if not is_loopback(options.host):
+        raise ConfigError(
+            f"serve-reward: refusing to serve on {options.host} without a token (other "
+            f"machines can reach it): set ${options.token_env}, or bind 127.0.0.1"
+        )
+    if not options.no_auth:
+        raise ConfigError(
+            f"serve-reward: no token: set ${options.token_env} (clients send it, e.g. the "
+            "remote source's token_env), or pass --no-auth to serve this loopback address "
+            "to every local process"
+        )
+    log.warning("reward_service.no_auth", host=options.host, detail="any local process can call it")
+    return None
+
+
 def build_app(config: RunConfig, options: ServeOptions) -> Any:
-    """The FastAPI app of ``options.source`` (token from ``options.token_env`` if set)."""
+    """The FastAPI app of ``options.source`` (token: :func:`service_token`, checked first)."""
     from lightrft.adapters.reward_service import create_app
 
+    token = service_token(options)
     source = build_served_source(config, options.source)
     return create_app(
         source,
-        token=os.environ.get(options.token_env) or None,
+        token=token,
         max_batch=options.max_batch,
         max_request_bytes=options.max_request_bytes,
         micro_batch_samples=options.micro_batch_samples,

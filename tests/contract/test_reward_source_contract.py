@@ -116,10 +116,11 @@ def make_remote_reward() -> RewardSubject:
 
 def make_unit_tests_reward() -> RewardSubject:
     from lightrft.adapters.rewards.unit_tests import UnitTestsReward
+    from lightrft.adapters.sandbox import open_sandbox
 
     # The program is the response then the reference "7" as the test: "#### 7", "7", "#### 8"
     # and "" run cleanly; "<think>..." and "no idea" are syntax errors.
-    source = UnitTestsReward(timeout_s=5.0)
+    source = UnitTestsReward(open_sandbox(), timeout_s=5.0)
     return RewardSubject(source, reward_samples(), (1.0, 1.0, 0.0, 1.0, 0.0, 1.0))
 
 

@@ -1,4 +1,5 @@
-"""`lightrft serve-reward` as a process, a token set, and the `remote` reward source type."""
+"""`lightrft serve-reward` as a process, a token set, and the `remote` reward source type;
+serving without a token is refused unless --no-auth on loopback."""
 
 from __future__ import annotations
 
@@ -14,8 +15,15 @@ import pytest
 
 from lightrft.adapters.rewards import FormatReward
 from lightrft.domain.types import Completion, PromptRecord, RewardSample
+from lightrft.entrypoints.cli import main
 from lightrft.entrypoints.config import load_config
-from lightrft.entrypoints.serve_reward import ServeOptions, build_app, build_served_source
+from lightrft.entrypoints.config.loading import ConfigError
+from lightrft.entrypoints.serve_reward import (
+    ServeOptions,
+    build_app,
+    build_served_source,
+    service_token,
+)
 from lightrft.entrypoints.wiring.reward_model_builders import build_remote
 
 TEXTS = ["<think>a</think> 4", "4", "<think>x</think>", " <think>b</think> five"]
@@ -86,6 +94,49 @@ def test_build_app_picks_the_named_source() -> None:
     )
     assert build_served_source(config, "fmt").name == "fmt"
     with pytest.raises(ValueError, match="choose one with --source"):
-        build_app(config, ServeOptions())
+        build_app(config, ServeOptions(no_auth=True))
     with pytest.raises(ValueError, match="no reward source named 'x'"):
         build_served_source(config, "x")
+
+
+def test_service_token_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LIGHTRFT_REWARD_TOKEN", raising=False)
+    with pytest.raises(ConfigError, match=r"no token: set \$LIGHTRFT_REWARD_TOKEN .* --no-auth"):
+        service_token(ServeOptions())
+    assert service_token(ServeOptions(no_auth=True)) is None  # loopback, on purpose
+    for host in ("0.0.0.0", "10.1.2.3", "myhost"):
+        with pytest.raises(ConfigError, match=f"refusing to serve on {host} without a token"):
+            service_token(ServeOptions(host=host, no_auth=True))
+    monkeypatch.setenv("MY_TOKEN", "t0k")
+    assert service_token(ServeOptions(host="0.0.0.0", token_env="MY_TOKEN")) == "t0k"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ([], "no token: set $LIGHTRFT_REWARD_TOKEN"),
+        (["--host", "0.0.0.0", "--no-auth"], "refusing to serve on 0.0.0.0 without a token"),
+    ],
+)
+def test_cli_refuses_to_serve_without_a_token(
+    flags: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("LIGHTRFT_REWARD_TOKEN", raising=False)
+    status = main(["serve-reward", *flags, "reward.sources=[{type: unit_tests}]"])
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and message in err and len(err.splitlines()) == 1
+
+
+def test_cli_refuses_a_code_reward_without_a_sandbox(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for module in ("bwrap", "unshare"):  # as on a machine without bubblewrap or util-linux
+        monkeypatch.setattr(f"lightrft.adapters.sandbox.{module}.find_tool", lambda name: None)
+    status = main(["serve-reward", "--no-auth", "reward.sources=[{type: unit_tests}]"])
+    errors = [line for line in capsys.readouterr().err.splitlines() if "lightrft: " in line]
+    assert status == 1 and len(errors) == 1  # one line (after the --no-auth warning)
+    assert errors[0].startswith("lightrft: error: cannot isolate model-written code (bwrap: bwrap")
+    assert "apt-get install bubblewrap" in errors[0] and "sandbox: unsafe_local" in errors[0]

@@ -4,6 +4,11 @@ Requests wait in a queue; one worker takes the first, then keeps taking requests
 ``window_s`` seconds or until ``max_samples`` samples are gathered, scores them with one
 call of the source (in a worker thread, so the event loop keeps accepting requests), and
 hands each request its own slice of the scores. The source is called by one thread at a time.
+
+Requests whose caller is gone (their future cancelled: the client disconnected) are dropped
+before the batch is scored. When a merged batch fails, each of its requests is scored on its
+own, so a bad sample fails only the request that holds it (with an error that numbers the
+samples within that request).
 """
 
 from __future__ import annotations
@@ -28,13 +33,17 @@ class _Pending:
 
 @dataclass
 class BatcherStats:
-    """Counts since start: requests, samples and source calls (batches)."""
+    """Counts since start: requests and samples scored, source calls (batches), failed
+    requests, the largest batch, requests dropped because their caller was gone, and merged
+    batches that failed and were scored request by request."""
 
     requests: int = 0
     samples: int = 0
     batches: int = 0
     errors: int = 0
     largest_batch: int = 0
+    abandoned: int = 0
+    isolated: int = 0
 
 
 class MicroBatcher:
@@ -51,7 +60,7 @@ class MicroBatcher:
             raise ValueError(f"max_samples must be >= 1, got {max_samples}")
         if window_s < 0:
             raise ValueError(f"window_s must be >= 0, got {window_s}")
-        self._score = score
+        self._score_fn = score
         self._max_samples = max_samples
         self._window_s = window_s
         self._queue: asyncio.Queue[_Pending] | None = None
@@ -106,27 +115,54 @@ class MicroBatcher:
             size += len(item.samples)
         return batch
 
+    async def _score(self, samples: Sequence[RewardSample]) -> tuple[list[float], dict[str, float]]:
+        result = await asyncio.to_thread(self._score_fn, samples)
+        scores = [float(v) for v in result.scores.detach().cpu().tolist()]
+        if len(scores) != len(samples):
+            raise RuntimeError(f"source returned {len(scores)} scores for {len(samples)}")
+        self.stats.batches += 1
+        self.stats.largest_batch = max(self.stats.largest_batch, len(samples))
+        return scores, {k: float(v) for k, v in result.metrics.items()}
+
+    async def _alone(self, pending: _Pending) -> None:
+        """Scores one request by itself; its future gets the result or the error."""
+        if pending.future.done():  # gone meanwhile
+            self.stats.abandoned += 1
+            return
+        try:
+            result = await self._score(pending.samples)
+        except Exception as error:  # noqa: BLE001 - the request gets its own error
+            self.stats.errors += 1
+            log.warning(
+                "reward_service.score_failed", error=str(error), samples=len(pending.samples)
+            )
+            if not pending.future.done():
+                pending.future.set_exception(error)
+            return
+        self.stats.requests += 1
+        self.stats.samples += len(pending.samples)
+        if not pending.future.done():
+            pending.future.set_result(result)
+
     async def _run(self) -> None:
         while True:
-            batch = await self._gather()
+            gathered = await self._gather()
+            batch = [pending for pending in gathered if not pending.future.done()]
+            self.stats.abandoned += len(gathered) - len(batch)
+            if len(batch) == 1:
+                await self._alone(batch[0])
+            if len(batch) <= 1:
+                continue
             samples = [s for pending in batch for s in pending.samples]
             try:
-                result = await asyncio.to_thread(self._score, samples)
-                scores = [float(v) for v in result.scores.detach().cpu().tolist()]
-                if len(scores) != len(samples):
-                    raise ValueError(f"source returned {len(scores)} scores for {len(samples)}")
-                metrics = {k: float(v) for k, v in result.metrics.items()}
-            except Exception as error:  # noqa: BLE001 - every waiting request gets the error
-                self.stats.errors += 1
-                log.warning("reward_service.score_failed", error=str(error), samples=len(samples))
+                scores, metrics = await self._score(samples)
+            except Exception:  # noqa: BLE001 - find the request(s) that fail on their own
+                self.stats.isolated += 1
                 for pending in batch:
-                    if not pending.future.done():
-                        pending.future.set_exception(error)
+                    await self._alone(pending)
                 continue
             self.stats.requests += len(batch)
             self.stats.samples += len(samples)
-            self.stats.batches += 1
-            self.stats.largest_batch = max(self.stats.largest_batch, len(samples))
             start = 0
             for pending in batch:
                 end = start + len(pending.samples)

@@ -9,8 +9,10 @@ HTTP errors (401, 413, 422 ...), the request has failed: with ``on_failure="rais
 default) a :class:`RemoteRewardError` names the URL, the attempts and the last error; with
 ``"score"`` its samples get ``failure_score`` and are counted in the ``failures`` metric.
 A response must hold exactly one finite number per sample, else it is an error of the same
-kind (never a silently wrong reward). Metrics per ``score`` call: ``requests``, ``retries``,
-``failures``, ``latency_mean_s``, ``latency_max_s``.
+kind (never a silently wrong reward). Metrics per ``score`` call: ``requests`` (requests
+made, each counted once however many attempts it took, failed ones included), ``retries``
+(attempts after the first, failed requests' included), ``failures`` (samples of failed
+requests), ``latency_mean_s`` and ``latency_max_s`` (of the successful attempts).
 """
 
 from __future__ import annotations
@@ -35,7 +37,12 @@ RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
 class RemoteRewardError(RuntimeError):
-    """A reward request failed for good (after retries, or a non-retryable answer)."""
+    """A reward request failed for good (after retries, or a non-retryable answer);
+    ``attempts``: how many were made."""
+
+    def __init__(self, message: str, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.attempts = attempts
 
 
 class _Retryable(Exception):
@@ -89,9 +96,10 @@ class RemoteRewardSource:
         """Scores (B,) float32 in order; see the module docstring for failures."""
         scores: list[float] = []
         latencies: list[float] = []
-        retries = failures = 0
+        requests = retries = failures = 0
         for start in range(0, len(samples), self.request_batch):
             chunk = samples[start : start + self.request_batch]
+            requests += 1
             try:
                 values, attempts, latency = self._request(chunk)
                 retries += attempts - 1
@@ -102,11 +110,12 @@ class RemoteRewardSource:
                 log.warning(
                     "reward.remote.failed", url=self.url, samples=len(chunk), error=str(error)
                 )
+                retries += error.attempts - 1
                 failures += len(chunk)
                 values = [self.failure_score] * len(chunk)
             scores.extend(values)
         metrics = {
-            "requests": torch.tensor(float(len(latencies))),
+            "requests": torch.tensor(float(requests)),
             "retries": torch.tensor(float(retries)),
             "failures": torch.tensor(float(failures)),
             "latency_mean_s": torch.tensor(sum(latencies) / len(latencies) if latencies else 0.0),
@@ -128,14 +137,18 @@ class RemoteRewardSource:
             started = time.perf_counter()
             try:
                 response = self._post(payload)
+                values = self._validated(response, len(chunk))
             except _Retryable as error:
                 last = str(error)
                 log.info("reward.remote.retry", url=self.url, attempt=attempt + 1, error=last)
                 continue
-            latency = time.perf_counter() - started
-            return self._validated(response, len(chunk)), attempt + 1, latency
+            except RemoteRewardError as error:
+                error.attempts = attempt + 1
+                raise
+            return values, attempt + 1, time.perf_counter() - started
         raise RemoteRewardError(
-            f"reward service {self.url} failed {self.max_attempts} attempts; last error: {last}"
+            f"reward service {self.url} failed {self.max_attempts} attempts; last error: {last}",
+            attempts=self.max_attempts,
         )
 
     def _post(self, payload: dict[str, Any]) -> Any:

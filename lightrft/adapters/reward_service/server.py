@@ -3,16 +3,20 @@
 ``create_app(source)`` builds the app: ``POST /score`` (micro-batched across concurrent
 requests, :mod:`~lightrft.adapters.reward_service.batcher`) and ``GET /health``. With a
 ``token`` every request must carry ``Authorization: Bearer <token>`` (compared in constant
-time), else 401. A body larger than ``max_request_bytes`` is refused with 413 before it is
-parsed, a request with more than ``max_batch`` samples with 413 too; a malformed body gets
-422 naming the field; a source that raises gets 500 with the error message.
+time), else 401 (:mod:`~lightrft.adapters.reward_service.access`). Bodies are counted while
+they stream in: at ``max_request_bytes`` the request gets 413 and the rest is never read
+(chunked bodies included; a declared ``Content-Length`` over the limit is refused before
+reading); more than ``max_batch`` samples get 413 too; a malformed body gets 422 naming the
+field. A request whose client disconnects before its batch is scored is dropped, not scored.
+A source that raises ``ValueError`` for a request's samples gets that request 422 (only that
+request: see the batcher), any other error 500 with its message.
 ``BackgroundServer`` runs an app on a thread (tests, in-process serving); ``serve`` runs it
-in the foreground. The default host is 127.0.0.1: expose it on purpose, with a token.
+in the foreground. Both refuse a non-loopback host when the app has no token.
 """
 
 from __future__ import annotations
 
-import hmac
+import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -21,10 +25,10 @@ from typing import Any
 
 import structlog
 import uvicorn
-from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI, HTTPException, Request, Response
 from pydantic import ValidationError
 
+from lightrft.adapters.reward_service.access import AccessGuard, check_exposure
 from lightrft.adapters.reward_service.batcher import MicroBatcher
 from lightrft.adapters.reward_service.protocol import ScoreRequest, ScoreResponse
 from lightrft.domain.ports import RewardSource
@@ -56,27 +60,16 @@ def create_app(
 
     app = FastAPI(title="LightRFT reward service", lifespan=lifespan)
     app.state.batcher = batcher
-
-    @app.middleware("http")
-    async def guard(request: Request, call_next: Any) -> Any:
-        if token is not None and not _authorized(request, token):
-            return JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401)
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > max_request_bytes:
-            return _too_large(f"request body of {length} bytes exceeds {max_request_bytes}")
-        return await call_next(request)
+    app.state.token_required = token is not None
+    app.add_middleware(AccessGuard, token=token, max_request_bytes=max_request_bytes)
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
         return {"status": "ok", "source": source.name}
 
-    @app.post("/score")
-    async def score(request: Request) -> ScoreResponse:
-        body = await request.body()
-        if len(body) > max_request_bytes:
-            raise HTTPException(
-                413, f"request body of {len(body)} bytes exceeds {max_request_bytes}"
-            )
+    @app.post("/score", response_model=None)
+    async def score(request: Request) -> ScoreResponse | Response:
+        body = await _read_body(request, max_request_bytes)
         try:
             parsed = ScoreRequest.model_validate_json(body)
         except ValidationError as error:
@@ -86,8 +79,18 @@ def create_app(
                 413, f"{len(parsed.samples)} samples exceed the limit of {max_batch}"
             )
         started = time.perf_counter()
+        scoring = asyncio.ensure_future(batcher.submit([s.to_sample() for s in parsed.samples]))
+        gone = asyncio.ensure_future(_disconnect(request))
+        await asyncio.wait({scoring, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if not scoring.done():  # the client left: its samples are not scored
+            scoring.cancel()
+            log.info("reward_service.abandoned", samples=len(parsed.samples))
+            return Response(status_code=499)
+        gone.cancel()
         try:
-            scores, metrics = await batcher.submit([s.to_sample() for s in parsed.samples])
+            scores, metrics = scoring.result()
+        except ValueError as error:  # the source rejected these samples
+            raise HTTPException(422, f"reward source {source.name!r}: {error}") from None
         except Exception as error:  # noqa: BLE001 - reported to the client
             raise HTTPException(500, f"reward source {source.name!r} failed: {error}") from None
         log.debug(
@@ -98,14 +101,20 @@ def create_app(
     return app
 
 
-def _authorized(request: Request, token: str) -> bool:
-    header = request.headers.get("authorization", "")
-    scheme, _, given = header.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.encode(), token.encode())
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, counted while it streams in: 413 as soon as it passes ``limit`` bytes."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise HTTPException(413, f"request body exceeds {limit} bytes")
+    return bytes(body)
 
 
-def _too_large(message: str) -> JSONResponse:
-    return JSONResponse({"detail": message}, status_code=413)
+async def _disconnect(request: Request) -> None:
+    """Returns when the client disconnects (the body has been read by then)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 def _first_error(error: ValidationError) -> str:
@@ -114,8 +123,14 @@ def _first_error(error: ValidationError) -> str:
     return f"invalid request at {where or 'body'}: {first.get('msg', 'invalid')}"
 
 
+def _check_exposure(app: FastAPI, host: str) -> None:
+    check_exposure(host, bool(getattr(app.state, "token_required", False)))
+
+
 def serve(app: FastAPI, *, host: str = DEFAULT_HOST, port: int = 8000) -> None:
-    """Runs ``app`` in the foreground until interrupted."""
+    """Runs ``app`` in the foreground until interrupted (a non-loopback ``host`` needs an app
+    with a token)."""
+    _check_exposure(app, host)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
@@ -126,6 +141,7 @@ class BackgroundServer:
     """
 
     def __init__(self, app: FastAPI, *, host: str = DEFAULT_HOST, port: int = 0) -> None:
+        _check_exposure(app, host)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)

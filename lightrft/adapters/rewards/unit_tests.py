@@ -4,13 +4,13 @@ B samples. The program is the response's code followed by the tests: the code is
 fenced block of the response (```` ```python ... ``` ```` or a bare ```` ``` ````), or the
 whole response when it has none; the tests are the prompt's ``reference`` (e.g. lines of
 ``assert f(2) == 4``). A sample scores ``pass_score`` when the program exits cleanly, else
-``fail_score``. Programs run in fresh sandboxed processes
-(:mod:`~lightrft.adapters.rewards.code_sandbox`: time and memory limits, no network, no
-processes, a temporary directory, a minimal environment) started from one persistent
-:class:`~lightrft.adapters.rewards.function_worker.FunctionWorker` process, so the trainer's
-process never forks. Metrics: ``pass_rate`` and the fractions that ``timeout``, ran out of
-``memory``, were ``blocked`` by the sandbox, or could not run (``no_tests``,
-``worker_failures``).
+``fail_score``. Each program runs in a fresh process behind the
+:class:`~lightrft.domain.ports.CodeSandbox` given to the constructor (the product's one is
+:func:`lightrft.adapters.sandbox.open_sandbox`: Linux namespaces, a read-only view of the
+interpreter, no network, resource limits, a seccomp filter). Metrics: ``pass_rate`` and the
+fractions that ``failed``, hit the ``timeout``, ran out of ``memory``, were ``blocked`` by the
+in-sandbox guard, met a ``sandbox_error`` (the sandbox, not the program, failed) or had
+``no_tests``.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from collections.abc import Sequence
 import structlog
 import torch
 
-from lightrft.adapters.rewards.function_worker import FunctionWorker, WorkerCallError, WorkerTimeout
+from lightrft.domain.ports import CodeSandbox
+from lightrft.domain.sandbox import OUTCOMES, SandboxLimits
 from lightrft.domain.types import RewardResult, RewardSample
 
 log = structlog.get_logger(__name__)
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
-_OUTCOMES = ("passed", "failed", "timeout", "memory", "blocked")
 
 
 def extract_code(response: str) -> str:
@@ -42,6 +42,7 @@ class UnitTestsReward:
 
     def __init__(
         self,
+        sandbox: CodeSandbox,
         *,
         name: str = "unit_tests",
         timeout_s: float = 5.0,
@@ -54,38 +55,28 @@ class UnitTestsReward:
         if not (math.isfinite(pass_score) and math.isfinite(fail_score)):
             raise ValueError("pass_score and fail_score must be finite")
         self._name = name
-        self.timeout_s, self.memory_mb = timeout_s, memory_mb
+        self.sandbox = sandbox
+        self.limits = SandboxLimits(wall_s=timeout_s, memory_mb=memory_mb)
         self.pass_score, self.fail_score = pass_score, fail_score
-        self._worker = FunctionWorker("lightrft.adapters.rewards.code_sandbox:run_programs")
-        self._worker.start()
 
     @property
     def name(self) -> str:
         return self._name
 
     def outcomes(self, samples: Sequence[RewardSample]) -> list[str]:
-        """One outcome per sample: passed, failed, timeout, memory, blocked, no_tests or
-        worker_failure."""
-        programs: dict[int, str] = {}
-        result = ["no_tests"] * len(samples)
-        for i, sample in enumerate(samples):
+        """One outcome per sample: an :data:`~lightrft.domain.sandbox.OUTCOMES` value, or
+        ``no_tests``."""
+        result = []
+        for sample in samples:
             tests = sample.prompt.reference
-            if tests and tests.strip():
-                programs[i] = f"{extract_code(sample.completion.text)}\n\n{tests}\n"
-        if not programs:
-            return result
-        budget = len(programs) * (self.timeout_s + 5.0) + 30.0
-        try:
-            runs = self._worker.call(
-                (list(programs.values()), self.timeout_s, self.memory_mb), timeout=budget
-            )
-        except (WorkerTimeout, WorkerCallError) as error:
-            log.warning("reward.unit_tests.worker_failed", error=str(error))
-            for i in programs:
-                result[i] = "worker_failure"
-            return result
-        for i, run in zip(programs, runs, strict=True):
-            result[i] = run["outcome"]
+            if not (tests and tests.strip()):
+                result.append("no_tests")
+                continue
+            program = f"{extract_code(sample.completion.text)}\n\n{tests}\n"
+            run = self.sandbox.run(program, limits=self.limits)
+            if run.outcome == "sandbox_error":
+                log.warning("reward.unit_tests.sandbox_error", error=run.stderr[-500:])
+            result.append(run.outcome)
         return result
 
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
@@ -98,7 +89,7 @@ class UnitTestsReward:
         n = max(len(outcomes), 1)
         metrics = {
             ("pass_rate" if o == "passed" else o): torch.tensor(outcomes.count(o) / n)
-            for o in (*_OUTCOMES, "no_tests", "worker_failure")
+            for o in (*OUTCOMES, "no_tests")
         }
         return RewardResult(scores, metrics)
 
@@ -109,5 +100,4 @@ class UnitTestsReward:
         """No weights: nothing to do."""
 
     def close(self) -> None:
-        """Stops the worker process."""
-        self._worker.close()
+        """Nothing to release: every program ran in its own process."""

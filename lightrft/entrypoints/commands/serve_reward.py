@@ -1,10 +1,12 @@
 """`lightrft serve-reward`: serve one configured reward source over HTTP.
 
-    lightrft serve-reward [--config FILE] [--source NAME] [--host H] [--port P] [key=value ...]
+    lightrft serve-reward [--config FILE] [--source NAME] [--host H] [--port P] [--no-auth]
+                          [key=value ...]
 
 The source comes from ``reward.sources`` (e.g. ``'reward.sources=[{type: scalar_rm, path:
-runs/rm/model}]'``). Binds 127.0.0.1 unless told otherwise; with ``$LIGHTRFT_REWARD_TOKEN``
-set (or the variable named by ``--token-env``) every request needs that bearer token.
+runs/rm/model}]'``). Binds 127.0.0.1 unless told otherwise. Every request needs the bearer
+token in ``$LIGHTRFT_REWARD_TOKEN`` (or the variable named by ``--token-env``); without one
+the command refuses to start, unless ``--no-auth`` is given and the host is loopback.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-request-bytes", type=int, default=8 * 2**20)
     parser.add_argument("--micro-batch", type=int, default=64, help="samples per source call")
     parser.add_argument("--batch-window-ms", type=float, default=5.0)
+    parser.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="serve a loopback host without a token (every local process can call it)",
+    )
 
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
@@ -44,6 +51,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         max_request_bytes=args.max_request_bytes,
         micro_batch_samples=args.micro_batch,
         batch_window_ms=args.batch_window_ms,
+        no_auth=args.no_auth,
     )
     app = build_app(load_config(args.config, rest, algorithm="grpo"), options)
     print(f"serving on http://{options.host}:{options.port} (/score, /health)", flush=True)

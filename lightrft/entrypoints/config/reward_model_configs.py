@@ -51,6 +51,12 @@ class UnitTestsRewardConfig(RewardSourceSection):
     """Runs the response's code against the prompt's reference tests in a sandbox."""
 
     type: Literal["unit_tests"] = "unit_tests"
+    sandbox: Literal["auto", "bwrap", "unshare", "unsafe_local"] = Field(
+        "auto",
+        description="OS boundary around each program: auto (bwrap, else unshare; refuses to "
+        "start when neither works), bwrap, unshare, or unsafe_local (NO boundary: the code "
+        "can act as this user; logs a warning). See docs/security.md.",
+    )
     timeout_s: float = Field(5.0, gt=0, description="Wall-clock limit per program.")
     memory_mb: int = Field(512, ge=16, description="Address-space limit per program.")
     pass_score: float = Field(1.0, description="Score when every test passes.")

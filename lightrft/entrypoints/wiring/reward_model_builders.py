@@ -6,6 +6,7 @@ import os
 
 from lightrft.adapters.reward_models import HfScalarRewardModel
 from lightrft.adapters.rewards.unit_tests import UnitTestsReward
+from lightrft.adapters.sandbox import open_sandbox
 from lightrft.domain.ports import RewardSource
 from lightrft.entrypoints.config.reward_model_configs import (
     GenerativeRmConfig,
@@ -60,6 +61,7 @@ def build_remote(section: RemoteRewardConfig, context: BuildContext) -> RewardSo
 @REWARD_SOURCES.register("unit_tests")
 def build_unit_tests(section: UnitTestsRewardConfig, context: BuildContext) -> UnitTestsReward:
     return UnitTestsReward(
+        open_sandbox(section.sandbox),
         name=section.label,
         timeout_s=section.timeout_s,
         memory_mb=section.memory_mb,
