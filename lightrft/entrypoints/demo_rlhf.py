@@ -39,7 +39,10 @@ _NO_RESUME = IdentityKeys(include=())
 """The demo is not resumed (each run starts over), so nothing of it is compared."""
 
 SYSTEM_PROMPT = "You are a helpful assistant. Answer briefly."
-INSTRUCTION = "What is the answer?"
+# the format is asked for but not shown in full: the base model starts about 1 answer in 50
+# with exactly "The answer is N." (measured on 48 samples), and the reward model, trained on
+# preferences for that form, is what teaches it
+INSTRUCTION = "Reply with one sentence, The answer is N."
 ANSWER_PATTERN = r"\s*The answer is -?\d+\.\s*"
 KINDS = ("bare", "ramble", "refuse")
 
@@ -56,6 +59,9 @@ GRPO_OVERRIDES = [
     "rollout.n_samples_per_prompt=8",
     "rollout.max_new_tokens=16",
     "rollout.temperature=0.8",
+    # an unfinished answer (cut at the 16-token limit) earns less than any finished one
+    # (reward-model scores are normalized to mean 0, std 1 on the training pairs)
+    "reward.truncated_reward=-1",
     "train.total_steps=8",
     "train.micro_batch_size=16",
     "optim.lr=5e-5",
@@ -88,6 +94,11 @@ def _model_path(overrides: Sequence[str]) -> str | None:
     return paths[-1] if paths else None
 
 
+def _seed(overrides: Sequence[str]) -> int:
+    seeds = [o.split("=", 1)[1] for o in overrides if o.startswith("train.seed=")]
+    return int(seeds[-1]) if seeds else 0
+
+
 def _rm_stage(options: RlhfDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
     data = RmDataOptions(
         num_synthetic=options.rm_pairs,
@@ -100,7 +111,9 @@ def _rm_stage(options: RlhfDemoOptions, overrides: Sequence[str]) -> dict[str, A
         output=options.run_dir / "rm",
         model=_model_path(overrides),
         data=data,
-        train=RewardTrainParams(batch_size=16, micro_batch_size=16, epochs=options.rm_epochs),
+        train=RewardTrainParams(
+            batch_size=16, micro_batch_size=16, epochs=options.rm_epochs, seed=_seed(overrides)
+        ),
         lr=options.rm_lr,
         max_length=256,
         train_backbone=options.rm_train_backbone,

@@ -23,43 +23,46 @@ ARITHMETIC_INSTRUCTION = 'Give the final answer after "####".'
 
 _NAMES = ("Tom", "Ana", "Li", "Sam", "Mia", "Omar", "Eva", "Ben")
 _ITEMS = ("apples", "pens", "cards", "coins", "books", "stickers", "marbles", "cookies")
-_Problem = tuple[str, int]
+_Problem = tuple[str, int, str]  # question, answer, worked solution ("3 + 4 = 7")
 _Maker = Callable[[random.Random, str, str, int], _Problem]
 
 
 def _add(rng: random.Random, who: str, item: str, top: int) -> _Problem:
     a, b = rng.randint(2, top), rng.randint(2, top)
-    return f"{who} has {a} {item} and buys {b} more. How many {item} does {who} have now?", a + b
+    text = f"{who} has {a} {item} and buys {b} more. How many {item} does {who} have now?"
+    return text, a + b, f"{a} + {b} = {a + b}"
 
 
 def _subtract(rng: random.Random, who: str, item: str, top: int) -> _Problem:
     a, b = sorted((rng.randint(2, top), rng.randint(2, top)), reverse=True)
-    return f"{who} has {a} {item} and gives {b} to a friend. How many {item} are left?", a - b
+    text = f"{who} has {a} {item} and gives {b} to a friend. How many {item} are left?"
+    return text, a - b, f"{a} - {b} = {a - b}"
 
 
 def _multiply(rng: random.Random, who: str, item: str, top: int) -> _Problem:
     a, b = rng.randint(2, top), rng.randint(2, top)
-    return f"{who} buys {a} bags with {b} {item} in each bag. How many {item} is that?", a * b
+    text = f"{who} buys {a} bags with {b} {item} in each bag. How many {item} is that?"
+    return text, a * b, f"{a} * {b} = {a * b}"
 
 
 def _divide(rng: random.Random, who: str, item: str, top: int) -> _Problem:
     a, b = rng.randint(2, top), rng.randint(2, top)
     text = f"{who} shares {a * b} {item} equally among {b} friends. How many {item} does each get?"
-    return text, a
+    return text, a, f"{a * b} / {b} = {a}"
 
 
 def _add_then_subtract(rng: random.Random, who: str, item: str, top: int) -> _Problem:
     a, b = rng.randint(2, top), rng.randint(2, top)
     c = rng.randint(2, a + b)
     text = f"{who} has {a} {item}, buys {b} more and then gives away {c}. How many {item} are left?"
-    return text, a + b - c
+    return text, a + b - c, f"{a} + {b} - {c} = {a + b - c}"
 
 
 def _multiply_then_subtract(rng: random.Random, who: str, item: str, top: int) -> _Problem:
     a, b = rng.randint(2, top), rng.randint(2, top)
     c = rng.randint(2, a * b)
     text = f"{who} buys {a} boxes of {b} {item} and loses {c}. How many {item} are left?"
-    return text, a * b - c
+    return text, a * b - c, f"{a} * {b} - {c} = {a * b - c}"
 
 
 _LEVELS: dict[int, tuple[int, tuple[_Maker, ...]]] = {
@@ -86,8 +89,9 @@ def in_split(text: str, split: Split) -> bool:
 def arithmetic_problems(
     n: int, seed: int = 0, difficulty: int = 1, split: Split = "all"
 ) -> list[dict[str, str]]:
-    """``n`` rows ``{"prompt": problem, "reference": integer answer}``, fixed by ``seed``,
-    drawn from ``split`` (problems of the other split are skipped)."""
+    """``n`` rows ``{"prompt": problem, "reference": integer answer, "solution": the worked
+    equation, e.g. "3 + 4 = 7"}``, fixed by ``seed``, drawn from ``split`` (problems of the
+    other split are skipped)."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     if difficulty not in _LEVELS:
@@ -97,9 +101,9 @@ def arithmetic_problems(
     rows = []
     while len(rows) < n:
         maker = rng.choice(makers)
-        text, answer = maker(rng, rng.choice(_NAMES), rng.choice(_ITEMS), top)
+        text, answer, solution = maker(rng, rng.choice(_NAMES), rng.choice(_ITEMS), top)
         if in_split(text, split):
-            rows.append({"prompt": text, "reference": str(answer)})
+            rows.append({"prompt": text, "reference": str(answer), "solution": solution})
     return rows
 
 

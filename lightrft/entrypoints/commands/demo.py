@@ -10,7 +10,10 @@ from pathlib import Path
 from lightrft.entrypoints.commands.resume_flags import add_resume_changing, with_stated_keys
 
 NAME = "demo"
-HELP = "the main jobs: GRPO (default) or 'rlhf' (reward model, then GRPO) on the embedded model"
+HELP = (
+    "the main jobs on the embedded model: GRPO (default), 'rlhf' (reward model, then GRPO) or "
+    "'ttrl' (label-free majority-vote reward)"
+)
 
 DEMO_OVERRIDES = [
     "logging.run_dir=runs/demo",
@@ -44,6 +47,15 @@ DEMO_OVERRIDES = [
 ]
 """The main job's settings on top of the grpo preset (``key=value`` arguments override them)."""
 
+TTRL_OVERRIDES = [
+    "logging.run_dir=runs/demo_ttrl",
+    # label-free: the reward is agreement with the majority answer of the sample's group; the
+    # math rule is only measured (weight 0), so the references never reach the gradient and
+    # eval/reward/math/accuracy is the held-out accuracy
+    'reward.sources=[{type: ttrl, name: ttrl}, {type: math, name: math, weight: 0}]',
+]
+"""``lightrft demo ttrl``: the main job with test-time RL's majority-vote reward instead."""
+
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     """``lightrft demo [rlhf] [key=value ...]``: the GRPO main job, or the RLHF one."""
@@ -62,6 +74,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, rest: list[str]) -> int:
     if rest and rest[0] == "rlhf":
         return _run_rlhf(args, with_stated_keys(args, rest[1:]))
+    if rest and rest[0] == "ttrl":
+        return _run_grpo(args, TTRL_OVERRIDES + with_stated_keys(args, rest[1:]))
     return _run_grpo(args, with_stated_keys(args, rest))
 
 
@@ -97,7 +111,7 @@ def _run_grpo(args: argparse.Namespace, rest: list[str]) -> int:
     config = load_config(None, DEMO_OVERRIDES + list(rest), algorithm="grpo")
     summary = train(config, next_command=NextCommand(args.argv, config.logging.overwrite))
     page = render_report(Path(summary["run_dir"]))
-    before, after = summary.get("eval_accuracy_before"), summary.get("eval_accuracy_after")
+    before, after = _held_out_accuracy(Path(summary["run_dir"]))
     print(json.dumps(summary, indent=2))
     if before is not None and after is not None:
         print(
@@ -105,3 +119,14 @@ def _run_grpo(args: argparse.Namespace, rest: list[str]) -> int:
         )
     print(f"report: {page}")
     return 0
+
+
+def _held_out_accuracy(run_dir: Path) -> tuple[float | None, float | None]:
+    """First and last held-out accuracy of a run: the math rule's when it is measured (the
+    TTRL demo's combined reward is agreement, not correctness), else the combined one's."""
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    for key in ("eval/reward/math/accuracy", "eval/accuracy"):
+        values = [row[key] for row in rows if key in row]
+        if values:
+            return values[0], values[-1] if len(values) > 1 else None
+    return None, None

@@ -44,12 +44,22 @@ class SftDataConfig(Section):
     instruction: str = Field(
         BUILTIN_INSTRUCTION, description="Built-in rows: text appended to each question."
     )
+    builtin_completion: Literal["solution", "answer"] = Field(
+        "solution",
+        description="Built-in rows: what the completion is: the worked equation ending on the "
+        "answer ('3 + 4 = 7'), or the bare answer ('7').",
+    )
+    builtin_split: Literal["train", "heldout", "all"] = Field(
+        "train",
+        description="Built-in rows: which disjoint part of the arithmetic problems to draw "
+        "from (the RL demo evaluates on heldout, so SFT never trains on those).",
+    )
 
 
 class SftConfig(Section):
     train_data: SftDataConfig = Field(default_factory=SftDataConfig)
     eval_data: SftDataConfig | None = Field(
-        default_factory=lambda: SftDataConfig(num_builtin=64, seed=10_000),
+        default_factory=lambda: SftDataConfig(num_builtin=64, seed=10_000, builtin_split="heldout"),
         description="Held-out rows for the eval loss; null disables evaluation.",
     )
     epochs: int = Field(1, gt=0, description="Passes over the training rows.")

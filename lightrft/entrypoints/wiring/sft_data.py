@@ -36,14 +36,18 @@ def build_sft_data(section: SftDataConfig | None, tokenizer: Any) -> SftDataset 
         render="auto" if section.apply_chat_template else "plain",
     )
     if section.path is None:
-        rows = arithmetic_problems(section.num_builtin, section.seed, section.difficulty)
+        rows = arithmetic_problems(
+            section.num_builtin, section.seed, section.difficulty, section.builtin_split
+        )
         refs = [
             RowRef(
                 uid=f"arithmetic-{section.seed}:{i}",
                 where=f"built-in arithmetic row {i}",
                 row={
                     "prompt": f"{r['prompt']} {section.instruction}",
-                    "completion": r["reference"],
+                    "completion": r[
+                        "reference" if section.builtin_completion == "answer" else "solution"
+                    ],
                 },
             )
             for i, r in enumerate(rows)

@@ -11,17 +11,43 @@ from lightrft.entrypoints.wiring.sft_data import build_sft_data
 from tests.unit.adapters.hf.hf_tiny import tiny_tokenizer
 
 
-def test_builtin_rows_train_on_the_answer_only() -> None:
+def _trained_texts(tok: object, data: object) -> list[str]:
+    return [
+        tok.decode([t for t, m in zip(e.response_ids, e.loss_mask, strict=True) if m])  # type: ignore[attr-defined]
+        for e in data  # type: ignore[attr-defined]
+    ]
+
+
+def test_builtin_rows_train_on_the_worked_answer_only() -> None:
     tok = tiny_tokenizer()
     data = build_sft_data(SftDataConfig(num_builtin=4, seed=3), tok)
     assert data is not None and len(data) == 4
-    answers = [row["reference"] for row in arithmetic_problems(4, 3, 1)]
-    for example, answer in zip(data, answers, strict=True):
-        trained = [t for t, m in zip(example.response_ids, example.loss_mask, strict=True) if m]
-        assert tok.decode(trained) == f"{answer}\n"  # the tiny template ends a turn with "\n"
+    rows = arithmetic_problems(4, 3, 1, "train")
+    for example, row, trained in zip(data, rows, _trained_texts(tok, data), strict=True):
+        # e.g. "5 + 3 = 8": the equation ends on the reference answer
+        assert trained == f"{row['solution']}\n"  # the tiny template ends a turn with "\n"
+        assert row["solution"].endswith(f"= {row['reference']}")
         prompt = tok.decode(list(example.prompt_ids))
         assert prompt.startswith("system: Reply with only the final number.\nuser: ")
         assert prompt.endswith("Answer with just the number.\nassistant: ")
+
+
+def test_builtin_rows_can_train_on_the_bare_answer() -> None:
+    tok = tiny_tokenizer()
+    data = build_sft_data(SftDataConfig(num_builtin=4, seed=3, builtin_completion="answer"), tok)
+    answers = [row["reference"] for row in arithmetic_problems(4, 3, 1, "train")]
+    assert _trained_texts(tok, data) == [f"{answer}\n" for answer in answers]
+
+
+def test_builtin_sft_rows_never_hold_a_heldout_problem() -> None:
+    """The SFT data of the pipeline example must not train on the RL demo's evaluation set."""
+    from lightrft.adapters.datasets.arithmetic import in_split
+
+    tok = tiny_tokenizer()
+    data = build_sft_data(SftDataConfig(num_builtin=200, seed=0), tok)
+    prompts = [tok.decode(list(example.prompt_ids)) for example in data]
+    questions = [p.split("user: ", 1)[1].split(" Answer with", 1)[0] for p in prompts]
+    assert not any(in_split(q, "heldout") for q in questions)
 
 
 def test_max_samples_and_null_section() -> None:
