@@ -41,6 +41,11 @@ DEMO_OVERRIDES = [
     "train.total_steps=10",
     "train.micro_batch_size=16",
     "optim.lr=5e-5",
+    # cosine decay to a tenth: constant 5e-5 kept moving the policy after it had learned
+    # (seed 1: training reward 0.72 at step 5, 0.44 at step 10; held-out 0.55), the decay
+    # holds it (0.81 at step 7, 0.62-0.75 after; held-out 0.65)
+    "optim.schedule=cosine",
+    "optim.min_lr_ratio=0.1",
     "eval.every=10",
     "eval.max_prompts=100",
     "checkpoint.every=5",
