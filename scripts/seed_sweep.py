@@ -4,9 +4,10 @@
     python scripts/seed_sweep.py --job ttrl --seeds 0 1 2
     python scripts/seed_sweep.py --seeds 0 1 -- train.total_steps=12 optim.lr=3e-5
     python scripts/seed_sweep.py --command "lightrft train grpo --config my.yaml" --seeds 0 1
+    python scripts/seed_sweep.py --job ttrl --seeds 0 1 2 -- model.path=runs/sweep/seed-{seed}/final_model
 
 Each seed runs as its own process (``<command> train.seed=S logging.run_dir=<out>/seed-S``
-plus the overrides after ``--``), one after the other, so the figures are what a user who
+plus the overrides after ``--``, where ``{seed}`` stands for the seed), one after the other, so the figures are what a user who
 runs the command sees. Per seed the table shows the first and last held-out value of
 ``--metric`` (default ``eval/accuracy``), the change, the best and the final training reward
 (``--train-metric``, default ``reward/mean``) with the best one's step, and the wall time.
@@ -126,6 +127,7 @@ def rlhf_extras(run_dir: Path) -> dict[str, float]:
 def run_seed(command: list[str], seed: int, out: Path, overrides: list[str]) -> tuple[int, float]:
     """Runs the job for ``seed`` in ``out/seed-S``; returns (exit code, wall seconds)."""
     run_dir = out / f"seed-{seed}"
+    overrides = [o.replace("{seed}", str(seed)) for o in overrides]
     if command[:3] == JOBS["rlhf"]:
         args = [*command[:2], "--run-dir", str(run_dir), *command[2:]]
         args += [f"train.seed={seed}", *overrides]

@@ -52,12 +52,19 @@ DEMO_OVERRIDES = [
 ]
 """The main job's settings on top of the grpo preset (``key=value`` arguments override them)."""
 
+MAIN_JOB_MODEL = "runs/demo/final_model"
+"""Where ``lightrft demo`` leaves its trained model (``lightrft demo ttrl`` starts there)."""
+
 TTRL_OVERRIDES = [
     "logging.run_dir=runs/demo_ttrl",
+    # test-time RL sharpens a policy whose majority answer is already right more often than
+    # not: it continues from the main job's trained model. From the base model the majority
+    # is a restatement ("Tom has 9"): agreement rose to 1.0 while accuracy fell 0.16 -> 0.00
+    f"model.path={MAIN_JOB_MODEL}",
     # label-free: the reward is agreement with the majority answer of the sample's group; the
     # math rule is only measured (weight 0), so the references never reach the gradient and
     # eval/reward/math/accuracy is the held-out accuracy
-    'reward.sources=[{type: ttrl, name: ttrl}, {type: math, name: math, weight: 0}]',
+    "reward.sources=[{type: ttrl, name: ttrl}, {type: math, name: math, weight: 0}]",
 ]
 """``lightrft demo ttrl``: the main job with test-time RL's majority-vote reward instead."""
 
@@ -80,7 +87,14 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     if rest and rest[0] == "rlhf":
         return _run_rlhf(args, with_stated_keys(args, rest[1:]))
     if rest and rest[0] == "ttrl":
-        return _run_grpo(args, TTRL_OVERRIDES + with_stated_keys(args, rest[1:]))
+        overrides = TTRL_OVERRIDES + with_stated_keys(args, rest[1:])
+        model = [o.split("=", 1)[1] for o in overrides if o.startswith("model.path=")][-1]
+        if not Path(model).exists():
+            raise FileNotFoundError(
+                f"lightrft demo ttrl continues from a trained model and {model} does not exist: "
+                "run `lightrft demo` first, or give model.path=DIR"
+            )
+        return _run_grpo(args, overrides)
     return _run_grpo(args, with_stated_keys(args, rest))
 
 

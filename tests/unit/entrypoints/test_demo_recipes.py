@@ -43,3 +43,17 @@ def test_held_out_accuracy_prefers_the_math_rule(tmp_path: Path) -> None:
     assert _held_out_accuracy(tmp_path) == (0.2, 0.4)
     (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 0, "eval/accuracy": 0.3}) + "\n")
     assert _held_out_accuracy(tmp_path) == (0.3, None)
+
+
+def test_ttrl_demo_needs_the_main_jobs_model(tmp_path: Path, monkeypatch: object) -> None:
+    import argparse
+
+    import pytest
+
+    from lightrft.entrypoints.commands.demo import MAIN_JOB_MODEL, run
+
+    assert f"model.path={MAIN_JOB_MODEL}" in TTRL_OVERRIDES
+    monkeypatch.chdir(tmp_path)  # type: ignore[attr-defined]
+    args = argparse.Namespace(argv=["demo", "ttrl"], resume_changing=[])
+    with pytest.raises(FileNotFoundError, match="run `lightrft demo` first"):
+        run(args, ["ttrl"])
