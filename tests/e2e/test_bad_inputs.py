@@ -172,6 +172,34 @@ def test_config_duplicate_reward_names(cli: Cli) -> None:
     assert "reward source names must be unique" in err
 
 
+def test_config_non_finite_float(cli: Cli) -> None:
+    err = _clean(*cli.train("optim.lr=.inf", "rollout.temperature=.nan")[::2])
+    assert "optim.lr: Input should be a finite number (got inf)" in err
+    assert "rollout.temperature: Input should be a finite number (got nan)" in err
+
+
+def test_config_file_is_a_directory(cli: Cli) -> None:
+    err = _clean(*cli.train("--config", str(cli.tmp))[::2])
+    assert f"config file {cli.tmp} is a directory; expected a YAML file" in err
+
+
+def test_config_alias_bomb(cli: Cli) -> None:
+    lines = ["a: &a [" + ", ".join(['"lol"'] * 9) + "]"]
+    for before, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{before}"] * 9) + "]")  # 9**9 values
+    path = cli.tmp / "bomb.yaml"
+    path.write_text("\n".join([*lines, "optim: {lr: *i}"]) + "\n")
+    err = _clean(*cli.train("--config", str(path))[::2])
+    assert f"config file {path} is refused: its aliases (*name) expand to more than" in err
+    assert len(err) < 1000
+
+
+def test_config_huge_value_is_cut_in_the_message(cli: Cli) -> None:
+    err = _clean(*cli.train("optim.lr=" + "9" * 5000)[::2])
+    assert "optim.lr: Input should be a finite number (got '9999" in err and "9...9" in err
+    assert len(err) < 1000
+
+
 # -- model ----------------------------------------------------------------------------------
 
 
