@@ -274,6 +274,52 @@ def test_model_flash_attention_unavailable(cli: Cli) -> None:
     assert "flash_attention_2' needs the flash-attn package" in err and "use 'sdpa'" in err
 
 
+def test_model_path_is_a_file(cli: Cli) -> None:
+    config = cli.model / "config.json"
+    code, _, err = cli("train", "grpo", f"model.path={config}", *TINY)
+    err = _clean(code, err)
+    assert f"model path {config} is a file; expected a model directory" in err
+
+
+def _train_on(cli: Cli, model: Path) -> tuple[int, str]:
+    code, _, err = cli(
+        "train", "grpo", f"model.path={model}", f"logging.run_dir={cli.run_dir}", *TINY
+    )
+    return code, err
+
+
+def test_model_without_weights(cli: Cli) -> None:
+    model = _model_copy(cli, "no-weights")
+    (model / "model.safetensors").unlink()
+    err = _clean(*_train_on(cli, model))
+    assert f"{model} holds no model weights: expected model.safetensors" in err
+    assert "found chat_template.jinja, config.json" in err
+
+
+def test_model_without_tokenizer_files(cli: Cli) -> None:
+    model = _model_copy(cli, "no-tokenizer")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (model / name).unlink()
+    err = _clean(*_train_on(cli, model))
+    assert f"{model} has no tokenizer files: expected tokenizer.json" in err
+    assert "sentencepiece" not in err
+
+
+def test_model_encoder_only(cli: Cli) -> None:
+    from transformers import BertConfig, BertForMaskedLM
+
+    model = cli.tmp / "bert"
+    shape = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2}  # vocab: 259
+    BertForMaskedLM(BertConfig(vocab_size=259, intermediate_size=32, **shape)).save_pretrained(
+        model
+    )
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(cli.model / name, model / name)
+    err = _clean(*_train_on(cli, model))
+    assert f"{model} holds a model without a causal-LM head (architectures BertForMaskedLM" in err
+    assert not (cli.run_dir / "metrics.jsonl").exists()
+
+
 # -- data -------------------------------------------------------------------------------------
 
 
