@@ -386,6 +386,35 @@ def test_data_chat_without_user_turn(cli: Cli) -> None:
     assert "system_only.jsonl row 0: no user message in the chat 'prompt'" in err
 
 
+def test_data_reference_of_the_wrong_type(cli: Cli) -> None:
+    row = {"prompt": "1+1?", "reference": {"a": [1, 2]}}
+    err = _clean(*cli.data("ref.jsonl", json.dumps(row) + "\n")[::2])
+    assert "ref.jsonl row 0: expected a string or a number, got dict, for key 'reference'" in err
+
+
+def test_data_sft_chat_roles_checked(cli: Cli) -> None:
+    def chat(*turns: tuple[str, str]) -> str:
+        return json.dumps({"messages": [{"role": r, "content": c} for r, c in turns]}) + "\n"
+
+    rows = (
+        chat(("user", "1+1?"), ("assistant", "2"))
+        + chat(("assistant", "2"), ("user", "1+1?"))
+        + chat(("user", "1+1?"), ("wizard", "2"))
+        + chat(("user", "1+1?"), ("assistant", " "))
+    )
+    data = cli.tmp / "chats.jsonl"
+    data.write_text(rows)
+    sft = ["sft.eval_data=null", "logging.progress=false"]
+    code, _, err = cli(
+        "sft", "--model", str(cli.model), "--data", str(data), "--run-dir", str(cli.run_dir), *sft
+    )
+    err = _clean(code, err)
+    assert "3 bad rows:" in err
+    assert f"{data} row 1: message 0 is 'assistant' before any user message" in err
+    assert f"{data} row 2: message 1 has unknown role 'wizard'" in err
+    assert f"{data} row 3: message 1 is an empty assistant turn in 'messages'" in err
+
+
 def test_data_bad_rows_skipped_on_request(cli: Cli) -> None:
     rows = (
         "".join(json.dumps({"prompt": f"{i}+1?", "reference": str(i + 1)}) + "\n" for i in range(4))

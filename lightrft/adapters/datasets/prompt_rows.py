@@ -22,6 +22,7 @@ from lightrft.adapters.datasets.bad_rows import (  # BadRowError, BadRowPolicy r
 )
 from lightrft.adapters.datasets.bad_rows import BadRowPolicy as BadRowPolicy
 from lightrft.adapters.datasets.bad_rows import BadRows
+from lightrft.adapters.datasets.chat_check import check_chat
 from lightrft.adapters.datasets.multimodal_rows import (
     as_list,
     load_audio,
@@ -103,9 +104,6 @@ def _prepared_row(row: Mapping[str, Any], spec: RowSpec, where: str) -> Mapping[
         raise BadRowError(where, str(error.args[0]), "missing key") from None
 
 
-CHAT_ROLES = ("system", "user", "assistant", "tool")
-
-
 def _required(row: Mapping[str, Any], key: str, where: str) -> Any:
     """``row[key]``; a missing key and a null value are told apart."""
     if key not in row:
@@ -116,22 +114,6 @@ def _required(row: Mapping[str, Any], key: str, where: str) -> Any:
         # null): either way this row has no value
         raise BadRowError(where, key, "no value (null or absent in this row) for key")
     return value
-
-
-def _check_chat(messages: list[Any], where: str, key: str) -> None:
-    """Every message has a known role and text content; at least one is the user's."""
-    for i, message in enumerate(messages):
-        if not (isinstance(message, Mapping) and "role" in message and "content" in message):
-            raise BadRowError(where, key, f"message {i} is not {{'role', 'content'}} in")
-        role = message["role"]
-        if role not in CHAT_ROLES:
-            raise BadRowError(
-                where,
-                key,
-                f"message {i} has unknown role {role!r} (expected {', '.join(CHAT_ROLES)}) in",
-            )
-    if not any(message["role"] == "user" for message in messages):
-        raise BadRowError(where, key, "no user message in the chat")
 
 
 class RowContent(NamedTuple):
@@ -151,7 +133,7 @@ def read_content(ref: RowRef, spec: RowSpec) -> RowContent:
     if isinstance(content, list):
         if not content:
             raise BadRowError(ref.where, spec.input_key, "empty chat in")
-        _check_chat(content, ref.where, spec.input_key)
+        check_chat(content, ref.where, spec.input_key)
     elif not isinstance(content, str):
         raise BadRowError(
             ref.where,
@@ -165,6 +147,9 @@ def read_content(ref: RowRef, spec: RowSpec) -> RowContent:
         value = _required(row, spec.reference_key, ref.where)
         if isinstance(value, str) and not value.strip():
             raise BadRowError(ref.where, spec.reference_key, "empty value for key")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            problem = f"expected a string or a number, got {type(value).__name__}, for key"
+            raise BadRowError(ref.where, spec.reference_key, problem)
         reference = str(value)
     items: dict[str, int] = {}
     if spec.has_media:

@@ -17,8 +17,10 @@ then ``messages[:i+1]``), so a token is trained exactly when it starts inside an
 message's rendering (its end-of-turn marker included). Without a template the prompt is
 tokenized with the tokenizer's special tokens and the completion is appended with EOS.
 
-Rows longer than ``max_length`` tokens are cut at the right; a row left without trained
-tokens is dropped (counted in :class:`SftStats`). Malformed rows raise one
+Chats are checked as RL prompt chats are (:mod:`~lightrft.adapters.datasets.chat_check`:
+known roles in a valid order, no empty assistant turn). Rows longer than ``max_length``
+tokens are cut at the right; a row left without trained tokens is dropped (counted in
+:class:`SftStats`). Malformed rows raise one
 :class:`~lightrft.adapters.datasets.bad_rows.BadRowsError` naming file, row and key of each,
 or are skipped with ``on_bad_row="skip"``.
 """
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
+from lightrft.adapters.datasets.chat_check import check_chat
 from lightrft.adapters.datasets.hf_prompt_dataset import load_table
 from lightrft.adapters.datasets.prompt_rows import RowRef
 from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
@@ -184,6 +187,7 @@ def _messages(value: Any, where: str, key: str) -> list[dict[str, Any]]:
     ok = ok and all(isinstance(m, Mapping) and "role" in m and "content" in m for m in value)
     if not ok:
         raise BadRowError(where, key, "expected a list of {role, content} messages in")
+    check_chat(value, where, key)  # the same checks as RL prompt chats
     return [dict(m) for m in value]
 
 
