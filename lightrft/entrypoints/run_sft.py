@@ -100,6 +100,8 @@ def _sft_in(
         collective=collective,
     )
     log.info("sft.start", run_dir=str(run_dir), rows=len(train_data), steps=trainer.total_steps)
+    if train_data.stats.skipped_bad_rows:
+        log.warning("sft.data.skipped_rows", skipped=train_data.stats.skipped_bad_rows)
     try:
         if start.resumes and trainer.resume() and main:
             trim_logs_after(run_dir, trainer.step)

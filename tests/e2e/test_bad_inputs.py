@@ -432,6 +432,52 @@ def test_data_bad_rows_skipped_on_request(cli: Cli) -> None:
     assert "data.skipped_rows" in err and "skipped=1" in err
 
 
+def _rows(count: int, prompt: str = "{i}+1?") -> str:
+    return "".join(
+        json.dumps({"prompt": prompt.format(i=i), "reference": str(i + 1)}) + "\n"
+        for i in range(count)
+    )
+
+
+def test_data_not_utf8(cli: Cli) -> None:
+    path = cli.tmp / "latin1.jsonl"
+    path.write_bytes(
+        _rows(1).encode() + '{"prompt": "caf\u00e9?", "reference": "1"}\n'.encode("latin-1")
+    )
+    err = _clean(*cli.train(f"data.train.path={path}")[::2])
+    assert f"{path} line 2 is not UTF-8 text (byte 15 of the line)" in err
+
+
+def test_data_bad_lines_skipped_on_request(cli: Cli) -> None:
+    path = cli.tmp / "lines.jsonl"
+    path.write_bytes(_rows(4).encode() + b"{oops\n" + b'{"prompt": "\xff"}\n' + b"[1]\n")
+    code, _, err = cli.train(f"data.train.path={path}", "data.train.on_bad_row=skip")
+    assert code == 0, err
+    summary = json.loads((cli.run_dir / "summary.json").read_text())
+    assert summary["skipped_rows"] == 3 and summary["train_rows"] == 4
+    assert "data.skipped_rows" in err and "skipped=3" in err
+
+
+def test_data_long_prompts_are_counted(cli: Cli) -> None:
+    long = "Some context that is long. " * 10 + "Question {i}: what is {i}+1?"
+    code, _, err = cli.data("long.jsonl", _rows(4, long), "data.train.max_prompt_length=32")
+    assert code == 0, err
+    assert err.count("data.truncated_prompts") == 1 and "truncated=4" in err
+    first = json.loads((cli.run_dir / "metrics.jsonl").read_text().splitlines()[0])
+    assert first["step"] == 0 and first["data/truncated_prompts"] == 4
+
+
+def test_data_long_prompt_refused_on_request(cli: Cli) -> None:
+    long = "Some context that is long. " * 10 + "Question {i}: what is {i}+1?"
+    options = ("data.train.max_prompt_length=32", "data.train.truncate=error")
+    err = _clean(*cli.data("long.jsonl", _rows(1, long), *options)[::2])
+    assert re.search(
+        r"long.jsonl row 0: prompt of \d+ tokens is longer than max_prompt_length \(32\) "
+        r"\(truncate=error\) in 'prompt'",
+        err,
+    )
+
+
 # -- run directory ----------------------------------------------------------------------------
 
 

@@ -30,7 +30,7 @@ from lightrft.adapters.datasets.multimodal_rows import (
     media_content,
 )
 from lightrft.adapters.datasets.placeholders import MediaPlaceholders, PlaceholderCheck
-from lightrft.adapters.datasets.rendering import Content, PromptRenderer
+from lightrft.adapters.datasets.rendering import Content, PromptRenderer, PromptTooLongError
 from lightrft.domain.types import PromptRecord
 
 RowPreprocessor = Callable[[Mapping[str, Any]], Mapping[str, Any]]
@@ -226,14 +226,18 @@ def prepare_prompts(
     dropped = truncated = truncated_tokens = 0
     for (ref, text, row), ids in zip(read, token_ids, strict=True):
         uid, where, position, reference = ref.uid, ref.where, ref.position, row.reference
-        fitted = renderer.fit(text, ids)
+        try:
+            fitted = renderer.fit(text, ids)
+        except PromptTooLongError as error:
+            bad.add(BadRowError(where, spec.input_key, f"{error} (truncate=error) in"))
+            continue
         if fitted is None:
             dropped += 1
             continue
         try:  # after truncation: a placeholder cut off no longer matches its item
             placeholders.check(fitted.token_ids, row.media_items, where, spec.input_key)
         except BadRowError as error:
-            bad.add(error)
+            bad.add(_cut_by_truncation(error, fitted.truncated_tokens, renderer))
             continue
         truncated += fitted.truncated_tokens > 0
         truncated_tokens += fitted.truncated_tokens
@@ -249,6 +253,20 @@ def prepare_prompts(
     skipped = bad.check()  # every bad row named at once (error mode), or counted
     stats = DatasetStats(total, len(prepared), skipped, dropped, truncated, truncated_tokens)
     return prepared, stats
+
+
+def _cut_by_truncation(error: BadRowError, cut: int, renderer: PromptRenderer) -> BadRowError:
+    """``error`` of a placeholder check, saying when truncation is what cut the placeholder."""
+    if not cut:
+        return error
+    limit = renderer.format.max_prompt_tokens
+    return BadRowError(
+        error.where,
+        error.key,
+        f"the prompt was cut by {cut} tokens to max_prompt_length ({limit}, truncate="
+        f"{renderer.format.on_overlong}), cutting media placeholders: "
+        f"{error.problem.removesuffix('; in')}; raise max_prompt_length or shorten the prompt; in",
+    )
 
 
 def check_index(index: int, length: int) -> int:

@@ -195,7 +195,7 @@ def test_left_truncation_keeps_the_end_and_counts(tmp_path: Path) -> None:
     assert len(dataset[0].prompt_token_ids) < limit  # the short prompt is untouched
 
     dropped = build(
-        path, tmp_path, prompt_format=PromptFormat(max_prompt_tokens=limit, on_overlong="drop")
+        path, tmp_path, prompt_format=PromptFormat(max_prompt_tokens=limit, on_overlong="skip")
     )
     assert len(dropped) == 1 and dropped.stats.dropped_overlong == 1
     assert dropped[0].reference == "4" and dropped[0].uid.endswith(":0")
