@@ -820,6 +820,15 @@ def test_reward_function_returns_nan(cli: Cli) -> None:
     assert "reward.function.bad_value" in err
 
 
+def test_reward_function_returns_a_huge_number(cli: Cli) -> None:
+    source = f"reward.sources=[{{type: python, name: big, function: '{TOY}:returns_huge'}}]"
+    code, _, err = cli.train(source, "reward.stop_on_failures=false")
+    assert code == 0, err
+    rows = [json.loads(line) for line in (cli.run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["reward/big/failure_rate"] for r in rows] == [1.0, 1.0]
+    assert "reward.function.bad_value" in err and "Traceback" not in err
+
+
 def test_reward_function_not_importable(cli: Cli) -> None:
     source = "reward.sources=[{type: python, function: 'no_such_module:score'}]"
     err = _clean(*cli.train(source)[::2])
