@@ -829,6 +829,68 @@ def test_reward_function_returns_a_huge_number(cli: Cli) -> None:
     assert "reward.function.bad_value" in err and "Traceback" not in err
 
 
+class _FlakyRewardService:
+    """An HTTP reward service on a free port: the first ``good`` requests are scored 0.5,
+    later ones get HTTP 500 with an HTML page."""
+
+    def __init__(self, good: int) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        served = {"count": 0}
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the http.server hook's name)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                served["count"] += 1
+                ok = served["count"] <= good
+                reply = (
+                    json.dumps({"scores": [0.5] * len(body["samples"])})
+                    if ok
+                    else "<html>\n<body><h1>500 Internal Server Error</h1></body>\n</html>"
+                )
+                self.send_response(200 if ok else 500)
+                self.send_header("Content-Type", "application/json" if ok else "text/html")
+                self.end_headers()
+                self.wfile.write(reply.encode())
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> _FlakyRewardService:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_remote_reward_fails(cli: Cli) -> None:
+    with _FlakyRewardService(good=1) as service:
+        source = (
+            f"reward.sources=[{{type: remote, url: '{service.url}', max_attempts: 2, "
+            "backoff_base_s: 0, backoff_max_s: 0}]"
+        )
+        code, _, err = cli.train(source, "train.total_steps=3")
+    err = _clean(code, err, expected=1)
+    (message,) = [line for line in err.splitlines() if line.startswith("lightrft: error:")]
+    assert f"reward source 'remote' cannot score: reward service {service.url} failed 2" in message
+    assert "HTTP 500: <html> <body><h1>500 Internal Server Error" in message
+    assert message.endswith("fix the source, then resume with --resume")
+    assert LocalCheckpointStore(cli.run_dir / "checkpoints").steps() == [1]  # before step 2
+
+
+def test_remote_reward_server_down(cli: Cli) -> None:
+    source = "reward.sources=[{type: remote, url: 'http://127.0.0.1:9', max_attempts: 1}]"
+    err = _clean(*cli.train(source)[::2], expected=1)
+    assert "reward source 'remote' cannot score: reward service http://127.0.0.1:9 failed" in err
+    assert "cannot reach it (ConnectError" in err
+
+
 def test_reward_function_not_importable(cli: Cli) -> None:
     source = "reward.sources=[{type: python, function: 'no_such_module:score'}]"
     err = _clean(*cli.train(source)[::2])
