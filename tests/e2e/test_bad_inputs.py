@@ -127,6 +127,18 @@ def test_config_cross_field_mini_batch(cli: Cli) -> None:
     assert "train.mini_batch_size (99) exceeds the samples per step" in err and "{" not in err
 
 
+def test_config_mini_batch_not_dividing_the_step(cli: Cli) -> None:
+    err = _clean(*cli.train("rollout.prompts_per_step=3", "train.mini_batch_size=4")[::2])
+    assert "train.mini_batch_size (4) does not divide the samples per step" in err
+    assert "n_samples_per_prompt = 6)" in err and "would see 2 sample(s)" in err
+
+
+def test_config_dapo_buffer_longer_than_the_responses(cli: Cli) -> None:
+    code, _, err = cli("train", "dapo", f"model.path={cli.model}", *TINY)
+    err = _clean(code, err)
+    assert "reward.overlong_buffer (32) exceeds rollout.max_new_tokens (4)" in err
+
+
 def test_config_file_missing(cli: Cli) -> None:
     err = _clean(*cli.train("--config", str(cli.tmp / "nope.yaml"))[::2])
     assert "nope.yaml does not exist" in err
@@ -687,6 +699,7 @@ def test_resume_as_another_algorithm_and_settings(cli: Cli) -> None:
         *TINY,
         f"optim.lr={lr * 50}",
         "rollout.n_samples_per_prompt=4",
+        "reward.overlong_buffer=2",  # within TINY's rollout.max_new_tokens
         "--resume",
     )
     err = _clean(code, err)
