@@ -24,7 +24,7 @@ MAX_VALUE_DIGITS = 100_000
 _NUMBER = r"\d+(?:\.\d+)?"
 _TOWER_RE = re.compile(rf"{_NUMBER}(?:\^{_NUMBER})+")
 _FACTORIAL_RE = re.compile(rf"({_NUMBER}(?:\^{_NUMBER})*)!")
-_DIGIT_RUN_RE = re.compile(r"\d{%d,}" % (MAX_DIGIT_RUN + 1))
+_DIGIT_RUN_RE = re.compile(rf"\d{{{MAX_DIGIT_RUN + 1},}}")
 _IGNORED_RE = re.compile(r"[{}()\s]")
 
 
