@@ -404,6 +404,12 @@ class BackendConfig(Section):
         "and that type's options, or just the type's name.",
     )
     accelerator: Literal["auto", "cpu", "cuda", "npu"] = Field("auto", description="Device type.")
+    collective_timeout_s: float = Field(
+        600.0,
+        gt=0,
+        description="Seconds a collective (all-reduce, barrier ...) waits for the other "
+        "ranks before failing: a stopped or hung rank ends the run after this long.",
+    )
     nproc_per_node: int = Field(
         1, gt=0, description="Processes per node (wraps torchrun when > 1)."
     )
