@@ -75,7 +75,9 @@ def read_table(
         raise ValueError(f"{file}: unsupported file type; use one of {sorted(FILE_BUILDERS)}")
     skipped = check_json_file(file, on_bad_row) if builder == "json" else []
     if skipped:
-        table = datasets.Dataset.from_list(_good_lines(file, set(skipped)))
+        rows = _good_lines(file, set(skipped))
+        keys = list(dict.fromkeys(key for row in rows for key in row))  # every row's keys
+        table = datasets.Dataset.from_dict({k: [row.get(k) for row in rows] for k in keys})
     else:
         table = _load_file(datasets, builder, file, cache_dir)
     if len(table) == 0:
