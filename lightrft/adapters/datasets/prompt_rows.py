@@ -3,11 +3,14 @@
 Shared by every prompt source of this package. A row is read through a :class:`RowSpec`
 (which keys hold the prompt, the reference and the images; an optional preprocessor that
 maps a raw row to one with those keys first). A row whose prompt is missing, empty or of the
-wrong type, or whose reference is missing, is a bad row: an error naming the file, the row
+wrong type (a chat: see :mod:`~lightrft.adapters.datasets.chat_check`), or whose reference
+is missing or neither a string nor a number, is a bad row: an error naming the file, the row
 and the key (``on_bad_row="error"``: one error lists every bad row, see
 :mod:`~lightrft.adapters.datasets.bad_rows`), or skipped and counted (``"skip"``). So is a row
 whose media cannot be read, or (with ``RowSpec.placeholders``) whose rendered prompt does not
-hold one model placeholder token per media item: all found here, while the source is built.
+hold one model placeholder token per media item (saying so when truncation cut one off),
+or whose prompt is longer than ``max_prompt_tokens`` under ``on_overlong="error"``: all
+found here, while the source is built.
 """
 
 from __future__ import annotations
