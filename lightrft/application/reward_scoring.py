@@ -13,8 +13,12 @@ import torch
 from torch import Tensor
 
 from lightrft.application.params import RewardShapingParams
-from lightrft.application.reward_failures import FAILURES_METRIC, failure_rate_key
-from lightrft.domain.ports import RewardSource
+from lightrft.application.reward_failures import (
+    FAILURES_METRIC,
+    RewardSourceFailingError,
+    failure_rate_key,
+)
+from lightrft.domain.ports import RewardSource, RewardSourceUnavailableError
 from lightrft.domain.reduce import AllReduceSum
 from lightrft.domain.rewards import (
     RunningMoments,
@@ -46,13 +50,21 @@ def score_completions(
 ) -> Scores:
     """Asks every source for scores of ``completions`` and combines them with ``weights``;
     samples failing a gate (a source's score below its threshold in ``gates``) get
-    ``gate_value``. Metrics per source: mean score, ``seconds`` and the source's own."""
+    ``gate_value``. Metrics per source: mean score, ``seconds`` and the source's own. A source
+    that cannot score at all (:class:`RewardSourceUnavailableError`) is a failing source:
+    :class:`RewardSourceFailingError` (the cycle checkpoints the state before the step)."""
     samples = [RewardSample(prompts[c.prompt_index], c) for c in completions]
     by_source: dict[str, Tensor] = {}
     metrics: dict[str, float] = {}
     for source in sources:
         started = time.perf_counter()
-        result = source.score(samples)
+        try:
+            result = source.score(samples)
+        except RewardSourceUnavailableError as error:  # the failing-source policy applies
+            raise RewardSourceFailingError(
+                f"reward source {source.name!r} cannot score: {error}. Training stopped; "
+                "fix the source, then resume with --resume"
+            ) from error
         metrics[f"time/reward/{source.name}_s"] = time.perf_counter() - started
         scores = result.scores.detach().to(torch.float32).cpu()
         if tuple(scores.shape) != (len(samples),):

@@ -125,6 +125,12 @@ class RolloutEngine(Protocol):
         ...
 
 
+class RewardSourceUnavailableError(RuntimeError):
+    """A reward source that cannot score a batch at all (its service is down, slow, or
+    answers wrongly); the message says where and why. The training cycle treats it as a
+    failing source: it checkpoints the state before the step and stops."""
+
+
 @runtime_checkable
 class RewardSource(Protocol):
     """Scores completions: rule verifiers, reward models, judges, remote services."""

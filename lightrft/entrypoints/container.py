@@ -28,8 +28,10 @@ class Container(containers.DeclarativeContainer):
     accelerator = providers.Singleton(models.build_accelerator, config)
     device = providers.Singleton(models.device_of, accelerator)
     sequence_parallel = providers.Singleton(models.build_sequence_parallel, config, accelerator)
-    collective = providers.Singleton(models.build_collective, accelerator, sequence_parallel)
-    process = providers.Singleton(models.process_rank, accelerator)  # (rank, world) of all
+    collective = providers.Singleton(
+        models.build_collective, config, accelerator, sequence_parallel
+    )
+    process = providers.Singleton(models.process_rank, config, accelerator)  # (rank, world)
     model_path = providers.Singleton(models.model_path, config)
     tokenizer = providers.Singleton(models.build_tokenizer, config, model_path)
 

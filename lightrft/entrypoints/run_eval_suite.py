@@ -21,7 +21,7 @@ from lightrft.domain.ports import PromptSource
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.sections import DatasetConfig
-from lightrft.entrypoints.wiring.data import build_prompts
+from lightrft.entrypoints.wiring.data import build_prompts, prompt_format_of
 from lightrft.entrypoints.wiring.eval_files import eval_file_prompts
 
 BUILTIN = "builtin"
@@ -41,11 +41,7 @@ def evaluate_files(
     container = build_container(config)
     tokenizer = container.tokenizer()
     ds = config.data.eval or config.data.train
-    fmt = PromptFormat(
-        system_prompt=ds.system_prompt,
-        render="auto" if ds.apply_chat_template else "plain",
-        max_prompt_tokens=ds.max_prompt_length,
-    )
+    fmt = prompt_format_of(ds)
     sources = {path: _prompts(config, path, file_format, tokenizer, fmt) for path in files}
     engine = container.engine()
     if not engine.is_awake:

@@ -159,7 +159,7 @@ def _strategy_and_device(options: RmTrainOptions) -> tuple[Any, Any, torch.devic
     config = load_config(None, overrides, algorithm="grpo")
     accelerator = models.build_accelerator(config)
     device = models.device_of(accelerator)
-    collective = models.build_collective(accelerator)
+    collective = models.build_collective(config, accelerator)
     context = BuildContext(config, Path("."), device, None, _no_policy)
     return build(STRATEGIES, config.backend.strategy, context), collective, device
 

@@ -58,7 +58,7 @@ def sft(config: RunConfig, *, next_command: NextCommand | None = None) -> dict[s
     )
     # data-parallel ranks: every process, or one per sequence-parallel group (whose ranks
     # hold the same rows)
-    processes = models.process_rank(models.build_accelerator(config))[1]
+    processes = models.process_rank(config, models.build_accelerator(config))[1]
     world = processes // config.backend.sequence_parallel_size
     steps = s.total_steps or s.epochs * (len(train_data) // (s.batch_size * world))
     # the strategy builders size the LR schedule from train.total_steps (one step per step);
@@ -100,6 +100,8 @@ def _sft_in(
         collective=collective,
     )
     log.info("sft.start", run_dir=str(run_dir), rows=len(train_data), steps=trainer.total_steps)
+    if train_data.stats.skipped_bad_rows:
+        log.warning("sft.data.skipped_rows", skipped=train_data.stats.skipped_bad_rows)
     try:
         if start.resumes and trainer.resume() and main:
             trim_logs_after(run_dir, trainer.step)

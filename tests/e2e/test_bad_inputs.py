@@ -127,6 +127,18 @@ def test_config_cross_field_mini_batch(cli: Cli) -> None:
     assert "train.mini_batch_size (99) exceeds the samples per step" in err and "{" not in err
 
 
+def test_config_mini_batch_not_dividing_the_step(cli: Cli) -> None:
+    err = _clean(*cli.train("rollout.prompts_per_step=3", "train.mini_batch_size=4")[::2])
+    assert "train.mini_batch_size (4) does not divide the samples per step" in err
+    assert "n_samples_per_prompt = 6)" in err and "would see 2 sample(s)" in err
+
+
+def test_config_dapo_buffer_longer_than_the_responses(cli: Cli) -> None:
+    code, _, err = cli("train", "dapo", f"model.path={cli.model}", *TINY)
+    err = _clean(code, err)
+    assert "reward.overlong_buffer (32) exceeds rollout.max_new_tokens (4)" in err
+
+
 def test_config_file_missing(cli: Cli) -> None:
     err = _clean(*cli.train("--config", str(cli.tmp / "nope.yaml"))[::2])
     assert "nope.yaml does not exist" in err
@@ -170,6 +182,34 @@ def test_config_python_reward_without_function(cli: Cli) -> None:
 def test_config_duplicate_reward_names(cli: Cli) -> None:
     err = _clean(*cli.train("reward.sources=[{type: math}, {type: math}]")[::2])
     assert "reward source names must be unique" in err
+
+
+def test_config_non_finite_float(cli: Cli) -> None:
+    err = _clean(*cli.train("optim.lr=.inf", "rollout.temperature=.nan")[::2])
+    assert "optim.lr: Input should be a finite number (got inf)" in err
+    assert "rollout.temperature: Input should be a finite number (got nan)" in err
+
+
+def test_config_file_is_a_directory(cli: Cli) -> None:
+    err = _clean(*cli.train("--config", str(cli.tmp))[::2])
+    assert f"config file {cli.tmp} is a directory; expected a YAML file" in err
+
+
+def test_config_alias_bomb(cli: Cli) -> None:
+    lines = ["a: &a [" + ", ".join(['"lol"'] * 9) + "]"]
+    for before, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{before}"] * 9) + "]")  # 9**9 values
+    path = cli.tmp / "bomb.yaml"
+    path.write_text("\n".join([*lines, "optim: {lr: *i}"]) + "\n")
+    err = _clean(*cli.train("--config", str(path))[::2])
+    assert f"config file {path} is refused: its aliases (*name) expand to more than" in err
+    assert len(err) < 1000
+
+
+def test_config_huge_value_is_cut_in_the_message(cli: Cli) -> None:
+    err = _clean(*cli.train("optim.lr=" + "9" * 5000)[::2])
+    assert "optim.lr: Input should be a finite number (got '9999" in err and "9...9" in err
+    assert len(err) < 1000
 
 
 # -- model ----------------------------------------------------------------------------------
@@ -246,6 +286,52 @@ def test_model_flash_attention_unavailable(cli: Cli) -> None:
     assert "flash_attention_2' needs the flash-attn package" in err and "use 'sdpa'" in err
 
 
+def test_model_path_is_a_file(cli: Cli) -> None:
+    config = cli.model / "config.json"
+    code, _, err = cli("train", "grpo", f"model.path={config}", *TINY)
+    err = _clean(code, err)
+    assert f"model path {config} is a file; expected a model directory" in err
+
+
+def _train_on(cli: Cli, model: Path) -> tuple[int, str]:
+    code, _, err = cli(
+        "train", "grpo", f"model.path={model}", f"logging.run_dir={cli.run_dir}", *TINY
+    )
+    return code, err
+
+
+def test_model_without_weights(cli: Cli) -> None:
+    model = _model_copy(cli, "no-weights")
+    (model / "model.safetensors").unlink()
+    err = _clean(*_train_on(cli, model))
+    assert f"{model} holds no model weights: expected model.safetensors" in err
+    assert "found chat_template.jinja, config.json" in err
+
+
+def test_model_without_tokenizer_files(cli: Cli) -> None:
+    model = _model_copy(cli, "no-tokenizer")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (model / name).unlink()
+    err = _clean(*_train_on(cli, model))
+    assert f"{model} has no tokenizer files: expected tokenizer.json" in err
+    assert "sentencepiece" not in err
+
+
+def test_model_encoder_only(cli: Cli) -> None:
+    from transformers import BertConfig, BertForMaskedLM
+
+    model = cli.tmp / "bert"
+    shape = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2}  # vocab: 259
+    BertForMaskedLM(BertConfig(vocab_size=259, intermediate_size=32, **shape)).save_pretrained(
+        model
+    )
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(cli.model / name, model / name)
+    err = _clean(*_train_on(cli, model))
+    assert f"{model} holds a model without a causal-LM head (architectures BertForMaskedLM" in err
+    assert not (cli.run_dir / "metrics.jsonl").exists()
+
+
 # -- data -------------------------------------------------------------------------------------
 
 
@@ -312,6 +398,35 @@ def test_data_chat_without_user_turn(cli: Cli) -> None:
     assert "system_only.jsonl row 0: no user message in the chat 'prompt'" in err
 
 
+def test_data_reference_of_the_wrong_type(cli: Cli) -> None:
+    row = {"prompt": "1+1?", "reference": {"a": [1, 2]}}
+    err = _clean(*cli.data("ref.jsonl", json.dumps(row) + "\n")[::2])
+    assert "ref.jsonl row 0: expected a string or a number, got dict, for key 'reference'" in err
+
+
+def test_data_sft_chat_roles_checked(cli: Cli) -> None:
+    def chat(*turns: tuple[str, str]) -> str:
+        return json.dumps({"messages": [{"role": r, "content": c} for r, c in turns]}) + "\n"
+
+    rows = (
+        chat(("user", "1+1?"), ("assistant", "2"))
+        + chat(("assistant", "2"), ("user", "1+1?"))
+        + chat(("user", "1+1?"), ("wizard", "2"))
+        + chat(("user", "1+1?"), ("assistant", " "))
+    )
+    data = cli.tmp / "chats.jsonl"
+    data.write_text(rows)
+    sft = ["sft.eval_data=null", "logging.progress=false"]
+    code, _, err = cli(
+        "sft", "--model", str(cli.model), "--data", str(data), "--run-dir", str(cli.run_dir), *sft
+    )
+    err = _clean(code, err)
+    assert "3 bad rows:" in err
+    assert f"{data} row 1: message 0 is 'assistant' before any user message" in err
+    assert f"{data} row 2: message 1 has unknown role 'wizard'" in err
+    assert f"{data} row 3: message 1 is an empty assistant turn in 'messages'" in err
+
+
 def test_data_bad_rows_skipped_on_request(cli: Cli) -> None:
     rows = (
         "".join(json.dumps({"prompt": f"{i}+1?", "reference": str(i + 1)}) + "\n" for i in range(4))
@@ -327,6 +442,52 @@ def test_data_bad_rows_skipped_on_request(cli: Cli) -> None:
     summary = json.loads((cli.run_dir / "summary.json").read_text())
     assert summary["skipped_rows"] == 1 and summary["train_rows"] == 4
     assert "data.skipped_rows" in err and "skipped=1" in err
+
+
+def _rows(count: int, prompt: str = "{i}+1?") -> str:
+    return "".join(
+        json.dumps({"prompt": prompt.format(i=i), "reference": str(i + 1)}) + "\n"
+        for i in range(count)
+    )
+
+
+def test_data_not_utf8(cli: Cli) -> None:
+    path = cli.tmp / "latin1.jsonl"
+    path.write_bytes(
+        _rows(1).encode() + '{"prompt": "caf\u00e9?", "reference": "1"}\n'.encode("latin-1")
+    )
+    err = _clean(*cli.train(f"data.train.path={path}")[::2])
+    assert f"{path} line 2 is not UTF-8 text (byte 15 of the line)" in err
+
+
+def test_data_bad_lines_skipped_on_request(cli: Cli) -> None:
+    path = cli.tmp / "lines.jsonl"
+    path.write_bytes(_rows(4).encode() + b"{oops\n" + b'{"prompt": "\xff"}\n' + b"[1]\n")
+    code, _, err = cli.train(f"data.train.path={path}", "data.train.on_bad_row=skip")
+    assert code == 0, err
+    summary = json.loads((cli.run_dir / "summary.json").read_text())
+    assert summary["skipped_rows"] == 3 and summary["train_rows"] == 4
+    assert "data.skipped_rows" in err and "skipped=3" in err
+
+
+def test_data_long_prompts_are_counted(cli: Cli) -> None:
+    long = "Some context that is long. " * 10 + "Question {i}: what is {i}+1?"
+    code, _, err = cli.data("long.jsonl", _rows(4, long), "data.train.max_prompt_length=32")
+    assert code == 0, err
+    assert err.count("data.truncated_prompts") == 1 and "truncated=4" in err
+    first = json.loads((cli.run_dir / "metrics.jsonl").read_text().splitlines()[0])
+    assert first["step"] == 0 and first["data/truncated_prompts"] == 4
+
+
+def test_data_long_prompt_refused_on_request(cli: Cli) -> None:
+    long = "Some context that is long. " * 10 + "Question {i}: what is {i}+1?"
+    options = ("data.train.max_prompt_length=32", "data.train.truncate=error")
+    err = _clean(*cli.data("long.jsonl", _rows(1, long), *options)[::2])
+    assert re.search(
+        r"long.jsonl row 0: prompt of \d+ tokens is longer than max_prompt_length \(32\) "
+        r"\(truncate=error\) in 'prompt'",
+        err,
+    )
 
 
 # -- run directory ----------------------------------------------------------------------------
@@ -538,6 +699,7 @@ def test_resume_as_another_algorithm_and_settings(cli: Cli) -> None:
         *TINY,
         f"optim.lr={lr * 50}",
         "rollout.n_samples_per_prompt=4",
+        "reward.overlong_buffer=2",  # within TINY's rollout.max_new_tokens
         "--resume",
     )
     err = _clean(code, err)
@@ -669,6 +831,77 @@ def test_reward_function_returns_nan(cli: Cli) -> None:
     rows = [json.loads(line) for line in (cli.run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["reward/nan/failure_rate"] for r in rows] == [1.0, 1.0]
     assert "reward.function.bad_value" in err
+
+
+def test_reward_function_returns_a_huge_number(cli: Cli) -> None:
+    source = f"reward.sources=[{{type: python, name: big, function: '{TOY}:returns_huge'}}]"
+    code, _, err = cli.train(source, "reward.stop_on_failures=false")
+    assert code == 0, err
+    rows = [json.loads(line) for line in (cli.run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["reward/big/failure_rate"] for r in rows] == [1.0, 1.0]
+    assert "reward.function.bad_value" in err and "Traceback" not in err
+
+
+class _FlakyRewardService:
+    """An HTTP reward service on a free port: the first ``good`` requests are scored 0.5,
+    later ones get HTTP 500 with an HTML page."""
+
+    def __init__(self, good: int) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        served = {"count": 0}
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the http.server hook's name)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                served["count"] += 1
+                ok = served["count"] <= good
+                reply = (
+                    json.dumps({"scores": [0.5] * len(body["samples"])})
+                    if ok
+                    else "<html>\n<body><h1>500 Internal Server Error</h1></body>\n</html>"
+                )
+                self.send_response(200 if ok else 500)
+                self.send_header("Content-Type", "application/json" if ok else "text/html")
+                self.end_headers()
+                self.wfile.write(reply.encode())
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> _FlakyRewardService:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_remote_reward_fails(cli: Cli) -> None:
+    with _FlakyRewardService(good=1) as service:
+        source = (
+            f"reward.sources=[{{type: remote, url: '{service.url}', max_attempts: 2, "
+            "backoff_base_s: 0, backoff_max_s: 0}]"
+        )
+        code, _, err = cli.train(source, "train.total_steps=3")
+    err = _clean(code, err, expected=1)
+    (message,) = [line for line in err.splitlines() if line.startswith("lightrft: error:")]
+    assert f"reward source 'remote' cannot score: reward service {service.url} failed 2" in message
+    assert "HTTP 500: <html> <body><h1>500 Internal Server Error" in message
+    assert message.endswith("fix the source, then resume with --resume")
+    assert LocalCheckpointStore(cli.run_dir / "checkpoints").steps() == [1]  # before step 2
+
+
+def test_remote_reward_server_down(cli: Cli) -> None:
+    source = "reward.sources=[{type: remote, url: 'http://127.0.0.1:9', max_attempts: 1}]"
+    err = _clean(*cli.train(source)[::2], expected=1)
+    assert "reward source 'remote' cannot score: reward service http://127.0.0.1:9 failed" in err
+    assert "cannot reach it (ConnectError" in err
 
 
 def test_reward_function_not_importable(cli: Cli) -> None:

@@ -131,3 +131,31 @@ def test_a_raw_image_placeholder_without_an_image_is_skipped(
     assert f"{data} row 1: the prompt holds 1 image placeholder token(s) '<|image_pad|>'" in strict
     assert "has 0 image(s) (key 'images')" in strict and "in 'prompt'" in strict
     assert summary["skipped_rows"] == 1 and summary["train_rows"] == 3
+
+
+def test_a_vision_prompt_cut_through_its_image_names_the_truncation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The image comes first and the text after it is longer than max_prompt_length: the
+    left cut removes the image placeholder. The bad row says that truncation did it."""
+    model = save_tiny_vl_model(tmp_path / "model")
+    noise_image(56, 56, 0).save(tmp_path / "a.png")
+    long = {
+        "prompt": "<image> " + "What colour is it ? " * 40,
+        "reference": "red",
+        "images": ["a.png"],
+    }
+    data = _jsonl(tmp_path / "long.jsonl", [long])
+    options = ("model.modality=vision-language", f"data.train.path={data}")
+    code, err = _train(
+        capsys,
+        model,
+        tmp_path / "run",
+        *options,
+        "data.train.images_key=images",
+        "data.train.max_prompt_length=64",
+    )
+    assert code == 2 and "Traceback" not in err, err
+    assert f"{data} row 0: the prompt was cut by " in err
+    assert "tokens to max_prompt_length (64, truncate=left), cutting media placeholders" in err
+    assert "the prompt holds 0 image placeholder token(s)" in err

@@ -21,3 +21,8 @@ def always_raises(prompt: str, response: str, reference: str | None) -> float:
 def returns_nan(prompt: str, response: str, reference: str | None) -> float:
     """A reward function whose every value is unusable."""
     return float("nan")
+
+
+def returns_huge(prompt: str, response: str, reference: str | None) -> int:
+    """A reward function whose values overflow a float (and are too long to print)."""
+    return 10**400 if len(response) % 2 else 10**5000

@@ -10,12 +10,14 @@ exact and ``stats`` tells what was skipped, dropped or truncated.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from lightrft.adapters.datasets.bad_rows import BadRowPolicy
 from lightrft.adapters.datasets.json_check import check_json_file
 from lightrft.adapters.datasets.prompt_rows import (
     RowRef,
@@ -32,8 +34,28 @@ PathLike = str | os.PathLike[str]
 FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".arrow": "arrow"}
 
 
+class Table(NamedTuple):
+    """A ``datasets.Dataset`` and the bad JSON-lines lines left out of it (``"skip"``)."""
+
+    rows: Any
+    skipped_lines: int = 0
+
+
 def load_table(path: PathLike, *, split: str = "train", cache_dir: PathLike | None = None) -> Any:
     """One ``datasets.Dataset`` from a local file or a ``save_to_disk`` directory."""
+    return read_table(path, split=split, cache_dir=cache_dir).rows
+
+
+def read_table(
+    path: PathLike,
+    *,
+    split: str = "train",
+    cache_dir: PathLike | None = None,
+    on_bad_row: BadRowPolicy = "error",
+) -> Table:
+    """:func:`load_table`; under ``on_bad_row="skip"`` a JSON-lines file's bad lines (not
+    UTF-8, not JSON, not an object) are left out and counted instead of refused (the rows
+    after one are then numbered without it)."""
     import datasets
 
     file = Path(path)
@@ -45,18 +67,38 @@ def load_table(path: PathLike, *, split: str = "train", cache_dir: PathLike | No
             if split not in loaded:
                 raise ValueError(f"{file} has splits {sorted(loaded)}, not {split!r}")
             loaded = loaded[split]
-        return loaded
+        return Table(loaded)
     if not file.is_file():
         raise FileNotFoundError(f"no such prompt file: {file}")
     builder = FILE_BUILDERS.get(file.suffix.lower())
     if builder is None:
         raise ValueError(f"{file}: unsupported file type; use one of {sorted(FILE_BUILDERS)}")
-    if builder == "json":
-        check_json_file(file)
+    skipped = check_json_file(file, on_bad_row) if builder == "json" else []
+    if skipped:
+        rows = _good_lines(file, set(skipped))
+        keys = list(dict.fromkeys(key for row in rows for key in row))  # every row's keys
+        table = datasets.Dataset.from_dict({k: [row.get(k) for row in rows] for k in keys})
+    else:
+        table = _load_file(datasets, builder, file, cache_dir)
+    if len(table) == 0:
+        raise ValueError(f"{file} holds no rows")
+    return Table(table, len(skipped))
+
+
+def _good_lines(file: Path, bad: set[int]) -> list[dict[str, Any]]:
+    with open(file, "rb") as f:
+        return [
+            json.loads(raw)
+            for number, raw in enumerate(f, start=1)
+            if number not in bad and raw.strip()
+        ]
+
+
+def _load_file(datasets: Any, builder: str, file: Path, cache_dir: PathLike | None) -> Any:
     bars_were_off = datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()  # no bar for a local file: a data error comes first
     try:
-        table = datasets.load_dataset(
+        return datasets.load_dataset(
             builder,
             data_files=str(file),
             split="train",
@@ -68,9 +110,6 @@ def load_table(path: PathLike, *, split: str = "train", cache_dir: PathLike | No
     finally:
         if not bars_were_off:
             datasets.enable_progress_bars()
-    if len(table) == 0:
-        raise ValueError(f"{file} holds no rows")
-    return table
 
 
 class HfPromptDataset:
@@ -97,10 +136,18 @@ class HfPromptDataset:
         self.spec = spec or RowSpec()
         self.renderer = PromptRenderer(tokenizer, prompt_format)
         self.name = name or files[0].stem
-        self._tables = [load_table(f, split=split, cache_dir=cache_dir) for f in files]
+        read = [
+            read_table(f, split=split, cache_dir=cache_dir, on_bad_row=self.spec.on_bad_row)
+            for f in files
+        ]
+        self._tables = [table.rows for table in read]
         self._dirs = [f if f.is_dir() else f.parent for f in files]
         refs = self._row_refs(files)
-        self._prepared, self.stats = prepare_prompts(refs, self.renderer, self.spec, self.name)
+        self._prepared, stats = prepare_prompts(refs, self.renderer, self.spec, self.name)
+        lines = sum(table.skipped_lines for table in read)  # bad lines are skipped rows too
+        self.stats = replace(
+            stats, rows=stats.rows + lines, skipped_bad_rows=stats.skipped_bad_rows + lines
+        )
         if not self._prepared:
             raise ValueError(f"no usable prompts in {[str(f) for f in files]}: {self.stats}")
 

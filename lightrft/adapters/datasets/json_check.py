@@ -1,18 +1,28 @@
 """Finding what is wrong with a JSON / JSON-lines prompt file, by line, before ``datasets``
-reads it (its own errors say "An error occurred while generating the dataset")."""
+reads it (its own errors say "An error occurred while generating the dataset").
+
+A JSON-lines file is read line by line: a line that is not UTF-8, not JSON, or not a JSON
+object is a bad line. With ``on_bad_row="error"`` the first one is reported (file, line,
+what was expected, how many more there are); with ``"skip"`` their numbers are returned so
+the reader leaves them out and counts them with the skipped rows. An empty file, a blank
+one, and a ``.json`` array that does not parse are always errors.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from lightrft.adapters.datasets.bad_rows import BadRowPolicy
+
 _JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
 _EXPECTED = 'one JSON object per line, e.g. {"prompt": "...", "reference": "..."}'
 
 
-def check_json_file(file: Path) -> None:
+def check_json_file(file: Path, on_bad_row: BadRowPolicy = "error") -> list[int]:
     """Raises ``ValueError`` naming the file (and line) if it is empty, or holds a line that
-    is not a JSON object (JSON lines) / is not a JSON array or object (``.json``)."""
+    is not a JSON object (JSON lines) / is not a JSON array or object (``.json``); under
+    ``"skip"`` returns the numbers (from 1) of the bad lines instead."""
     if file.stat().st_size == 0:
         raise ValueError(f"{file} is empty: expected {_EXPECTED}")
     with open(file, encoding="utf-8", errors="replace") as f:
@@ -20,34 +30,49 @@ def check_json_file(file: Path) -> None:
     if not first:
         if not file.read_text(encoding="utf-8", errors="replace").strip():
             raise ValueError(f"{file} holds only whitespace: expected {_EXPECTED}")
-        return
+        return []
     if first.startswith("["):
         _check_array(file)
-    else:
-        _check_lines(file)
+        return []
+    bad = bad_lines(file)
+    if bad and on_bad_row == "error":
+        (number, problem), more = bad[0], len(bad) - 1
+        also = f" ({more} more bad line{'s' if more > 1 else ''} after it)" if more else ""
+        raise ValueError(f"{file} line {number} {problem}: expected {_EXPECTED}{also}")
+    return [number for number, _ in bad]
 
 
 def _check_array(file: Path) -> None:
     try:
-        json.loads(file.read_text(encoding="utf-8"))
+        json.loads(file.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{file} is not UTF-8 text (byte {error.start})") from None
     except ValueError as error:
         raise ValueError(f"{file} is not valid JSON: {error}") from None
 
 
-def _check_lines(file: Path) -> None:
-    with open(file, encoding="utf-8", errors="replace") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as error:
-                raise ValueError(
-                    f"{file} line {number} is not valid JSON ({error}): expected {_EXPECTED}"
-                ) from None
-            if not isinstance(row, dict):
-                raise ValueError(
-                    f"{file} line {number} is a JSON {_JSON_TYPES.get(type(row), 'null')}, not "
-                    "an object: "
-                    f"expected {_EXPECTED}"
-                )
+def bad_lines(file: Path) -> list[tuple[int, str]]:
+    """``(line number, what is wrong)`` of each non-blank line that is not a JSON object."""
+    bad: list[tuple[int, str]] = []
+    with open(file, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            problem = _line_problem(raw)
+            if problem is not None:
+                bad.append((number, problem))
+    return bad
+
+
+def _line_problem(raw: bytes) -> str | None:
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"is not UTF-8 text (byte {error.start} of the line)"
+    if not line.strip():
+        return None
+    try:
+        row = json.loads(line)
+    except ValueError as error:
+        return f"is not valid JSON ({error})"
+    if not isinstance(row, dict):
+        return f"is a JSON {_JSON_TYPES.get(type(row), 'null')}, not an object"
+    return None

@@ -3,11 +3,14 @@
 Shared by every prompt source of this package. A row is read through a :class:`RowSpec`
 (which keys hold the prompt, the reference and the images; an optional preprocessor that
 maps a raw row to one with those keys first). A row whose prompt is missing, empty or of the
-wrong type, or whose reference is missing, is a bad row: an error naming the file, the row
+wrong type (a chat: see :mod:`~lightrft.adapters.datasets.chat_check`), or whose reference
+is missing or neither a string nor a number, is a bad row: an error naming the file, the row
 and the key (``on_bad_row="error"``: one error lists every bad row, see
 :mod:`~lightrft.adapters.datasets.bad_rows`), or skipped and counted (``"skip"``). So is a row
 whose media cannot be read, or (with ``RowSpec.placeholders``) whose rendered prompt does not
-hold one model placeholder token per media item: all found here, while the source is built.
+hold one model placeholder token per media item (saying so when truncation cut one off),
+or whose prompt is longer than ``max_prompt_tokens`` under ``on_overlong="error"``: all
+found here, while the source is built.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from lightrft.adapters.datasets.bad_rows import (  # BadRowError, BadRowPolicy r
 )
 from lightrft.adapters.datasets.bad_rows import BadRowPolicy as BadRowPolicy
 from lightrft.adapters.datasets.bad_rows import BadRows
+from lightrft.adapters.datasets.chat_check import check_chat
 from lightrft.adapters.datasets.multimodal_rows import (
     as_list,
     load_audio,
@@ -29,7 +33,7 @@ from lightrft.adapters.datasets.multimodal_rows import (
     media_content,
 )
 from lightrft.adapters.datasets.placeholders import MediaPlaceholders, PlaceholderCheck
-from lightrft.adapters.datasets.rendering import Content, PromptRenderer
+from lightrft.adapters.datasets.rendering import Content, PromptRenderer, PromptTooLongError
 from lightrft.domain.types import PromptRecord
 
 RowPreprocessor = Callable[[Mapping[str, Any]], Mapping[str, Any]]
@@ -103,9 +107,6 @@ def _prepared_row(row: Mapping[str, Any], spec: RowSpec, where: str) -> Mapping[
         raise BadRowError(where, str(error.args[0]), "missing key") from None
 
 
-CHAT_ROLES = ("system", "user", "assistant", "tool")
-
-
 def _required(row: Mapping[str, Any], key: str, where: str) -> Any:
     """``row[key]``; a missing key and a null value are told apart."""
     if key not in row:
@@ -116,22 +117,6 @@ def _required(row: Mapping[str, Any], key: str, where: str) -> Any:
         # null): either way this row has no value
         raise BadRowError(where, key, "no value (null or absent in this row) for key")
     return value
-
-
-def _check_chat(messages: list[Any], where: str, key: str) -> None:
-    """Every message has a known role and text content; at least one is the user's."""
-    for i, message in enumerate(messages):
-        if not (isinstance(message, Mapping) and "role" in message and "content" in message):
-            raise BadRowError(where, key, f"message {i} is not {{'role', 'content'}} in")
-        role = message["role"]
-        if role not in CHAT_ROLES:
-            raise BadRowError(
-                where,
-                key,
-                f"message {i} has unknown role {role!r} (expected {', '.join(CHAT_ROLES)}) in",
-            )
-    if not any(message["role"] == "user" for message in messages):
-        raise BadRowError(where, key, "no user message in the chat")
 
 
 class RowContent(NamedTuple):
@@ -151,7 +136,7 @@ def read_content(ref: RowRef, spec: RowSpec) -> RowContent:
     if isinstance(content, list):
         if not content:
             raise BadRowError(ref.where, spec.input_key, "empty chat in")
-        _check_chat(content, ref.where, spec.input_key)
+        check_chat(content, ref.where, spec.input_key)
     elif not isinstance(content, str):
         raise BadRowError(
             ref.where,
@@ -165,6 +150,9 @@ def read_content(ref: RowRef, spec: RowSpec) -> RowContent:
         value = _required(row, spec.reference_key, ref.where)
         if isinstance(value, str) and not value.strip():
             raise BadRowError(ref.where, spec.reference_key, "empty value for key")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            problem = f"expected a string or a number, got {type(value).__name__}, for key"
+            raise BadRowError(ref.where, spec.reference_key, problem)
         reference = str(value)
     items: dict[str, int] = {}
     if spec.has_media:
@@ -241,14 +229,18 @@ def prepare_prompts(
     dropped = truncated = truncated_tokens = 0
     for (ref, text, row), ids in zip(read, token_ids, strict=True):
         uid, where, position, reference = ref.uid, ref.where, ref.position, row.reference
-        fitted = renderer.fit(text, ids)
+        try:
+            fitted = renderer.fit(text, ids)
+        except PromptTooLongError as error:
+            bad.add(BadRowError(where, spec.input_key, f"{error} (truncate=error) in"))
+            continue
         if fitted is None:
             dropped += 1
             continue
         try:  # after truncation: a placeholder cut off no longer matches its item
             placeholders.check(fitted.token_ids, row.media_items, where, spec.input_key)
         except BadRowError as error:
-            bad.add(error)
+            bad.add(_cut_by_truncation(error, fitted.truncated_tokens, renderer))
             continue
         truncated += fitted.truncated_tokens > 0
         truncated_tokens += fitted.truncated_tokens
@@ -264,6 +256,20 @@ def prepare_prompts(
     skipped = bad.check()  # every bad row named at once (error mode), or counted
     stats = DatasetStats(total, len(prepared), skipped, dropped, truncated, truncated_tokens)
     return prepared, stats
+
+
+def _cut_by_truncation(error: BadRowError, cut: int, renderer: PromptRenderer) -> BadRowError:
+    """``error`` of a placeholder check, saying when truncation is what cut the placeholder."""
+    if not cut:
+        return error
+    limit = renderer.format.max_prompt_tokens
+    return BadRowError(
+        error.where,
+        error.key,
+        f"the prompt was cut by {cut} tokens to max_prompt_length ({limit}, truncate="
+        f"{renderer.format.on_overlong}), cutting media placeholders: "
+        f"{error.problem.removesuffix('; in')}; raise max_prompt_length or shorten the prompt; in",
+    )
 
 
 def check_index(index: int, length: int) -> int:

@@ -6,9 +6,11 @@ one) the messages, a configured system prompt first, go through
 ``tokenizer.apply_chat_template(add_generation_prompt=True)`` and the text is tokenized
 without adding special tokens (the template holds them). As plain text (``render="plain"``,
 or ``"auto"`` without a template) the message contents are joined by blank lines and the
-tokenizer adds its usual special tokens. Prompts longer than ``max_prompt_tokens`` lose
-tokens from the left (the end of a prompt, where the question and the generation prompt
-sit, survives) or are dropped.
+tokenizer adds its usual special tokens. Prompts longer than ``max_prompt_tokens``
+(``on_overlong``) lose tokens from the left ("left": the end of a prompt, where the question
+and the generation prompt sit, survives), from the right ("right": the beginning survives;
+a chat loses its generation prompt), are dropped ("skip"), or raise
+:class:`PromptTooLongError` ("error").
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 RenderMode = Literal["auto", "chat", "plain"]
-OverlongPolicy = Literal["truncate", "drop"]
+OverlongPolicy = Literal["left", "right", "skip", "error"]
+OVERLONG_POLICIES = ("left", "right", "skip", "error")
 Content = str | Sequence[Mapping[str, Any]]
 
 _TOKENIZE_BATCH = 1024
@@ -32,20 +35,31 @@ class PromptFormat:
     render: RenderMode = "auto"
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     max_prompt_tokens: int | None = None
-    on_overlong: OverlongPolicy = "truncate"
+    on_overlong: OverlongPolicy = "left"
 
     def __post_init__(self) -> None:
         if self.render not in ("auto", "chat", "plain"):
             raise ValueError(f"render must be auto, chat or plain, got {self.render!r}")
-        if self.on_overlong not in ("truncate", "drop"):
-            raise ValueError(f"on_overlong must be truncate or drop, got {self.on_overlong!r}")
+        if self.on_overlong not in OVERLONG_POLICIES:
+            raise ValueError(
+                f"on_overlong must be one of {', '.join(OVERLONG_POLICIES)}, "
+                f"got {self.on_overlong!r}"
+            )
         if self.max_prompt_tokens is not None and self.max_prompt_tokens < 1:
             raise ValueError(f"max_prompt_tokens must be >= 1, got {self.max_prompt_tokens}")
 
 
+class PromptTooLongError(ValueError):
+    """A prompt longer than ``max_prompt_tokens`` under ``on_overlong="error"``."""
+
+    def __init__(self, tokens: int, limit: int) -> None:
+        super().__init__(f"prompt of {tokens} tokens is longer than max_prompt_length ({limit})")
+        self.tokens, self.limit = tokens, limit
+
+
 @dataclass(frozen=True)
 class RenderedPrompt:
-    """Text and token ids of one prompt; ``truncated_tokens`` were cut from its left."""
+    """Text and token ids of one prompt; ``truncated_tokens`` were cut from it."""
 
     text: str
     token_ids: tuple[int, ...]
@@ -100,13 +114,17 @@ class PromptRenderer:
         return ids
 
     def fit(self, text: str, token_ids: Sequence[int]) -> RenderedPrompt | None:
-        """Applies ``max_prompt_tokens``: left-truncated (text re-decoded), or ``None`` (drop)."""
+        """Applies ``max_prompt_tokens``: truncated (text re-decoded), ``None`` (skip), or
+        :class:`PromptTooLongError`."""
         limit = self.format.max_prompt_tokens
         if limit is None or len(token_ids) <= limit:
             return RenderedPrompt(text, tuple(token_ids))
-        if self.format.on_overlong == "drop":
+        policy = self.format.on_overlong
+        if policy == "skip":
             return None
-        kept = tuple(token_ids[-limit:])
+        if policy == "error":
+            raise PromptTooLongError(len(token_ids), limit)
+        kept = tuple(token_ids[-limit:] if policy == "left" else token_ids[:limit])
         decoded = self.tokenizer.decode(list(kept), skip_special_tokens=False)
         return RenderedPrompt(str(decoded), kept, truncated_tokens=len(token_ids) - limit)
 

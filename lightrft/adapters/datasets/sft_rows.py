@@ -17,8 +17,10 @@ then ``messages[:i+1]``), so a token is trained exactly when it starts inside an
 message's rendering (its end-of-turn marker included). Without a template the prompt is
 tokenized with the tokenizer's special tokens and the completion is appended with EOS.
 
-Rows longer than ``max_length`` tokens are cut at the right; a row left without trained
-tokens is dropped (counted in :class:`SftStats`). Malformed rows raise one
+Chats are checked as RL prompt chats are (:mod:`~lightrft.adapters.datasets.chat_check`:
+known roles in a valid order, no empty assistant turn). Rows longer than ``max_length``
+tokens are cut at the right; a row left without trained tokens is dropped (counted in
+:class:`SftStats`). Malformed rows raise one
 :class:`~lightrft.adapters.datasets.bad_rows.BadRowsError` naming file, row and key of each,
 or are skipped with ``on_bad_row="skip"``.
 """
@@ -27,12 +29,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
-from lightrft.adapters.datasets.hf_prompt_dataset import load_table
+from lightrft.adapters.datasets.chat_check import check_chat
+from lightrft.adapters.datasets.hf_prompt_dataset import read_table
 from lightrft.adapters.datasets.prompt_rows import RowRef
 from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
 from lightrft.domain.sft import SftExample
@@ -94,12 +97,22 @@ def load_sft_dataset(
     if not files:
         raise ValueError("paths must name at least one file or directory")
 
+    spec = spec or SftRowSpec()
+    tables = [read_table(file, split=split, on_bad_row=spec.on_bad_row) for file in files]
+
     def refs() -> Iterator[RowRef]:
-        for file in files:
-            for index, row in enumerate(load_table(file, split=split)):
+        for file, table in zip(files, tables, strict=True):
+            for index, row in enumerate(table.rows):
                 yield RowRef(uid=f"{file.stem}:{index}", where=f"{file} row {index}", row=row)
 
-    dataset = build_sft_examples(refs(), tokenizer, spec=spec, prompt_format=prompt_format)
+    built = build_sft_examples(refs(), tokenizer, spec=spec, prompt_format=prompt_format)
+    lines = sum(table.skipped_lines for table in tables)  # bad lines are skipped rows too
+    stats = replace(
+        built.stats,
+        rows=built.stats.rows + lines,
+        skipped_bad_rows=built.stats.skipped_bad_rows + lines,
+    )
+    dataset = SftDataset(list(built), stats)
     if not dataset:
         raise ValueError(f"no usable SFT rows in {[str(f) for f in files]}: {dataset.stats}")
     return dataset
@@ -184,6 +197,7 @@ def _messages(value: Any, where: str, key: str) -> list[dict[str, Any]]:
     ok = ok and all(isinstance(m, Mapping) and "role" in m and "content" in m for m in value)
     if not ok:
         raise BadRowError(where, key, "expected a list of {role, content} messages in")
+    check_chat(value, where, key)  # the same checks as RL prompt chats
     return [dict(m) for m in value]
 
 

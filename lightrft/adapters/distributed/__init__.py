@@ -1,6 +1,10 @@
 """Process groups, the ``Collective`` port over ``torch.distributed`` and ``torchrun`` launch."""
 
-from lightrft.adapters.distributed.collective import LocalCollective, TorchCollective
+from lightrft.adapters.distributed.collective import (
+    CollectiveTimeoutError,
+    LocalCollective,
+    TorchCollective,
+)
 from lightrft.adapters.distributed.launch import (
     free_port,
     relaunch_with_torchrun,
@@ -15,6 +19,7 @@ from lightrft.adapters.distributed.process_group import (
 )
 
 __all__ = [
+    "CollectiveTimeoutError",
     "LaunchEnv",
     "LocalCollective",
     "TorchCollective",

@@ -8,7 +8,11 @@ from torch import Tensor
 
 from lightrft.adapters.common.collective import LocalCollective
 
-__all__ = ["LocalCollective", "TorchCollective"]
+__all__ = ["CollectiveTimeoutError", "LocalCollective", "TorchCollective"]
+
+
+class CollectiveTimeoutError(TimeoutError):
+    """A collective that the other ranks did not join in time (one stopped or hangs)."""
 
 
 class TorchCollective:
@@ -48,5 +52,15 @@ class TorchCollective:
         the result carries no autograd history.
         """
         out = tensor.detach().clone()
-        dist.all_reduce(out, op=dist.ReduceOp.SUM, group=self._group)
+        try:
+            dist.all_reduce(out, op=dist.ReduceOp.SUM, group=self._group)
+        except RuntimeError as error:  # torch's DistBackendError among them
+            if "timed out" not in str(error).lower() and "timeout" not in str(error).lower():
+                raise
+            raise CollectiveTimeoutError(
+                f"rank {self.rank} of {self.world_size}: all_reduce (sum) of a "
+                f"{tuple(out.shape)} tensor timed out: another rank stopped or hangs "
+                f"(backend.collective_timeout_s bounds the wait); torch: "
+                f"{' '.join(str(error).split())[:300]}"
+            ) from error
         return out

@@ -20,6 +20,8 @@ import torch
 import torch.distributed as dist
 
 HOST_BACKEND = "gloo"
+DEFAULT_COLLECTIVE_TIMEOUT = timedelta(seconds=600)
+"""How long a collective waits for the other ranks (``backend.collective_timeout_s``)."""
 
 
 class LocalDeviceAccelerator(Protocol):
@@ -87,9 +89,12 @@ def init_process_group_from_env(
     accelerator: LocalDeviceAccelerator,
     *,
     single_process_group: bool = False,
-    timeout: timedelta = timedelta(minutes=30),
+    timeout: timedelta = DEFAULT_COLLECTIVE_TIMEOUT,
 ) -> LaunchEnv:
     """Binds this process to its device and joins the default process group.
+
+    ``timeout`` bounds every collective of the group (a rank that stopped makes the others
+    fail after it instead of hanging).
 
     Reads :class:`LaunchEnv` from the environment. With world size 1 and no launcher
     variables nothing is initialized unless ``single_process_group`` (then a one-rank

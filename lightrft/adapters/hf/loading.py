@@ -24,7 +24,12 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from lightrft.adapters.hf.model_files import check_model_directory
+from lightrft.adapters.hf.causal_lm_head import check_causal_lm_head
+from lightrft.adapters.hf.model_files import (
+    ModelFilesError,
+    check_model_directory,
+    check_tokenizer_directory,
+)
 
 DTypeName = Literal["float32", "bfloat16", "float16"]
 AttnImplementation = Literal["sdpa", "eager", "flash_attention_2"]
@@ -82,6 +87,11 @@ def resolve_source(source: str | Path) -> ModelSource:
         if (path / "snapshots").is_dir():
             return ModelSource(str(_hub_cache_snapshot(path)))
         return ModelSource(str(path))
+    if path.is_file():
+        raise ModelFilesError(
+            f"model path {path} is a file; expected a model directory (config.json, "
+            "*.safetensors weights, tokenizer files) or a .gguf file"
+        )
     if path.is_absolute() or str(source).startswith((".", "~")) or path.exists():
         raise FileNotFoundError(f"model directory {path} does not exist")
     return ModelSource(str(source))  # a repo id, looked up in the local hub cache
@@ -121,6 +131,8 @@ def load_tokenizer(
 ) -> PreTrainedTokenizerBase:
     """The tokenizer of ``source``, left-padding, with a pad token (EOS if it had none)."""
     src = resolve_source(source)
+    if src.gguf_file is None and Path(src.name_or_path).is_dir():
+        check_tokenizer_directory(Path(src.name_or_path))
     tokenizer = AutoTokenizer.from_pretrained(
         src.name_or_path,
         gguf_file=src.gguf_file,
@@ -158,6 +170,7 @@ def load_causal_lm(
         kwargs["use_safetensors"] = True  # never unpickle weights
         if Path(src.name_or_path).is_dir():
             check_model_directory(Path(src.name_or_path))
+            check_causal_lm_head(Path(src.name_or_path))
     model: PreTrainedModel = AutoModelForCausalLM.from_pretrained(src.name_or_path, **kwargs)
     detach_gguf_quantizer(model)
     if params.gradient_checkpointing:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt")
 INDEX_FILE = "model.safetensors.index.json"
+TOKENIZER_FILES = ("tokenizer.json", "*.model", "vocab.json", "vocab.txt", "*.tiktoken")
+"""Globs of the files one of which a loadable tokenizer needs (its vocabulary)."""
 _MAX_HEADER = 100 << 20  # the safetensors format's own limit on the JSON header
 
 
@@ -32,7 +34,10 @@ def check_model_directory(directory: Path) -> None:
         pickled = sorted(p.name for p in directory.iterdir() if p.suffix in PICKLE_SUFFIXES)
         if pickled:
             raise ModelFilesError(_pickle_only_message(directory, pickled))
-        return  # no weights at all: transformers says so clearly
+        raise ModelFilesError(
+            f"{directory} holds no model weights: expected model.safetensors (or the shards "
+            f"that model.safetensors.index.json lists); found {_listing(directory)}"
+        )
     for path in safetensors:
         check_safetensors_file(path)
     index = directory / INDEX_FILE
@@ -88,6 +93,27 @@ def _check_index(index: Path) -> None:
             f"{index} lists weight files that are missing: {', '.join(missing)}; copy the "
             "whole model directory again"
         )
+
+
+def check_tokenizer_directory(directory: Path) -> None:
+    """Raises :class:`ModelFilesError` naming what is missing when ``directory`` holds no
+    tokenizer vocabulary (``transformers`` would only advise installing sentencepiece)."""
+    directory = Path(directory)
+    if not any(any(directory.glob(pattern)) for pattern in TOKENIZER_FILES):
+        raise ModelFilesError(
+            f"{directory} has no tokenizer files: expected tokenizer.json (or a vocabulary: "
+            "tokenizer.model, vocab.json with merges.txt, or vocab.txt) next to "
+            f"tokenizer_config.json; found {_listing(directory)}. Copy them from the base "
+            "model (tokenizer.save_pretrained(DIR))"
+        )
+
+
+def _listing(directory: Path, limit: int = 12) -> str:
+    names = sorted(p.name for p in directory.iterdir())
+    if not names:
+        return "nothing (the directory is empty)"
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
 
 
 def _pickle_only_message(directory: Path, pickled: list[str]) -> str:

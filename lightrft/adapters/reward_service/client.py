@@ -28,6 +28,7 @@ import structlog
 import torch
 
 from lightrft.adapters.reward_service.protocol import wire_samples
+from lightrft.domain.ports import RewardSourceUnavailableError
 from lightrft.domain.types import RewardResult, RewardSample
 
 log = structlog.get_logger(__name__)
@@ -36,7 +37,7 @@ FailurePolicy = Literal["raise", "score"]
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
-class RemoteRewardError(RuntimeError):
+class RemoteRewardError(RewardSourceUnavailableError):
     """A reward request failed for good (after retries, or a non-retryable answer);
     ``attempts``: how many were made."""
 
@@ -207,5 +208,7 @@ def _detail(response: httpx.Response) -> str:
     try:
         body = response.json()
     except ValueError:
-        return response.text[:200]
-    return str(body.get("detail", body) if isinstance(body, dict) else body)[:200]
+        text = response.text
+    else:
+        text = str(body.get("detail", body) if isinstance(body, dict) else body)
+    return " ".join(text.split())[:200]  # one line, even of an HTML error page

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lightrft.adapters.rewards.answer_equivalence import Verdict, answers_match
+from lightrft.adapters.rewards.answer_equivalence import AnswerCheck, answers_match
 from lightrft.adapters.rewards.answer_extraction import (
     DEFAULT_EXTRACTORS,
     extract_answer,
@@ -22,8 +22,8 @@ def check_response(
     extractors: Sequence[str] = DEFAULT_EXTRACTORS,
     timeout_seconds: int | None = 5,
     max_answer_chars: int = 512,
-) -> tuple[Verdict, bool]:
-    """(verdict, timed_out) for one response.
+) -> AnswerCheck:
+    """(verdict, timed_out, too_costly) for one response.
 
     The answer is the first one ``extractors`` find in ``response``; one longer than
     ``max_answer_chars`` counts as unparseable (it is never handed to sympy). The reference's
@@ -32,6 +32,5 @@ def check_response(
     """
     answer = extract_answer(response, extractors)
     if answer is None or len(answer) > max_answer_chars:
-        return "unparseable", False
-    check = answers_match(answer, reference_answer(reference), timeout_seconds)
-    return check.verdict, check.timed_out
+        return AnswerCheck("unparseable")
+    return answers_match(answer, reference_answer(reference), timeout_seconds)

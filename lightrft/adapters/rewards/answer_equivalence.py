@@ -6,6 +6,9 @@ Two stages, neither of which evaluates the text as code:
    thousands separators, unit words, ``%``) and read as ``fractions.Fraction`` values; when
    both sides are numbers the answer is decided here, exactly (``0.5 == 1/2 == \\frac{1}{2}``).
    A percentage may be read either way: ``50%`` matches ``50`` and ``0.5``.
+Answers and references too costly to check (power towers, numbers of thousands of digits:
+:mod:`~lightrft.adapters.rewards.answer_cost`) are incorrect without either stage.
+
 2. Symbolic. Otherwise ``math-verify`` parses both sides (LaTeX through its ANTLR grammar,
    plain expressions only when they consist of digits and operators) and compares them with
    sympy. Its timeouts use ``signal.alarm`` and so work only in the main thread;
@@ -19,14 +22,18 @@ import re
 from fractions import Fraction
 from typing import Any, Literal, NamedTuple
 
+from lightrft.adapters.rewards.answer_cost import too_costly
+
 Verdict = Literal["correct", "incorrect", "unparseable"]
 
 
 class AnswerCheck(NamedTuple):
-    """Outcome for one response; ``timed_out`` if math-verify hit a timeout on the way."""
+    """Outcome for one response; ``timed_out`` if math-verify hit a timeout on the way;
+    ``too_costly`` if the answer or reference was refused unchecked (:mod:`answer_cost`)."""
 
     verdict: Verdict
     timed_out: bool = False
+    too_costly: bool = False
 
 
 _DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
@@ -141,7 +148,10 @@ def answers_match(answer: str, reference: str, timeout_seconds: int | None) -> A
 
     Exact when both are plain numbers; math-verify otherwise (``timeout_seconds`` per parse
     and per comparison; ``None`` only outside the main thread, see the module docstring).
+    Either side :func:`~lightrft.adapters.rewards.answer_cost.too_costly`: incorrect, at once.
     """
+    if too_costly(answer) or too_costly(reference):
+        return AnswerCheck("incorrect", too_costly=True)
     answer_values, reference_values = numeric_values(answer), numeric_values(reference)
     if answer_values and reference_values:
         verdict: Verdict = "correct" if answer_values & reference_values else "incorrect"

@@ -57,7 +57,5 @@ class MathAnswerGrader:
         # math-verify's timeouts use signal.alarm: main thread only
         in_main = threading.current_thread() is threading.main_thread()
         timeout = self.timeout_seconds if in_main else None
-        verdict, _ = check_response(
-            response, reference, self.extractors, timeout, self.max_answer_chars
-        )
-        return GradedAnswer(answer_key(answer), verdict == "correct")
+        check = check_response(response, reference, self.extractors, timeout, self.max_answer_chars)
+        return GradedAnswer(answer_key(answer), check.verdict == "correct")

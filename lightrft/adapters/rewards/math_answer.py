@@ -59,7 +59,8 @@ class MathAnswerReward:
     first answer found is checked (default :data:`DEFAULT_EXTRACTORS`: ``gsm8k``, ``boxed``,
     ``answer_is``, ``last_number``). An empty list or an unknown name is a ``ValueError``.
     Scores: ``correct_score`` / ``incorrect_score`` / ``unparseable_score`` (no answer found).
-    Metrics: ``accuracy``, ``parse_failure_rate``, ``timeouts`` (count).
+    Metrics: ``accuracy``, ``parse_failure_rate``, ``timeouts`` and ``too_costly`` (counts;
+    the latter: answers or references refused unchecked, :mod:`answer_cost`).
     """
 
     def __init__(
@@ -116,6 +117,7 @@ class MathAnswerReward:
             "accuracy": torch.tensor(correct / count),
             "parse_failure_rate": torch.tensor(unparseable / count),
             "timeouts": torch.tensor(float(sum(c.timed_out for c in checks))),
+            "too_costly": torch.tensor(float(sum(c.too_costly for c in checks))),
         }
         return RewardResult(scores=scores, metrics=metrics)
 
@@ -129,14 +131,14 @@ class MathAnswerReward:
             if timeout is None and not self._warned_no_timeout:
                 log.warning("reward.math.timeout_disabled", reason="not in the main thread")
                 self._warned_no_timeout = True
-            args = (response, reference, self.extractors, timeout, self.max_answer_chars)
-            return AnswerCheck(*check_response(*args))
+            return check_response(
+                response, reference, self.extractors, timeout, self.max_answer_chars
+            )
         if self._worker is None:
             self._worker = FunctionWorker(_CHECK_TARGET)
         args = (response, reference, self.extractors, self.timeout_seconds, self.max_answer_chars)
         try:
-            verdict, timed_out = self._worker.call(args, timeout=6 * self.timeout_seconds + 5)
-            return AnswerCheck(verdict, timed_out)
+            return AnswerCheck(*self._worker.call(args, timeout=6 * self.timeout_seconds + 5))
         except (TimeoutError, WorkerCallError) as error:
             log.warning("reward.math.check_failed", uid=sample.prompt.uid, error=str(error))
             return AnswerCheck("incorrect", timed_out=isinstance(error, TimeoutError))

@@ -94,10 +94,10 @@ class PythonFunctionReward:
         except (WorkerCallError, ImportError, TimeoutError) as error:
             failures.record("failed", function=self.function, uid=uid, error=str(error))
             return None
-        if not isinstance(value, Real) or not math.isfinite(value):  # bools count as 1 / 0
-            failures.record("bad_value", function=self.function, uid=uid, value=repr(value)[:80])
-            return None
-        return float(value)
+        score = finite_score(value)
+        if score is None:
+            failures.record("bad_value", function=self.function, uid=uid, value=short_repr(value))
+        return score
 
     def onload(self) -> None:
         """No weights: nothing to do."""
@@ -108,3 +108,25 @@ class PythonFunctionReward:
     def close(self) -> None:
         """Stops the worker process."""
         self._worker.close()
+
+
+def finite_score(value: object) -> float | None:
+    """``value`` as a finite float, or ``None`` for a non-number, NaN, an infinity, or a
+    number too large for a float (``10**400``). Bools count as 1 / 0."""
+    if not isinstance(value, Real):
+        return None
+    try:
+        number = float(value)
+    except (OverflowError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def short_repr(value: object, limit: int = 80) -> str:
+    """The first ``limit`` characters of ``repr(value)`` (an int too long to print: its type
+    and size)."""
+    try:
+        return repr(value)[:limit]
+    except ValueError:  # an int past sys.get_int_max_str_digits()
+        bits = value.bit_length() if isinstance(value, int) else 0
+        return f"<{type(value).__name__} of {bits} bits>"

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from lightrft.entrypoints.config.presets import PRESETS
 from lightrft.entrypoints.config.run_config import RunConfig
+from lightrft.entrypoints.config.yaml_reading import YamlTooLargeError, load_yaml, shown
 
 FLAG_ALIASES: dict[str, tuple[str, ...]] = {
     "advantage_estimator": ("algorithm.advantage_estimator",),
@@ -86,8 +87,10 @@ class ConfigError(ValueError):
 def parse_value(text: str) -> Any:
     """A command-line value as YAML (numbers, booleans, null, lists), else the string."""
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
+        return load_yaml(text)
+    except YamlTooLargeError as exc:
+        raise ConfigError(f"cannot read the value {shown(text)}: {exc}") from None
+    except (yaml.YAMLError, ValueError):  # ValueError: an integer of over 4300 digits
         return text
 
 
@@ -159,7 +162,7 @@ def _format_errors(error: ValidationError) -> str:
             # the section's whole contents would only bury it
             message = message.removeprefix("Value error, ")
         elif "input" in item and item["type"] not in ("missing", "component_type"):
-            message = f"{message} (got {item['input']!r})"
+            message = f"{message} (got {shown(item['input'])})"
         lines.append(f"{key}: {message}" if key else message)
     return "invalid configuration:\n  " + "\n  ".join(lines)
 
@@ -179,15 +182,9 @@ def load_config(
         for key, value in PRESETS[algorithm].items():
             _set_dotted(tree, key, value)
     if path is not None:
-        file = Path(path)
-        if not file.is_file():
-            raise ConfigError(f"config file {file} does not exist")
-        try:
-            loaded = yaml.safe_load(file.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {file} is not valid YAML: {exc}") from exc
+        loaded = _read_config_file(Path(path))
         if not isinstance(loaded, dict):
-            raise ConfigError(f"config file {file} must hold a mapping at the top level")
+            raise ConfigError(f"config file {path} must hold a mapping at the top level")
         for key, value in _flatten(loaded).items():
             _set_dotted(tree, key, value)
     pairs = overrides if isinstance(overrides, Mapping) else overrides_from_args(list(overrides))
@@ -200,11 +197,30 @@ def load_config(
         raise ConfigError(_format_errors(exc)) from None
 
 
+def _read_config_file(file: Path) -> Any:
+    if file.is_dir():
+        raise ConfigError(f"config file {file} is a directory; expected a YAML file")
+    if not file.exists():
+        raise ConfigError(f"config file {file} does not exist")
+    try:
+        return load_yaml(file.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {file} is not valid YAML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {file} is not UTF-8 text (byte {exc.start}); expected a YAML file"
+        ) from None
+    except YamlTooLargeError as exc:
+        raise ConfigError(f"config file {file} is refused: {exc}") from None
+    except ValueError as exc:  # a value the YAML constructors refuse (an int of 5000 digits)
+        raise ConfigError(f"config file {file} holds a value that cannot be read: {exc}") from None
+
+
 def import_plugins(modules: Any) -> None:
     """Imports the installed ``lightrft.plugins`` entry points and the config's ``plugins``
     modules, which register their components (config models and builders) on import."""
     if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
-        raise ConfigError(f"plugins: expected a list of module names (got {modules!r})")
+        raise ConfigError(f"plugins: expected a list of module names (got {shown(modules)})")
     for entry in entry_points(group="lightrft.plugins"):
         _import_plugin(entry.value, f"entry point {entry.name!r}", entry.load)
     for name in modules:

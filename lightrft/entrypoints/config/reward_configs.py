@@ -78,6 +78,13 @@ class LengthRewardConfig(RewardSourceSection):
                 f"reward source {self.label!r} (type length) and reward.overlong_buffer both "
                 "apply DAPO's overlong penalty; keep one of them"
             )
+        limit = self.max_length or run.rollout.max_new_tokens
+        if self.buffer is not None and self.buffer > limit:
+            named = "max_length" if self.max_length else "rollout.max_new_tokens"
+            raise ValueError(
+                f"reward source {self.label!r} (type length): buffer ({self.buffer}) exceeds "
+                f"{named} ({limit}); the penalized tail must fit in the response budget"
+            )
 
 
 @register_config(REWARD_SOURCE_CONFIGS, "python")

@@ -84,6 +84,19 @@ class RunConfig(Section):
                 f"train.mini_batch_size ({mini}) exceeds the samples per step "
                 f"(rollout.prompts_per_step x n_samples_per_prompt = {batch})"
             )
+        if mini is not None and batch % mini and not self.rollout.dynamic_sampling:
+            raise ValueError(
+                f"train.mini_batch_size ({mini}) does not divide the samples per step "
+                f"(rollout.prompts_per_step x n_samples_per_prompt = {batch}): the last "
+                f"optimizer step would see {batch % mini} sample(s); use a divisor of {batch}"
+            )
+        buffer = self.reward.overlong_buffer
+        if buffer is not None and buffer > self.rollout.max_new_tokens:
+            raise ValueError(
+                f"reward.overlong_buffer ({buffer}) exceeds rollout.max_new_tokens "
+                f"({self.rollout.max_new_tokens}): the penalized tail must fit in the response "
+                "budget; lower reward.overlong_buffer or raise rollout.max_new_tokens"
+            )
         if self.model.lora.rank == 0 and self.model.lora.target_modules != "all-linear":
             raise ValueError("model.lora.target_modules is set but model.lora.rank is 0")
         for section in self.components():

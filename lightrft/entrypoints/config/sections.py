@@ -155,7 +155,16 @@ class DatasetConfig(Section):
     reference_key: str | None = Field("reference", description="Column holding the answer.")
     system_prompt: str | None = Field(None, description="System message prepended to each prompt.")
     apply_chat_template: bool = Field(True, description="Render prompts with the chat template.")
-    max_prompt_length: int = Field(512, gt=0, description="Prompt tokens kept (truncated left).")
+    max_prompt_length: int = Field(
+        512, gt=0, description="Prompt tokens kept (see truncate); longer prompts are counted."
+    )
+    truncate: Literal["left", "right", "skip", "error"] = Field(
+        "left",
+        description="A prompt longer than max_prompt_length: left cuts its beginning (the "
+        "question and generation prompt at its end survive); right cuts its end (plain "
+        "prompts: a chat would lose its generation prompt); skip drops the row; error makes "
+        "it a bad row (see on_bad_row). Truncated prompts are counted (data/truncated_prompts).",
+    )
     max_samples: int | None = Field(None, gt=0, description="Use at most this many rows.")
     on_bad_row: Literal["error", "skip"] = Field("error", description="What a malformed row does.")
     shuffle: bool = Field(
@@ -395,6 +404,12 @@ class BackendConfig(Section):
         "and that type's options, or just the type's name.",
     )
     accelerator: Literal["auto", "cpu", "cuda", "npu"] = Field("auto", description="Device type.")
+    collective_timeout_s: float = Field(
+        600.0,
+        gt=0,
+        description="Seconds a collective (all-reduce, barrier ...) waits for the other "
+        "ranks before failing: a stopped or hung rank ends the run after this long.",
+    )
     nproc_per_node: int = Field(
         1, gt=0, description="Processes per node (wraps torchrun when > 1)."
     )

@@ -66,6 +66,16 @@ def _tones(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptS
     )
 
 
+def prompt_format_of(dataset: DatasetConfig) -> PromptFormat:
+    """How ``dataset``'s prompts are rendered and bounded."""
+    return PromptFormat(
+        system_prompt=dataset.system_prompt,
+        render="auto" if dataset.apply_chat_template else "plain",
+        max_prompt_tokens=dataset.max_prompt_length,
+        on_overlong=dataset.truncate,
+    )
+
+
 def build_prompts(
     dataset: DatasetConfig | None,
     tokenizer: Any,
@@ -82,11 +92,7 @@ def build_prompts(
     if dataset is None:
         return None
     dataset = with_model_audio_rate(dataset, media, section)
-    fmt = PromptFormat(
-        system_prompt=dataset.system_prompt,
-        render="auto" if dataset.apply_chat_template else "plain",
-        max_prompt_tokens=dataset.max_prompt_length,
-    )
+    fmt = prompt_format_of(dataset)
     if dataset.path is None:
         return BUILTIN_TASKS.get(dataset.builtin)(dataset, tokenizer, fmt)
     path = Path(dataset.path)

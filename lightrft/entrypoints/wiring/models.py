@@ -4,6 +4,7 @@ engine and strategy, each one registry lookup (see :mod:`.registries`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import torch.distributed as dist
 
 from lightrft.adapters.accelerators import detect_accelerator
 from lightrft.adapters.distributed import (
+    LaunchEnv,
     LocalCollective,
     TorchCollective,
     init_process_group_from_env,
@@ -72,25 +74,33 @@ def build_sequence_parallel(
     size = config.backend.sequence_parallel_size
     if size == 1:
         return None
-    init_process_group_from_env(accelerator)
+    join_process_group(config, accelerator)
     return sequence_parallel_groups(size)
 
 
+def join_process_group(config: RunConfig, accelerator: Accelerator) -> LaunchEnv:
+    """Joins the default group (if launched) with ``backend.collective_timeout_s``."""
+    timeout = timedelta(seconds=config.backend.collective_timeout_s)
+    return init_process_group_from_env(accelerator, timeout=timeout)
+
+
 def build_collective(
-    accelerator: Accelerator, sequence_parallel: tuple[SequenceParallelGroup, Any] | None = None
+    config: RunConfig,
+    accelerator: Accelerator,
+    sequence_parallel: tuple[SequenceParallelGroup, Any] | None = None,
 ) -> Collective:
     """Over the data-parallel ranks: all of them, or with sequence parallelism the ranks
     holding different samples (one per sequence-parallel group)."""
-    env = init_process_group_from_env(accelerator)
+    env = join_process_group(config, accelerator)
     if sequence_parallel is not None:
         return TorchCollective(sequence_parallel[1])
     return TorchCollective() if env.world_size > 1 else LocalCollective()
 
 
-def process_rank(accelerator: Accelerator) -> tuple[int, int]:
+def process_rank(config: RunConfig, accelerator: Accelerator) -> tuple[int, int]:
     """(rank, world size) of this process among all processes (for files each process
     writes: metrics and exports on rank 0, one checkpoint directory per process)."""
-    init_process_group_from_env(accelerator)
+    join_process_group(config, accelerator)
     if not dist.is_initialized():
         return 0, 1
     return dist.get_rank(), dist.get_world_size()

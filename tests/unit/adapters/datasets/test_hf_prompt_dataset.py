@@ -195,7 +195,7 @@ def test_left_truncation_keeps_the_end_and_counts(tmp_path: Path) -> None:
     assert len(dataset[0].prompt_token_ids) < limit  # the short prompt is untouched
 
     dropped = build(
-        path, tmp_path, prompt_format=PromptFormat(max_prompt_tokens=limit, on_overlong="drop")
+        path, tmp_path, prompt_format=PromptFormat(max_prompt_tokens=limit, on_overlong="skip")
     )
     assert len(dropped) == 1 and dropped.stats.dropped_overlong == 1
     assert dropped[0].reference == "4" and dropped[0].uid.endswith(":0")
@@ -242,3 +242,20 @@ def test_index_errors(tmp_path: Path) -> None:
         dataset[3]
     with pytest.raises(TypeError):
         dataset["0"]  # type: ignore[index]
+
+
+def test_bad_lines_are_named_or_skipped_and_counted(tmp_path: Path) -> None:
+    from lightrft.adapters.datasets.hf_prompt_dataset import read_table
+
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(
+        b'{"prompt": "a", "reference": "1"}\n{oops\n\n'
+        b'{"prompt": "b", "reference": "2", "note": "x"}\n\xff\xfe\n[1]\n'
+    )
+    with pytest.raises(ValueError, match=r"lines.jsonl line 2 is not valid JSON") as info:
+        read_table(path)
+    assert str(info.value).endswith("(2 more bad lines after it)")
+    table = read_table(path, on_bad_row="skip")
+    assert table.skipped_lines == 3  # lines 2, 5 (not UTF-8) and 6 (an array); 3 is blank
+    assert table.rows.column_names == ["prompt", "reference", "note"]  # every row's keys
+    assert [row["note"] for row in table.rows] == [None, "x"]

@@ -137,9 +137,9 @@ def test_the_table_is_large_enough() -> None:
 
 @pytest.mark.parametrize(("response", "reference", "expected"), MATH_CASES)
 def test_math_verdicts(response: str, reference: str, expected: str) -> None:
-    verdict, timed_out = check_response(response, reference, timeout_seconds=5)
-    assert verdict == expected
-    assert not timed_out
+    check = check_response(response, reference, timeout_seconds=5)
+    assert check.verdict == expected
+    assert not check.timed_out and not check.too_costly
 
 
 def test_the_trailing_chatter_table_is_large_enough() -> None:
@@ -150,7 +150,7 @@ def test_the_trailing_chatter_table_is_large_enough() -> None:
 def test_stated_answer_wins_over_later_numbers(
     response: str, reference: str, expected: str
 ) -> None:
-    assert check_response(response, reference, timeout_seconds=5) == (expected, False)
+    assert check_response(response, reference, timeout_seconds=5) == (expected, False, False)
     reward = MathAnswerReward()
     score = float(reward.score([make_sample(response, reference)]).scores[0])
     assert score == (1.0 if expected == "correct" else 0.0)
@@ -285,12 +285,39 @@ def test_hostile_output_with_the_literal_path_is_not_executed() -> None:
     assert marker.exists() == existed
 
 
-def test_pathological_power_tower_times_out_instead_of_hanging() -> None:
+def test_pathological_power_tower_is_refused_at_once() -> None:
     start = time.monotonic()
-    verdict, timed_out = check_response("\\boxed{10^{10^{10^{10}}}}", "1", timeout_seconds=1)
-    assert verdict == "incorrect"
-    assert timed_out
-    assert time.monotonic() - start < 10
+    check = check_response("\\boxed{10^{10^{10^{10}}}}", "1", timeout_seconds=1)
+    assert check == ("incorrect", False, True)  # never handed to math-verify: no timeout
+    assert time.monotonic() - start < 0.5
+
+
+@pytest.mark.parametrize(
+    ("response", "reference"),
+    [
+        ("#### 5", "9" * 5000),  # Python's int parser refuses over 4300 digits
+        ("#### " + "9" * 1001, "9"),
+        ("\\boxed{9^{999999999}}", "9"),  # about 9.5e8 digits
+        ("\\boxed{100000!}", "1"),  # 456,574 digits
+        ("\\boxed{2}", "10**10**10"),
+        ("\\boxed{(10^{10})!}", "1"),
+    ],
+)
+def test_answers_too_costly_to_check_score_incorrect_quickly_and_are_counted(
+    response: str, reference: str
+) -> None:
+    start = time.monotonic()
+    result = MathAnswerReward(max_answer_chars=2000).score([make_sample(response, reference)])
+    assert float(result.scores[0]) == 0.0
+    assert float(result.metrics["too_costly"]) == 1.0 and float(result.metrics["timeouts"]) == 0
+    assert time.monotonic() - start < 0.5
+
+
+@pytest.mark.parametrize(
+    "answer", ["2^{2^{10}}", "e^{x^2}", "20!", "(10^{2})!", "10^{300}", "x^2+y^2", "9" * 1000]
+)
+def test_costly_looking_but_cheap_answers_are_checked(answer: str) -> None:
+    assert not check_response(f"\\boxed{{{answer}}}", "1", max_answer_chars=2000).too_costly
 
 
 def test_off_the_main_thread_auto_uses_a_worker_process() -> None:
@@ -302,7 +329,7 @@ def test_off_the_main_thread_auto_uses_a_worker_process() -> None:
             reward.score(
                 [
                     make_sample("\\boxed{\\frac{1}{2}}", "0.5"),
-                    make_sample("\\boxed{10^{10^{10^{10}}}}", "1"),
+                    make_sample("\\boxed{(x+1)^{3000}}", "1"),  # sympy expands past 1 s
                 ]
             )
         )
