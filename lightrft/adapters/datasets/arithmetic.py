@@ -98,7 +98,7 @@ def arithmetic_problems(
         raise ValueError(f"difficulty must be one of {sorted(_LEVELS)}, got {difficulty}")
     top, makers = _LEVELS[difficulty]
     rng = random.Random(f"arithmetic-{seed}-{difficulty}")
-    rows = []
+    rows: list[dict[str, str]] = []
     while len(rows) < n:
         maker = rng.choice(makers)
         text, answer, solution = maker(rng, rng.choice(_NAMES), rng.choice(_ITEMS), top)
