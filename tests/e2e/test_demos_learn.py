@@ -7,6 +7,7 @@ the seed and the run directory set; the figures are read back from the run's met
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,8 +21,15 @@ pytestmark = pytest.mark.slow
 
 
 def _demo(run_dir: Path, *args: str) -> list[dict[str, float]]:
-    command = [sys.executable, "-m", "lightrft.entrypoints.cli", "demo", *args,
-               f"logging.run_dir={run_dir}", "logging.progress=false"]
+    command = [
+        sys.executable,
+        "-m",
+        "lightrft.entrypoints.cli",
+        "demo",
+        *args,
+        f"logging.run_dir={run_dir}",
+        "logging.progress=false",
+    ]
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
@@ -38,3 +46,40 @@ def test_grpo_demo_learns(tmp_path: Path, seed: int) -> None:
     assert result.gain is not None and result.gain >= 0.35, result
     assert result.best_smooth is not None and result.final_smooth is not None
     assert result.final_smooth >= result.best_smooth - 0.1, result
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ttrl_demo_gains_without_labels(tmp_path: Path, seed: int) -> None:
+    """From the main job's model, the label-free majority-vote reward raises held-out
+    accuracy (measured by the math rule at weight 0, which never reaches the gradient)."""
+    _demo(tmp_path / "demo", f"train.seed={seed}")
+    rows = _demo(
+        tmp_path / "ttrl",
+        "ttrl",
+        f"train.seed={seed}",
+        f"model.path={tmp_path / 'demo' / 'final_model'}",
+    )
+    result = summarize(seed, 0, 0.0, rows, "eval/reward/math/accuracy", "reward/mean")
+    assert result.gain is not None and result.gain > 0, result
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_rlhf_demo_teaches_the_answer_format(tmp_path: Path, seed: int) -> None:
+    """The reward model's preference (``The answer is N.``) becomes the policy's habit on
+    held-out prompts, and the held-out reward-model score rises."""
+    command = [
+        sys.executable,
+        "-m",
+        "lightrft.entrypoints.cli",
+        "demo",
+        "--run-dir",
+        str(tmp_path / "rlhf"),
+        "rlhf",
+        f"train.seed={seed}",
+    ]
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    stage = json.loads((tmp_path / "rlhf" / "summary.json").read_text())["grpo_rm"]["eval"]
+    assert stage["answer_format"]["before"] <= 0.1 and stage["answer_format"]["after"] >= 0.6
+    assert stage["rm"]["after"] > stage["rm"]["before"]
