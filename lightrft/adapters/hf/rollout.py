@@ -39,6 +39,7 @@ from torch import Tensor
 from transformers import DynamicCache, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
+from lightrft.adapters.common.rollout_engine_base import RolloutEngineBase
 from lightrft.adapters.hf.logprobs import position_ids_from_mask, suppress_tokens
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
 from lightrft.adapters.hf.sampling import (
@@ -57,7 +58,7 @@ from lightrft.domain.types import Completion, FinishReason, PromptRecord, Sampli
 SleepMode = Literal["offload", "discard"]
 
 
-class HfRolloutEngine:
+class HfRolloutEngine(RolloutEngineBase):
     """Batched sampling with a KV cache on a causal LM.
 
     Args:
@@ -122,11 +123,6 @@ class HfRolloutEngine:
         self._awake = True
         self.sleeps = 0
         self.weight_loads = 0
-
-    @property
-    def is_awake(self) -> bool:
-        """Whether ``generate`` may be called."""
-        return self._awake
 
     @property
     def module(self) -> PreTrainedModel:

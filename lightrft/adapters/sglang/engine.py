@@ -22,6 +22,7 @@ from typing import Any
 
 import structlog
 
+from lightrft.adapters.common.rollout_engine_base import RolloutEngineBase
 from lightrft.adapters.common.weight_buckets import bucket_weights, rename_weights
 from lightrft.adapters.sglang.translate import generate_request, to_completion
 from lightrft.domain.ports import NamedTensors
@@ -75,7 +76,7 @@ def start_sglang(params: SglangEngineParams, device_type: str) -> Any:
     return sglang.Engine(**params.engine_kwargs())
 
 
-class SglangRolloutEngine:
+class SglangRolloutEngine(RolloutEngineBase):
     """Generation, weight sync and sleep/wake on SGLang (see the module docstring)."""
 
     def __init__(self, params: SglangEngineParams, *, engine: Any = None) -> None:
@@ -84,16 +85,6 @@ class SglangRolloutEngine:
         self._awake = True
         self._late_asleep = False
         self.weight_loads = 0
-
-    @property
-    def is_awake(self) -> bool:
-        """Whether ``generate`` may be called."""
-        return self._awake
-
-    @property
-    def shares_policy_weights(self) -> bool:
-        """Always False: the engine holds its own copy of the weights."""
-        return False
 
     def generate(
         self, prompts: Sequence[PromptRecord], sampling: SamplingParams
