@@ -23,18 +23,8 @@ from typing import Any
 import numpy as np
 from torch import Tensor
 
-from lightrft.adapters.hf.media_builder import (
-    MediaArguments,
-    MediaEncoder,
-    MediaInputs,
-    ProcessedMedia,
-)
-from lightrft.adapters.hf.multimodal_inputs import (
-    MULTIMODAL_INPUTS,
-    MediaRequirements,
-    concat_payload_tensors,
-    model_dtype,
-)
+from lightrft.adapters.hf import media_builder as media
+from lightrft.adapters.hf.multimodal_inputs import MULTIMODAL_INPUTS, MediaRequirements
 from lightrft.domain.modality import Payload
 
 AUDIO_TOKEN = "<|AUDIO|>"
@@ -45,7 +35,7 @@ def audio_tokens(frames: int) -> int:
     return ((frames - 1) // 2 + 1 - 2) // 2 + 1
 
 
-class AudioLanguageEncoder(MediaEncoder):
+class AudioLanguageEncoder(media.MediaEncoder):
     """Expands audio placeholders and extracts features of prompt records (module doc).
 
     ``record.multimodal["audios"]`` holds ``(waveform, sampling_rate)`` pairs (1-D float
@@ -64,7 +54,7 @@ class AudioLanguageEncoder(MediaEncoder):
         """One ``<|AUDIO|>`` per clip; every clip at the feature extractor's rate."""
         return MediaRequirements(audio_placeholder=self._token, audio_sampling_rate=self._rate)
 
-    def process(self, items: list[Any], where: str) -> ProcessedMedia:
+    def process(self, items: list[Any], where: str) -> media.ProcessedMedia:
         """Log-mel features (A, M, F) and frame masks (A, F) of the clips (rates checked)."""
         for i, (_, rate) in enumerate(items):
             if int(rate) != self._rate:
@@ -82,29 +72,24 @@ class AudioLanguageEncoder(MediaEncoder):
         mask: Tensor = out["attention_mask"].long()  # [A, F]
         counts = [audio_tokens(int(n)) for n in mask.sum(-1).tolist()]
         tensors = {"input_features": out["input_features"], "feature_attention_mask": mask}
-        return ProcessedMedia(tensors, counts, sum(counts))
+        return media.ProcessedMedia(tensors, counts, sum(counts))
 
 
-class AudioLanguageInputs(MediaInputs):
+class AudioLanguageInputs(media.MediaInputs):
     """Forward arguments of a Qwen2-Audio model for rows with and without audio."""
 
     token_id_key, noun = "audio_token_id", "audio"
 
     def media_arguments(
         self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload]
-    ) -> MediaArguments | None:
+    ) -> media.MediaArguments | None:
         """Features of all rows in row order (positions stay 1-D)."""
-        features = concat_payload_tensors(payloads, "input_features")  # [A, M, F]
-        if features is None:
+        features = self.payload_tensor(payloads, "input_features", input_ids, features=True)
+        if features is None:  # [A, M, F]
             return None
-        mask = concat_payload_tensors(payloads, "feature_attention_mask")
+        mask = self.payload_tensor(payloads, "feature_attention_mask", input_ids)
         assert mask is not None
-        return MediaArguments(
-            {
-                "input_features": features.to(input_ids.device, model_dtype(self._model)),
-                "feature_attention_mask": mask.to(input_ids.device),
-            }
-        )
+        return media.MediaArguments({"input_features": features, "feature_attention_mask": mask})
 
 
 MULTIMODAL_INPUTS.add("qwen2_audio", AudioLanguageInputs)

@@ -25,15 +25,67 @@ import torch
 from torch import Tensor, nn
 
 from lightrft.adapters.hf.logprobs import position_ids_from_mask
-from lightrft.adapters.hf.multimodal_inputs import (
-    ModelInputs,
-    check_placeholders,
-    checked_media,
-    expand_placeholders,
-    unwrapped,
-)
+from lightrft.adapters.hf.multimodal_inputs import ModelInputs, row_name, unwrapped
 from lightrft.domain.modality import COST_KEY, Payload
 from lightrft.domain.types import PromptRecord
+
+
+def check_placeholders(
+    input_ids: Tensor, payloads: Sequence[Payload], token_id: int, count_key: str, what: str
+) -> None:
+    """Every row holds as many ``token_id`` tokens as its payload's ``count_key`` entries sum
+    to; raises ``ValueError`` naming the first row that does not."""
+    found = (input_ids == token_id).sum(-1).tolist()  # [B]
+    for row, (have, payload) in enumerate(zip(found, payloads, strict=True)):
+        want = sum(payload.get(count_key, ())) if payload else 0
+        if have != want:
+            raise ValueError(
+                f"{row_name(payload, row)}: {have} {what} placeholder tokens but its media "
+                f"need {want}; the prompt's placeholders do not match its media"
+            )
+
+
+def checked_media(record: PromptRecord, key: str, placeholder: int, what: str) -> list[Any]:
+    """The media items ``record.multimodal[key]``, checked to match the prompt's count of
+    ``placeholder`` tokens; raises ``ValueError`` naming the record's row otherwise."""
+    items = list(record.multimodal.get(key, ()))
+    pads = record.prompt_token_ids.count(placeholder)
+    if pads != len(items):
+        where = record.metadata.get("where", record.uid)
+        raise ValueError(
+            f"{where}: the prompt holds {pads} {what} placeholder token(s) (id {placeholder}) "
+            f"but multimodal[{key!r}] has {len(items)} item(s); expected one placeholder per item"
+        )
+    return items
+
+
+def expand_placeholders(
+    ids: Sequence[int], placeholder: int, counts: Sequence[int]
+) -> tuple[int, ...]:
+    """``ids`` with the i-th ``placeholder`` repeated ``counts[i]`` times."""
+    out: list[int] = []
+    item = 0
+    for token in ids:
+        if token == placeholder:
+            out.extend([placeholder] * counts[item])
+            item += 1
+        else:
+            out.append(token)
+    return tuple(out)
+
+
+def concat_payload_tensors(payloads: Sequence[Payload], key: str) -> Tensor | None:
+    """``payload[key]`` of every row that has it, concatenated along dim 0 (or ``None``)."""
+    parts = [p[key] for p in payloads if p and key in p]
+    return torch.cat(parts) if parts else None
+
+
+def model_dtype(model: nn.Module) -> torch.dtype:
+    """The floating dtype of ``model``'s parameters (media features are cast to it)."""
+    for param in model.parameters():
+        if param.is_floating_point():
+            return param.dtype
+    return torch.float32
 
 
 @dataclass(frozen=True)
@@ -106,6 +158,18 @@ class MediaInputs(ABC):
     def suppressed_token_ids(self) -> Tensor:
         """The media placeholder ids (never generated)."""
         return self._suppressed
+
+    def payload_tensor(
+        self, payloads: Sequence[Payload], key: str, input_ids: Tensor, *, features: bool = False
+    ) -> Tensor | None:
+        """``payload[key]`` of the rows that have it, concatenated along dim 0 on the device of
+        ``input_ids`` (media ``features`` cast to the model's floating dtype); None if none."""
+        tensor = concat_payload_tensors(payloads, key)
+        if tensor is None:
+            return None
+        if features:
+            return tensor.to(input_ids.device, model_dtype(self._model))
+        return tensor.to(input_ids.device)
 
     @abstractmethod
     def media_arguments(

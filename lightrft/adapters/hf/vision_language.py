@@ -25,25 +25,15 @@ from typing import Any
 
 from torch import Tensor, nn
 
+from lightrft.adapters.hf import media_builder as media
 from lightrft.adapters.hf.lora import LoraParams
-from lightrft.adapters.hf.media_builder import (
-    MediaArguments,
-    MediaEncoder,
-    MediaInputs,
-    ProcessedMedia,
-)
-from lightrft.adapters.hf.multimodal_inputs import (
-    MULTIMODAL_INPUTS,
-    MediaRequirements,
-    concat_payload_tensors,
-    model_dtype,
-)
+from lightrft.adapters.hf.multimodal_inputs import MULTIMODAL_INPUTS, MediaRequirements
 from lightrft.domain.modality import Payload
 
 IMAGE_PAD = "<|image_pad|>"
 
 
-class VisionLanguageEncoder(MediaEncoder):
+class VisionLanguageEncoder(media.MediaEncoder):
     """Expands image pads and processes images of prompt records (see the module doc).
 
     Args:
@@ -64,16 +54,16 @@ class VisionLanguageEncoder(MediaEncoder):
         """One ``<|image_pad|>`` per image (before expansion)."""
         return MediaRequirements(image_placeholder=self._token)
 
-    def process(self, items: list[Any], where: str) -> ProcessedMedia:
+    def process(self, items: list[Any], where: str) -> media.ProcessedMedia:
         """``pixel_values`` (N, D) and ``image_grid_thw`` (I, 3); merged patches per image."""
         out = self._processor(images=items, return_tensors="pt")
         grid: Tensor = out["image_grid_thw"].long()  # [I, 3]
         counts = (grid.prod(-1) // self._merge**2).tolist()  # merged tokens per image
         tensors = {"pixel_values": out["pixel_values"], "image_grid_thw": grid}
-        return ProcessedMedia(tensors, counts, int(grid.prod(-1).sum()))
+        return media.ProcessedMedia(tensors, counts, int(grid.prod(-1).sum()))
 
 
-class VisionLanguageInputs(MediaInputs):
+class VisionLanguageInputs(media.MediaInputs):
     """Forward arguments of a Qwen2-VL / Qwen2.5-VL model for rows with and without images."""
 
     token_id_key, noun = "image_token_id", "image"
@@ -84,14 +74,13 @@ class VisionLanguageInputs(MediaInputs):
 
     def media_arguments(
         self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload]
-    ) -> MediaArguments | None:
+    ) -> media.MediaArguments | None:
         """Pixels of all rows in row order, image token types and M-RoPE positions."""
-        pixels = concat_payload_tensors(payloads, "pixel_values")  # [N, D]
-        if pixels is None:
+        pixels = self.payload_tensor(payloads, "pixel_values", input_ids, features=True)
+        if pixels is None:  # [N, D]
             return None
-        grid = concat_payload_tensors(payloads, "image_grid_thw")
+        grid = self.payload_tensor(payloads, "image_grid_thw", input_ids)
         assert grid is not None
-        grid = grid.to(input_ids.device)
         token_types = (input_ids == self._token_id).int()  # [B, T]
         positions, offsets = self._model.model.get_rope_index(
             input_ids=input_ids,
@@ -101,11 +90,11 @@ class VisionLanguageInputs(MediaInputs):
         )  # [3, B, T], [B, 1]
         kwargs = {
             "position_ids": positions,
-            "pixel_values": pixels.to(input_ids.device, model_dtype(self._model)),
+            "pixel_values": pixels,
             "image_grid_thw": grid,
             "mm_token_type_ids": token_types,
         }
-        return MediaArguments(kwargs, offsets.to(input_ids.device).long())
+        return media.MediaArguments(kwargs, offsets.to(input_ids.device).long())
 
 
 for _family in ("qwen2_vl", "qwen2_5_vl"):
