@@ -134,14 +134,9 @@ class HfRolloutEngine(RolloutEngineBase):
         """Whether the engine runs the policy's own module (no copy of the weights)."""
         return self._shared
 
-    def generate(
+    def _generate(
         self, prompts: Sequence[PromptRecord], sampling: SamplingParams
     ) -> list[Completion]:
-        """``sampling.n`` completions per prompt; prompt i owns rows [i*n, (i+1)*n)."""
-        if not self._awake:
-            raise RuntimeError("the rollout engine is asleep; call wake_up() first")
-        if not prompts:
-            return []
         missing = self._weights.missing
         if missing:
             raise RuntimeError(

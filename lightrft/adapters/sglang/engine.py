@@ -86,14 +86,9 @@ class SglangRolloutEngine(RolloutEngineBase):
         self._late_asleep = False
         self.weight_loads = 0
 
-    def generate(
+    def _generate(
         self, prompts: Sequence[PromptRecord], sampling: SamplingParams
     ) -> list[Completion]:
-        """``sampling.n`` completions per prompt; prompt i owns rows [i*n, (i+1)*n)."""
-        if not self._awake:
-            raise RuntimeError("the rollout engine is asleep; call wake_up() first")
-        if not prompts:
-            return []
         if self._late_asleep:
             self._engine.resume_memory_occupation(tags=_LATE_TAGS)
             self._late_asleep = False
@@ -103,8 +98,7 @@ class SglangRolloutEngine(RolloutEngineBase):
 
     def load_weights(self, weights: NamedTensors) -> None:
         """Updates the engine's weights in layer-preserving buckets, then flushes the cache."""
-        if not self._awake:
-            raise RuntimeError("the rollout engine is asleep; call wake_up() before load_weights()")
+        self._require_awake("load_weights")
         start = time.perf_counter()
         named = rename_weights(
             ((n, t.detach()) for n, t in weights), strip_prefixes=self._params.strip_prefixes

@@ -144,8 +144,7 @@ class VllmRolloutEngine(RolloutEngineBase):
     ) -> list[Completion]:
         """``sampling.n`` completions per prompt; prompt i owns rows [i*n, (i+1)*n)."""
         llm = self._open_llm()
-        if not self._awake:
-            raise RuntimeError("the rollout engine is asleep; call wake_up() first")
+        self._require_awake()
         if self._needs_weights:
             raise RuntimeError(
                 "the engine holds no weights (dropped by a level-2 sleep, or an FP8 engine "
@@ -179,8 +178,7 @@ class VllmRolloutEngine(RolloutEngineBase):
     def load_weights(self, weights: NamedTensors) -> None:
         """Reloads the engine's weights from ``weights`` (base-model names), in buckets."""
         llm = self._open_llm()
-        if not self._awake:
-            raise RuntimeError("the rollout engine is asleep; call wake_up() before load_weights()")
+        self._require_awake("load_weights")
         start = time.perf_counter()
         named = rename_weights(
             ((name, tensor.detach()) for name, tensor in weights),
