@@ -70,7 +70,7 @@ class FakeRuleReward:
         """Nothing to release."""
 
 
-class FakeModelReward(RecordedPlacement):
+class FakeModelReward(RecordedPlacement, FakeRuleReward):
     """The task's rule behind a "reward model" that must be on the device to score.
 
     Starts offloaded unless ``loaded=True``; ``score`` while offloaded raises
@@ -78,23 +78,11 @@ class FakeModelReward(RecordedPlacement):
     """
 
     def __init__(self, name: str = "model", *, loaded: bool = False) -> None:
-        self._name = name
+        super().__init__(name)
         self.is_loaded = loaded
-        self.score_calls = 0
-        self.scored = 0
-
-    @property
-    def name(self) -> str:
-        """Metric prefix and composite-weight key."""
-        return self._name
 
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) in {0, 1} plus ``accuracy``; only while loaded."""
         if not self.is_loaded:
             raise RuntimeError(f"reward model {self._name!r} scored while offloaded; onload first")
-        self.score_calls += 1
-        self.scored += len(samples)
-        return _result(samples)
-
-    def close(self) -> None:
-        """Nothing to release."""
+        return super().score(samples)
