@@ -10,15 +10,14 @@ from torch import nn
 from transformers import PreTrainedModel
 from typing_extensions import Unpack
 
+from lightrft.adapters.common.host_offload import HostOffload
 from lightrft.adapters.hf.response_forward import ForwardOptions, ResponseForward
 from lightrft.adapters.hf.weights import frozen_on
 from lightrft.domain.ports import PolicyOutput
 from lightrft.domain.types import SequenceBatch
 
-HOST = torch.device("cpu")
 
-
-class HfReferenceModel:
+class HfReferenceModel(HostOffload):
     """A frozen copy of the initial policy for the KL term.
 
     The weights never require grad, the module stays in eval mode and :meth:`forward` runs
@@ -38,20 +37,12 @@ class HfReferenceModel:
         self._forward = ResponseForward(model, **forward)
         frozen_on(model, device)
         self._model: nn.Module = model
-        self._device = device
-        self._offloaded = False
-        self.offloads = 0
-        self.onloads = 0
+        self._placed, self._device = model, device
 
     @property
     def module(self) -> nn.Module:
         """The frozen model."""
         return self._model
-
-    @property
-    def is_offloaded(self) -> bool:
-        """Whether the weights sit in host memory."""
-        return self._offloaded
 
     def forward(
         self, batch: SequenceBatch, *, temperature: float = 1.0, with_entropy: bool = False
@@ -63,15 +54,3 @@ class HfReferenceModel:
             return self._forward.logprobs(
                 self._model, batch, temperature=temperature, with_entropy=with_entropy
             )
-
-    def offload(self) -> None:
-        """Moves the weights to host memory."""
-        self._model.to(HOST)
-        self._offloaded = True
-        self.offloads += 1
-
-    def onload(self) -> None:
-        """Moves the weights back to the device."""
-        self._model.to(self._device)
-        self._offloaded = False
-        self.onloads += 1

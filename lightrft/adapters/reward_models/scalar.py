@@ -17,6 +17,7 @@ import structlog
 import torch
 from torch import Tensor, nn
 
+from lightrft.adapters.common.host_offload import HostOffload
 from lightrft.adapters.reward_models.card import RewardModelCard, ScoreNormalization
 from lightrft.adapters.reward_models.encoding import PaddingSide, encode_pairs
 from lightrft.adapters.reward_models.loading import (
@@ -29,10 +30,9 @@ from lightrft.adapters.reward_models.scalar_net import ScalarRewardNet
 from lightrft.domain.types import RewardResult, RewardSample
 
 log = structlog.get_logger(__name__)
-HOST = torch.device("cpu")
 
 
-class HfScalarRewardModel:
+class HfScalarRewardModel(HostOffload):
     """Scores (B,) from a sequence-classification model with one output.
 
     Args:
@@ -76,9 +76,7 @@ class HfScalarRewardModel:
         self._normalize = normalize
         self._micro_batch_size = micro_batch_size
         self._padding_side = padding_side
-        self._offloaded = False
-        self.onloads = 0
-        self.offloads = 0
+        self._placed = self.net
         self.net.to(device)
 
     @classmethod
@@ -151,25 +149,16 @@ class HfScalarRewardModel:
 
     def onload(self) -> None:
         """Moves the weights to the device."""
-        self.net.to(self._device)
-        self._offloaded = False
-        self.onloads += 1
+        super().onload()
         log.debug("reward_model.onload", name=self._name)
 
     def offload(self) -> None:
         """Moves the weights to host memory."""
-        self.net.to(HOST)
-        self._offloaded = True
-        self.offloads += 1
+        super().offload()
         log.debug("reward_model.offload", name=self._name)
 
     def close(self) -> None:
         """Nothing to release (the weights go with the object)."""
-
-    @property
-    def is_offloaded(self) -> bool:
-        """Whether the weights sit in host memory."""
-        return self._offloaded
 
     # -- scoring and training ---------------------------------------------------------
 
