@@ -51,14 +51,19 @@ class HfEngineConfig(ComponentSection):
             )
 
 
-@register_config(ENGINE_CONFIGS, "vllm")
-class VllmEngineConfig(ComponentSection):
-    """vLLM in the training process (one engine per rank); see docs/engines.md."""
+class OwnWeightsEngineConfig(ComponentSection):
+    """Options of the engines that load their own copy of the model (vLLM, SGLang)."""
 
-    type: Literal["vllm"] = "vllm"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="Engine dtype; auto: the model's training dtype (model.dtype)."
     )
+
+
+@register_config(ENGINE_CONFIGS, "vllm")
+class VllmEngineConfig(OwnWeightsEngineConfig):
+    """vLLM in the training process (one engine per rank); see docs/engines.md."""
+
+    type: Literal["vllm"] = "vllm"
     memory_fraction: float = Field(
         0.3,
         gt=0,
@@ -98,13 +103,10 @@ class VllmEngineConfig(ComponentSection):
 
 
 @register_config(ENGINE_CONFIGS, "sglang")
-class SglangEngineConfig(ComponentSection):
+class SglangEngineConfig(OwnWeightsEngineConfig):
     """SGLang in the training process (GPU-only, unverified: see docs/engines.md)."""
 
     type: Literal["sglang"] = "sglang"
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
-        "auto", description="Engine dtype; auto: the model's training dtype (model.dtype)."
-    )
     memory_fraction: float = Field(
         0.5, gt=0, le=1, description="SGLang mem_fraction_static (weights + KV cache)."
     )
