@@ -17,15 +17,15 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lightrft.adapters.common.lr_schedule import checked_lr_scale
 from lightrft.adapters.common.lr_schedule import lr_multiplier as lr_factor
+from lightrft.adapters.common.strategy_parts import LrScaled
 from lightrft.adapters.fakes.fake_model import RecordedPlacement
 from lightrft.domain.types import OptimizerParams, StepResult
 
 NON_FINITE_REASON = "non-finite gradient norm"
 
 
-class FakeStrategy(RecordedPlacement):
+class FakeStrategy(LrScaled, RecordedPlacement):
     """Trains one module on one device.
 
     Records ``backward_calls``, ``steps`` (applied), ``skipped_steps``, ``step_results``,
@@ -65,10 +65,6 @@ class FakeStrategy(RecordedPlacement):
     def current_lr(self) -> float:
         """Learning rate of the next optimizer step."""
         return self.params.lr * lr_factor(self._schedule_step, self.params) * self._lr_scale
-
-    def set_lr_scale(self, scale: float) -> None:
-        """Multiplies the scheduled rate of every later step by ``scale``."""
-        self._lr_scale = checked_lr_scale(scale)
 
     def prepare(self, module: nn.Module) -> None:
         """Moves ``module`` to the device and builds AdamW over its trainable parameters."""
