@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import structlog
 import torch
 from torch import Tensor, nn
+from typing_extensions import Unpack
 
 from lightrft.adapters.common.host_offload import HostOffload
 from lightrft.adapters.reward_models.card import RewardModelCard, ScoreNormalization
@@ -32,6 +33,16 @@ from lightrft.domain.types import RewardResult, RewardSample
 log = structlog.get_logger(__name__)
 
 
+class ScoringOptions(TypedDict, total=False):
+    """How :class:`HfScalarRewardModel` scores; the same keywords for its constructor and
+    :meth:`HfScalarRewardModel.from_pretrained` (defaults in the class docstring)."""
+
+    name: str
+    normalize: bool
+    micro_batch_size: int
+    padding_side: PaddingSide
+
+
 class HfScalarRewardModel(HostOffload):
     """Scores (B,) from a sequence-classification model with one output.
 
@@ -39,12 +50,12 @@ class HfScalarRewardModel(HostOffload):
         classifier: the HF model (``loading.load_reward_classifier``).
         tokenizer: its tokenizer (needs a pad token).
         device: where the weights live while onloaded.
-        name: the reward source's name (metrics, weights).
         card: pair encoding and saved normalization.
-        normalize: divide by the card's normalization (an error if it has none).
-        micro_batch_size: rows per forward pass when scoring.
-        padding_side: how scoring batches are padded (scores do not depend on it).
         lora: add fresh LoRA adapters to the backbone (training only).
+        name: the reward source's name (metrics, weights); default "reward_model".
+        normalize: divide by the card's normalization (an error if it has none); default off.
+        micro_batch_size: rows per forward pass when scoring; default 16.
+        padding_side: how scoring batches are padded (scores do not depend on it); "right".
     """
 
     def __init__(
@@ -53,13 +64,13 @@ class HfScalarRewardModel(HostOffload):
         tokenizer: Any,
         device: torch.device,
         *,
-        name: str = "reward_model",
         card: RewardModelCard | None = None,
-        normalize: bool = False,
-        micro_batch_size: int = 16,
-        padding_side: PaddingSide = "right",
         lora: RewardLoraParams | None = None,
+        **scoring: Unpack[ScoringOptions],
     ) -> None:
+        name = scoring.get("name", "reward_model")
+        normalize = scoring.get("normalize", False)
+        micro_batch_size = scoring.get("micro_batch_size", 16)
         if micro_batch_size < 1:
             raise ValueError(f"micro_batch_size must be >= 1, got {micro_batch_size}")
         self.card = card or RewardModelCard()
@@ -75,7 +86,7 @@ class HfScalarRewardModel(HostOffload):
         self._device = device
         self._normalize = normalize
         self._micro_batch_size = micro_batch_size
-        self._padding_side = padding_side
+        self._padding_side = scoring.get("padding_side", "right")
         self._placed = self.net
         self.net.to(device)
 
@@ -88,7 +99,7 @@ class HfScalarRewardModel(HostOffload):
         dtype: str = "float32",
         trust_remote_code: bool = False,
         init_seed: int = 0,
-        **kwargs: Any,
+        **scoring: Unpack[ScoringOptions],
     ) -> HfScalarRewardModel:
         """Loads a reward model directory (its card included); weights frozen, eval mode.
 
@@ -105,7 +116,7 @@ class HfScalarRewardModel(HostOffload):
         )
         classifier.requires_grad_(False)
         classifier.eval()
-        return cls(classifier, tokenizer, device, card=load_card(path), **kwargs)
+        return cls(classifier, tokenizer, device, card=load_card(path), **scoring)
 
     # -- RewardSource -------------------------------------------------------------------
 
