@@ -3,12 +3,13 @@
 ``is_awake`` is True from construction until the engine's ``sleep`` (its ``wake_up`` sets it
 again: the engines set ``_awake``); ``shares_policy_weights`` is False, the engine holding
 its own copy of the weights, unless an engine that can run the policy's module says so.
-:meth:`RolloutEngineBase.generate` refuses a sleeping engine and answers no prompts with no
-completions before an engine's own ``_generate`` runs.
+:class:`GuardedGenerate` adds the ``generate`` that refuses a sleeping engine and answers no
+prompts with no completions before the engine's own ``_generate`` runs (HF, SGLang).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
@@ -24,6 +25,21 @@ class RolloutEngineBase:
         """Whether ``generate`` may be called."""
         return self._awake
 
+    @property
+    def shares_policy_weights(self) -> bool:
+        """Whether the engine runs the policy's own module (default: it holds a copy)."""
+        return False
+
+    def _require_awake(self, call: str = "") -> None:
+        """Raises ``RuntimeError`` while asleep (``call``: the method the caller is about to run)."""
+        if not self._awake:
+            before = f"before {call}()" if call else "first"
+            raise RuntimeError(f"the rollout engine is asleep; call wake_up() {before}")
+
+
+class GuardedGenerate(RolloutEngineBase, ABC):
+    """An engine whose ``generate`` checks the common preconditions, then runs ``_generate``."""
+
     def generate(
         self, prompts: Sequence[PromptRecord], sampling: SamplingParams
     ) -> list[Completion]:
@@ -33,19 +49,8 @@ class RolloutEngineBase:
             return []
         return self._generate(prompts, sampling)
 
+    @abstractmethod
     def _generate(
         self, prompts: Sequence[PromptRecord], sampling: SamplingParams
     ) -> list[Completion]:
-        """The engine's generation for an awake engine and at least one prompt."""
-        raise NotImplementedError(f"{type(self).__name__} generates in generate() itself")
-
-    def _require_awake(self, call: str = "") -> None:
-        """Raises ``RuntimeError`` while asleep (``call``: the method the caller is about to run)."""
-        if not self._awake:
-            before = f"before {call}()" if call else "first"
-            raise RuntimeError(f"the rollout engine is asleep; call wake_up() {before}")
-
-    @property
-    def shares_policy_weights(self) -> bool:
-        """Whether the engine runs the policy's own module (default: it holds a copy)."""
-        return False
+        """The engine's generation, for an awake engine and at least one prompt."""

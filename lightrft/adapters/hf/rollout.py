@@ -39,7 +39,7 @@ from torch import Tensor
 from transformers import DynamicCache, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from lightrft.adapters.common.rollout_engine_base import RolloutEngineBase
+from lightrft.adapters.common.rollout_engine_base import GuardedGenerate
 from lightrft.adapters.hf.logprobs import position_ids_from_mask, suppress_tokens
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
 from lightrft.adapters.hf.sampling import (
@@ -58,7 +58,7 @@ from lightrft.domain.types import Completion, FinishReason, PromptRecord, Sampli
 SleepMode = Literal["offload", "discard"]
 
 
-class HfRolloutEngine(RolloutEngineBase):
+class HfRolloutEngine(GuardedGenerate):
     """Batched sampling with a KV cache on a causal LM.
 
     Args:

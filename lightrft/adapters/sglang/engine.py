@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from lightrft.adapters.common.rollout_engine_base import RolloutEngineBase
+from lightrft.adapters.common.rollout_engine_base import GuardedGenerate
 from lightrft.adapters.common.weight_buckets import bucket_weights, rename_weights
 from lightrft.adapters.sglang.translate import generate_request, to_completion
 from lightrft.domain.ports import NamedTensors
@@ -76,7 +76,7 @@ def start_sglang(params: SglangEngineParams, device_type: str) -> Any:
     return sglang.Engine(**params.engine_kwargs())
 
 
-class SglangRolloutEngine(RolloutEngineBase):
+class SglangRolloutEngine(GuardedGenerate):
     """Generation, weight sync and sleep/wake on SGLang (see the module docstring)."""
 
     def __init__(self, params: SglangEngineParams, *, engine: Any = None) -> None:
