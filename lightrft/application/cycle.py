@@ -16,6 +16,7 @@ import structlog
 import torch
 
 from lightrft.application.checkpoint_resume import load_newest_intact
+from lightrft.application.collapse_rollback import CollapseGuard
 from lightrft.application.data_schedule import balanced_prompt_indices, prompt_indices
 from lightrft.application.evaluator import Evaluator
 from lightrft.application.experience_maker import ExperienceBatch, ExperienceMaker
@@ -139,7 +140,7 @@ class ColocatedRLCycle:
         self.stopped_early = False  # run() ended because should_stop() said so
         strategies = [x for x in (c.policy_strategy, c.critic_strategy) if x is not None]
         self.health = HealthWatch(
-            s.health, strategies, c.collective, self.phases, by_eval=self._evaluating
+            CollapseGuard(s.health, strategies, c.collective, self.phases, by_eval=self._evaluating)
         )
         a = s.algorithm
         self.state = CycleState(

@@ -8,15 +8,12 @@ firing) and runs ``train.on_collapse`` (:mod:`collapse_rollback`). See docs/heal
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
 
 from lightrft.application.collapse_rollback import CollapseGuard, CollapseOutcome
-from lightrft.application.params import HealthParams
-from lightrft.application.phases import PhaseSwitcher
-from lightrft.domain.ports import Collective, Strategy
 from lightrft.domain.training_health import HealthMonitor
 
 log = structlog.get_logger(__name__)
@@ -25,18 +22,10 @@ log = structlog.get_logger(__name__)
 class HealthWatch:
     """The monitor plus the collapse guard; part of the cycle's checkpointed state."""
 
-    def __init__(
-        self,
-        params: HealthParams,
-        strategies: Sequence[Strategy],
-        collective: Collective,
-        phases: PhaseSwitcher,
-        *,
-        by_eval: bool,
-    ) -> None:
-        self.monitor = HealthMonitor(params.thresholds)
-        self.guard = CollapseGuard(params, strategies, collective, phases, by_eval=by_eval)
-        self.rank = collective.rank
+    def __init__(self, guard: CollapseGuard) -> None:
+        self.monitor = HealthMonitor(guard.params.thresholds)
+        self.guard = guard
+        self.rank = guard.collective.rank
 
     def before_update(self, step: int, metrics: Mapping[str, float]) -> None:
         """Offers the state that generated step ``step``'s rollouts as the best (rollback

@@ -15,16 +15,15 @@ and the distribution of margins r_c - r_r.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 import torch
 from torch import Tensor
 
-from lightrft.application.step_checkpoints import StepCheckpoints
+from lightrft.application.step_trainer import StepTrainer
 from lightrft.domain.checks import check_non_negative, check_positive
 from lightrft.domain.ports import (
     CheckpointStore,
@@ -158,8 +157,10 @@ def _inference(model: TrainableRewardModel) -> Iterator[None]:
         module.train(was_training)
 
 
-class RewardModelTrainer:
+class RewardModelTrainer(StepTrainer):
     """Trains ``model`` with ``strategy`` (already ``prepare``d on ``model.module``)."""
+
+    checkpoint_name = "rm"
 
     def __init__(
         self,
@@ -184,29 +185,26 @@ class RewardModelTrainer:
         self.train_pairs, self.eval_pairs = train_pairs, eval_pairs
         self.collective, self.checkpoints, self.tracker = collective, checkpoints, tracker
         self.steps_per_epoch = len(train_pairs) // params.batch_size
-        self.total_steps = params.total_steps or params.epochs * self.steps_per_epoch
         self.step = 0
         self.history: list[dict[str, float]] = []
 
     # -- the loop ---------------------------------------------------------------------
 
-    def run(self, *, resume: bool = True) -> list[dict[str, float]]:
-        """Trains to ``total_steps`` (continuing from the latest checkpoint if asked)."""
-        if resume:
-            self.resume()
-        p = self.params
-        while self.step < self.total_steps:
-            metrics = self.train_step()
-            last = self.step == self.total_steps
-            saving = p.checkpoint_every is not None and self.checkpoints is not None
-            if saving and (self.step % p.checkpoint_every == 0 or last):  # type: ignore[operator]
-                self.save_checkpoint()
-            if self.eval_pairs and ((p.eval_every and self.step % p.eval_every == 0) or last):
-                metrics.update(self.evaluate(self.eval_pairs).metrics())
-            self.history.append(metrics)
-            if self.tracker is not None and self._rank == 0:
-                self.tracker.log_metrics(metrics, self.step)
-        return self.history
+    @property
+    def total_steps(self) -> int:
+        """``params.total_steps`` or every step of every epoch."""
+        return self.params.total_steps or self.params.epochs * self.steps_per_epoch
+
+    @property
+    def checkpoint_every(self) -> int | None:
+        return self.params.checkpoint_every
+
+    def evaluation_due(self, last: bool) -> bool:
+        every = self.params.eval_every
+        return bool(self.eval_pairs) and (bool(every and self.step % every == 0) or last)
+
+    def evaluation_metrics(self) -> dict[str, float]:
+        return self.evaluate(self.eval_pairs).metrics()
 
     def batch_indices(self, step: int) -> list[int]:
         """Indices of the pairs of ``step`` on all ranks (see the module docstring)."""
@@ -219,7 +217,7 @@ class RewardModelTrainer:
     def train_step(self) -> dict[str, float]:
         """One optimizer step on the next batch; returns its metrics."""
         world = self.collective.world_size if self.collective is not None else 1
-        indices = self.batch_indices(self.step)[self._rank :: world]
+        indices = self.batch_indices(self.step)[self.rank :: world]
         pairs = [self.train_pairs[i] for i in indices]
         self.model.module.train()
         loss_sum = correct = 0.0
@@ -262,37 +260,7 @@ class RewardModelTrainer:
         """Moments of the raw scores of every response of ``pairs`` (see :func:`score_moments`)."""
         return score_moments(self.model, pairs, self.params.micro_batch_size)
 
-    # -- checkpoints ------------------------------------------------------------------
-
-    @property
-    def _checkpoints(self) -> StepCheckpoints:
-        """Checkpoints through ``self.checkpoints`` (read at each use: it may be replaced)."""
-        return StepCheckpoints("rm", self.strategy, self.checkpoints, self.collective)
-
-    def state_dict(self) -> dict[str, Any]:
-        """Step, strategy state (weights, optimizer, schedule) and the torch RNG."""
-        return self._checkpoints.state_dict(self.step)
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restores :meth:`state_dict`."""
-        self.step = self._checkpoints.load_state_dict(state)
-
-    def save_checkpoint(self) -> None:
-        """Saves the state at the current step through the store."""
-        self._checkpoints.save(self.step)
-
-    def resume(self) -> bool:
-        """Loads the newest intact checkpoint, if any; returns whether it did."""
-        step = self._checkpoints.resume()
-        if step is not None:
-            self.step = step
-        return step is not None
-
     # -- ranks ------------------------------------------------------------------------
-
-    @property
-    def _rank(self) -> int:
-        return self.collective.rank if self.collective is not None else 0
 
     def _sum_over_ranks(self, values: list[float]) -> list[float]:
         if self.collective is None or self.collective.world_size == 1:

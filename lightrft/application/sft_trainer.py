@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 import torch
 from torch import Tensor
 
 from lightrft.application.batching import split_by_count, split_by_token_budget
-from lightrft.application.step_checkpoints import StepCheckpoints
+from lightrft.application.step_trainer import StepTrainer
 from lightrft.domain.ports import CheckpointStore, Collective, Policy, Strategy, Tracker
 from lightrft.domain.sft import SftExample, masked_nll_sum, sft_batch
 
@@ -66,8 +65,10 @@ class _OneRank:
         return tensor.clone()
 
 
-class SftTrainer:
+class SftTrainer(StepTrainer):
     """Trains ``policy`` (through its prepared ``strategy``) on ``train_data``."""
+
+    checkpoint_name = "sft"
 
     def __init__(
         self,
@@ -117,32 +118,27 @@ class SftTrainer:
 
     # -- training ---------------------------------------------------------------------
 
-    def run(self, *, resume: bool = True, max_steps: int | None = None) -> list[dict[str, float]]:
-        """Trains to ``total_steps`` (or ``max_steps`` more); returns the metric history."""
-        if resume:
-            self.resume()
-        evaluating = self.eval_data is not None and self.params.eval_every is not None
-        if evaluating and self.step == 0:
+    def before_first_step(self) -> None:
+        if self._evaluating:
             self.initial_eval = self.evaluate()
-            self._log(self.initial_eval, 0)
-        end = (
-            self.total_steps if max_steps is None else min(self.total_steps, self.step + max_steps)
-        )
-        every_ckpt, every_eval = self.params.checkpoint_every, self.params.eval_every
-        while self.step < end:
-            metrics = self.train_step()
-            last = self.step == self.total_steps
-            if (
-                self.checkpoints is not None
-                and every_ckpt
-                and (self.step % every_ckpt == 0 or last)
-            ):
-                self.save_checkpoint()
-            if evaluating and every_eval and (self.step % every_eval == 0 or last):
-                metrics.update(self.evaluate())
-            self._log(metrics, self.step)
-            self.history.append(metrics)
-        return self.history
+            self.log(self.initial_eval, 0)
+
+    @property
+    def _evaluating(self) -> bool:
+        return self.eval_data is not None and self.params.eval_every is not None
+
+    @property
+    def checkpoint_every(self) -> int | None:
+        return self.params.checkpoint_every
+
+    def evaluation_due(self, last: bool) -> bool:
+        every = self.params.eval_every
+        if self.eval_data is None or not every:
+            return False
+        return self.step % every == 0 or last
+
+    def evaluation_metrics(self) -> dict[str, float]:
+        return self.evaluate()
 
     def train_step(self) -> dict[str, float]:
         """One optimizer step; returns its metrics and advances :attr:`step`."""
@@ -205,33 +201,3 @@ class SftTrainer:
         totals = self.collective.all_reduce_sum(torch.tensor([nll, tokens], dtype=torch.float64))
         loss = float(totals[0] / totals[1])
         return {"eval/loss": loss, "eval/perplexity": math.exp(min(loss, 50.0))}
-
-    # -- checkpoints ------------------------------------------------------------------
-
-    @property
-    def _checkpoints(self) -> StepCheckpoints:
-        """Checkpoints through ``self.checkpoints`` (read at each use: it may be replaced)."""
-        return StepCheckpoints("sft", self.strategy, self.checkpoints, self.collective)
-
-    def state_dict(self) -> dict[str, Any]:
-        """Step, strategy (weights, optimizer, schedule) and torch RNG state."""
-        return self._checkpoints.state_dict(self.step)
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restores :meth:`state_dict`."""
-        self.step = self._checkpoints.load_state_dict(state)
-
-    def save_checkpoint(self) -> None:
-        """Saves the state at the current step through the store."""
-        self._checkpoints.save(self.step)
-
-    def resume(self) -> bool:
-        """Loads the newest intact checkpoint if there is one; returns whether it did."""
-        step = self._checkpoints.resume()
-        if step is not None:
-            self.step = step
-        return step is not None
-
-    def _log(self, metrics: Mapping[str, float], step: int) -> None:
-        if self.tracker is not None and self.collective.rank == 0:
-            self.tracker.log_metrics(dict(metrics), step)

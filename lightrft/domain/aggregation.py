@@ -23,7 +23,7 @@ from typing import Literal, get_args
 import torch
 from torch import Tensor
 
-from lightrft.domain.checks import check_mask, check_positive, check_same_shape, check_shape
+from lightrft.domain.checks import check_positive, check_shape, check_token_tensor
 from lightrft.domain.reduce import AllReduceSum, local_sum
 from lightrft.domain.registry import Registry
 
@@ -113,9 +113,7 @@ def aggregate(
     ``response_mask`` (B, R) is 1 where a token counts; padding never contributes, even if
     ``loss`` holds NaN there. Without a ``normalizer`` the local batch is the global batch.
     """
-    check_shape("loss", loss, (None, None))
-    check_same_shape("loss", loss, response_mask=response_mask)
-    check_mask("response_mask", response_mask)
+    check_token_tensor("loss", loss, response_mask)
     aggregator = AGGREGATIONS.get(mode)
     if normalizer is None:
         normalizer = LossNormalizer.from_mask(response_mask)

@@ -39,6 +39,16 @@ def check_same_shape(reference_name: str, reference: Tensor, **others: Tensor | 
             )
 
 
+def check_token_tensor(
+    name: str, tensor: Tensor, response_mask: Tensor, **others: Tensor | None
+) -> None:
+    """A per-token tensor: ``tensor`` is (B, T), ``others`` (then ``response_mask``) have its
+    shape, and ``response_mask`` is a mask selecting at least one token."""
+    check_shape(name, tensor, (None, None))
+    check_same_shape(name, tensor, **others, response_mask=response_mask)
+    check_mask("response_mask", response_mask)
+
+
 def check_finite(name: str, tensor: Tensor) -> None:
     """Refuses NaN and +-inf values, naming the first bad position."""
     bad = ~torch.isfinite(tensor)

@@ -31,13 +31,7 @@ import torch
 from torch import Tensor
 
 from lightrft.domain.aggregation import LossNormalizer, aggregate
-from lightrft.domain.checks import (
-    check_mask,
-    check_non_negative,
-    check_positive,
-    check_same_shape,
-    check_shape,
-)
+from lightrft.domain.checks import check_non_negative, check_positive, check_token_tensor
 from lightrft.domain.registry import Registry
 
 LOG_RATIO_BOUND = 20.0
@@ -83,9 +77,7 @@ def kl_estimate(name: str, logprobs: Tensor, ref_logprobs: Tensor, response_mask
     before the estimator runs, so NaN/inf there cannot reach the result or the gradient.
     """
     estimator = KL_ESTIMATORS.get(name)
-    check_shape("logprobs", logprobs, (None, None))
-    check_same_shape("logprobs", logprobs, ref_logprobs=ref_logprobs, response_mask=response_mask)
-    check_mask("response_mask", response_mask)
+    check_token_tensor("logprobs", logprobs, response_mask, ref_logprobs=ref_logprobs)
     keep = response_mask.bool()
     zeros = torch.zeros_like(logprobs)
     safe_logprobs = torch.where(keep, logprobs, zeros)
@@ -99,9 +91,7 @@ def kl_in_reward(kl: Tensor, response_mask: Tensor, coef: float) -> Tensor:
     Shape: kl, response_mask (B, R) -> (B, R), 0 on padding. Add it to the token rewards
     before the advantage estimator (ALGORITHMS.md, order of operations, step 2).
     """
-    check_shape("kl", kl, (None, None))
-    check_same_shape("kl", kl, response_mask=response_mask)
-    check_mask("response_mask", response_mask)
+    check_token_tensor("kl", kl, response_mask)
     check_non_negative("coef", coef)
     keep = response_mask.bool()
     return torch.where(keep, -coef * kl, torch.zeros_like(kl))

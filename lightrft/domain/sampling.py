@@ -23,11 +23,10 @@ from torch import Tensor
 
 from lightrft.domain.checks import (
     check_finite,
-    check_mask,
     check_non_negative,
     check_positive,
-    check_same_shape,
     check_shape,
+    check_token_tensor,
 )
 from lightrft.domain.groups import dense_group_ids
 from lightrft.domain.types import SamplingParams
@@ -112,9 +111,7 @@ def high_entropy_token_mask(entropy: Tensor, response_mask: Tensor, top_fraction
     ceil(rho * n) tokens are kept. Call it once on the whole local batch, not per
     micro-batch (the threshold is over the tokens passed in).
     """
-    check_shape("entropy", entropy, (None, None))
-    check_same_shape("entropy", entropy, response_mask=response_mask)
-    check_mask("response_mask", response_mask)
+    check_token_tensor("entropy", entropy, response_mask)
     if not 0 < top_fraction <= 1:
         raise ValueError(f"top_fraction must be in (0, 1], got {top_fraction}")
     keep = response_mask.bool()

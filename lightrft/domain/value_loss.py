@@ -18,11 +18,10 @@ from torch import Tensor
 from lightrft.domain.aggregation import LossNormalizer, aggregate
 from lightrft.domain.checks import (
     check_finite,
-    check_mask,
     check_non_negative,
     check_positive,
     check_same_shape,
-    check_shape,
+    check_token_tensor,
 )
 from lightrft.domain.masked import masked_mean
 
@@ -42,9 +41,7 @@ def _kept(name: str, tensor: Tensor, mask: Tensor) -> Tensor:
 
 
 def _checked_mask(reference_name: str, reference: Tensor, response_mask: Tensor) -> Tensor:
-    check_shape(reference_name, reference, (None, None))
-    check_same_shape(reference_name, reference, response_mask=response_mask)
-    check_mask("response_mask", response_mask)
+    check_token_tensor(reference_name, reference, response_mask)
     return response_mask.bool()
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from lightrft.application.evaluator import Evaluator
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
+from lightrft.entrypoints.eval_report import save_eval_report
 
 
 def evaluate(config: RunConfig, output: Path | None = None) -> dict[str, Any]:
@@ -28,10 +28,7 @@ def evaluate(config: RunConfig, output: Path | None = None) -> dict[str, Any]:
         "temperature": sampling.temperature,
         "metrics": metrics,
     }
-    target = output or Path(config.logging.run_dir) / "eval.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(report, indent=2))
-    report["path"] = str(target)
+    save_eval_report(report, output, config.logging.run_dir)
     for source in container.reward_sources():
         source.close()
     return report

@@ -7,7 +7,6 @@ arithmetic problems unless ``data.eval.path`` is set). The model is ``model.path
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from lightrft.domain.ports import PromptSource
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.sections import DatasetConfig
+from lightrft.entrypoints.eval_report import save_eval_report
 from lightrft.entrypoints.wiring.data import build_prompts, prompt_format_of
 from lightrft.entrypoints.wiring.eval_files import eval_file_prompts
 
@@ -69,11 +69,7 @@ def evaluate_files(
         },
         "files": results,
     }
-    target = output or Path(config.logging.run_dir) / "eval.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(report, indent=2))
-    report["path"] = str(target)
-    return report
+    return save_eval_report(report, output, config.logging.run_dir)
 
 
 def _prompts(

@@ -20,6 +20,7 @@ from lightrft.application.sft_trainer import SftParams, SftTrainer
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import dump_config
+from lightrft.entrypoints.field_copy import copy_fields
 from lightrft.entrypoints.final_export import FinalState
 from lightrft.entrypoints.next_command import NextCommand
 from lightrft.entrypoints.run_directory import trim_logs_after
@@ -44,16 +45,13 @@ def sft(config: RunConfig, *, next_command: NextCommand | None = None) -> dict[s
     assert train_data is not None
     eval_data = build_sft_data(s.eval_data, tokenizer)
     pad = getattr(tokenizer, "pad_token_id", None)
-    params = SftParams(
-        epochs=s.epochs,
-        batch_size=s.batch_size,
-        micro_batch_size=s.micro_batch_size,
-        max_tokens_per_micro_batch=s.max_tokens_per_micro_batch,
-        total_steps=s.total_steps,
-        seed=s.seed,
+    params = copy_fields(
+        SftParams,
+        s,
+        "epochs batch_size micro_batch_size max_tokens_per_micro_batch total_steps seed "
+        "eval_batch_size",
         pad_token_id=int(pad) if pad is not None else 0,
         eval_every=s.eval_every if eval_data is not None else None,
-        eval_batch_size=s.eval_batch_size,
         checkpoint_every=config.checkpoint.every,
     )
     # data-parallel ranks: every process, or one per sequence-parallel group (whose ranks

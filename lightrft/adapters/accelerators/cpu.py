@@ -18,18 +18,11 @@ PROC_STATUS = Path("/proc/self/status")
 class CpuAccelerator:
     """Device type ``cpu``, collective backend ``gloo``."""
 
+    device_type = "cpu"  # torch's device type
+    collective_backend = "gloo"  # torch.distributed backend
+
     def __init__(self, status_file: Path = PROC_STATUS) -> None:
         self._status_file = status_file
-
-    @property
-    def device_type(self) -> str:
-        """``"cpu"``."""
-        return "cpu"
-
-    @property
-    def collective_backend(self) -> str:
-        """``"gloo"``."""
-        return "gloo"
 
     def device(self) -> torch.device:
         """The host: ``torch.device("cpu")`` for every local rank."""

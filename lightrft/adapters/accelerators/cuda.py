@@ -16,6 +16,9 @@ class CudaAccelerator:
             ``torchrun``).
     """
 
+    device_type = "cuda"  # torch's device type
+    collective_backend = "nccl"  # torch.distributed backend
+
     def __init__(self, index: int | None = None) -> None:
         if not torch.cuda.is_available():
             raise RuntimeError("CudaAccelerator: CUDA is not available on this machine")
@@ -25,16 +28,6 @@ class CudaAccelerator:
             raise RuntimeError(
                 f"CudaAccelerator: device index {self._index} but only {count} CUDA device(s)"
             )
-
-    @property
-    def device_type(self) -> str:
-        """``"cuda"``."""
-        return "cuda"
-
-    @property
-    def collective_backend(self) -> str:
-        """``"nccl"``."""
-        return "nccl"
 
     def device(self) -> torch.device:
         """``cuda:<index>``, this process's GPU."""

@@ -29,6 +29,9 @@ def npu_available() -> bool:
 class NpuAccelerator:
     """One Ascend NPU per process: ``npu:LOCAL_RANK`` (``index`` overrides the local rank)."""
 
+    device_type = "npu"  # torch's device type
+    collective_backend = "hccl"  # torch.distributed backend
+
     def __init__(self, index: int | None = None) -> None:
         try:
             importlib.import_module("torch_npu")
@@ -40,16 +43,6 @@ class NpuAccelerator:
         if not self._npu.is_available():
             raise RuntimeError("NpuAccelerator: torch_npu is installed but sees no NPU")
         self._index = local_rank() if index is None else index
-
-    @property
-    def device_type(self) -> str:
-        """``"npu"``."""
-        return "npu"
-
-    @property
-    def collective_backend(self) -> str:
-        """``"hccl"``."""
-        return "hccl"
 
     def device(self) -> torch.device:
         """``npu:<index>``, this process's NPU."""

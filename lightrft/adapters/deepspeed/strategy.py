@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from lightrft.adapters.common.lr_schedule import checked_lr_scale, learning_rate
+from lightrft.adapters.common.strategy_parts import CountedSchedule
 from lightrft.adapters.deepspeed import gather, offload, rank_state
 from lightrft.adapters.deepspeed.config import build_deepspeed_config
 from lightrft.adapters.deepspeed.engine_forward import route_forward_through_engine
@@ -34,7 +34,7 @@ STEPS_KEY = "lightrft_steps"
 LR_SCALE_KEY = "lightrft_lr_scale"
 
 
-class DeepSpeedStrategy:
+class DeepSpeedStrategy(CountedSchedule):
     """Trains one module with a DeepSpeed engine over the default process group.
 
     Args:
@@ -98,15 +98,6 @@ class DeepSpeedStrategy:
     def zero_stage(self) -> int:
         """The ZeRO stage."""
         return self._zero_stage
-
-    @property
-    def current_lr(self) -> float:
-        """The learning rate the next applied step will use."""
-        return learning_rate(self._steps, self._optim) * self._lr_scale
-
-    def set_lr_scale(self, scale: float) -> None:
-        """Multiplies the scheduled rate of every later step by ``scale``."""
-        self._lr_scale = checked_lr_scale(scale)
 
     @property
     def is_offloaded(self) -> bool:

@@ -9,20 +9,13 @@ class FakeAccelerator:
     """Device type ``cpu``, backend ``gloo``, zero memory; records ``synchronize_calls``,
     ``empty_cache_calls`` and ``memory_stats_calls``."""
 
+    device_type = "cpu"  # torch's device type
+    collective_backend = "gloo"  # torch.distributed backend
+
     def __init__(self) -> None:
         self.synchronize_calls = 0
         self.empty_cache_calls = 0
         self.memory_stats_calls = 0
-
-    @property
-    def device_type(self) -> str:
-        """``"cpu"``."""
-        return "cpu"
-
-    @property
-    def collective_backend(self) -> str:
-        """``"gloo"``."""
-        return "gloo"
 
     def synchronize(self) -> None:
         """Nothing is queued on a CPU; counts the call."""

@@ -6,36 +6,23 @@ Shape letters: B samples, T sequence tokens, R response tokens.
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
+from lightrft.adapters.fakes.fake_model import SeededTinyModel
 from lightrft.adapters.fakes.response_logprobs import predicting_columns
-from lightrft.adapters.fakes.tiny_lm import TinyGruValueModel, seeded
+from lightrft.adapters.fakes.tiny_lm import TinyGruValueModel
 from lightrft.domain.types import SequenceBatch
 
 
-class FakeCritic:
+class FakeCritic(SeededTinyModel):
     """A trainable :class:`TinyGruValueModel`; records ``values_calls``.
 
     V_t, the value of response token ``t``, is read at the column that predicts the token
     (``T - R + t - 1``): the value of the state in which the token is chosen.
     """
 
-    def __init__(
-        self,
-        vocab_size: int = 16,
-        hidden: int = 32,
-        seed: int = 0,
-        *,
-        device: torch.device | None = None,
-    ) -> None:
-        self.device = device or torch.device("cpu")
-        self._module = seeded(seed, lambda: TinyGruValueModel(vocab_size, hidden)).to(self.device)
-        self.values_calls = 0
-
-    @property
-    def module(self) -> nn.Module:
-        """The :class:`TinyGruValueModel` a strategy trains."""
-        return self._module
+    architecture = TinyGruValueModel
+    values_calls = 0
 
     def values(self, batch: SequenceBatch) -> Tensor:
         """Values V_t. Shape (B, R), 0 where ``response_mask`` is 0."""

@@ -7,39 +7,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import torch
-from torch import Tensor, nn
+from torch import Tensor
 
+from lightrft.adapters.fakes.fake_model import SeededTinyModel
 from lightrft.adapters.fakes.response_logprobs import response_logprobs
-from lightrft.adapters.fakes.tiny_lm import TinyGruLm, seeded
+from lightrft.adapters.fakes.tiny_lm import TinyGruLm
 from lightrft.domain.ports import NamedTensors, PolicyOutput
 from lightrft.domain.types import SequenceBatch
 
 
-class FakePolicy:
+class FakePolicy(SeededTinyModel):
     """A trainable :class:`TinyGruLm` whose weights depend only on ``seed``.
 
     ``forward`` computes honest log-probs (autograd on under grad mode); records
     ``forward_calls`` and ``syncs_prepared`` (calls of ``weights_for_sync``).
     """
 
-    def __init__(
-        self,
-        vocab_size: int = 16,
-        hidden: int = 32,
-        seed: int = 0,
-        *,
-        device: torch.device | None = None,
-    ) -> None:
-        self.device = device or torch.device("cpu")
-        self._module = seeded(seed, lambda: TinyGruLm(vocab_size, hidden)).to(self.device)
-        self.forward_calls = 0
-        self.syncs_prepared = 0
-
-    @property
-    def module(self) -> nn.Module:
-        """The :class:`TinyGruLm` a strategy trains."""
-        return self._module
+    architecture = TinyGruLm
+    forward_calls = 0
+    syncs_prepared = 0
 
     def forward(
         self, batch: SequenceBatch, *, temperature: float = 1.0, with_entropy: bool = False

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import torch
 
 from lightrft.adapters.fakes import task
+from lightrft.adapters.fakes.fake_model import RecordedPlacement
 from lightrft.domain.types import RewardResult, RewardSample
 
 
@@ -69,7 +70,7 @@ class FakeRuleReward:
         """Nothing to release."""
 
 
-class FakeModelReward:
+class FakeModelReward(RecordedPlacement, FakeRuleReward):
     """The task's rule behind a "reward model" that must be on the device to score.
 
     Starts offloaded unless ``loaded=True``; ``score`` while offloaded raises
@@ -77,35 +78,11 @@ class FakeModelReward:
     """
 
     def __init__(self, name: str = "model", *, loaded: bool = False) -> None:
-        self._name = name
+        super().__init__(name)
         self.is_loaded = loaded
-        self.onloads = 0
-        self.offloads = 0
-        self.score_calls = 0
-        self.scored = 0
-
-    @property
-    def name(self) -> str:
-        """Metric prefix and composite-weight key."""
-        return self._name
 
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) in {0, 1} plus ``accuracy``; only while loaded."""
         if not self.is_loaded:
             raise RuntimeError(f"reward model {self._name!r} scored while offloaded; onload first")
-        self.score_calls += 1
-        self.scored += len(samples)
-        return _result(samples)
-
-    def onload(self) -> None:
-        """Marks the model as on the device."""
-        self.onloads += 1
-        self.is_loaded = True
-
-    def offload(self) -> None:
-        """Marks the model as in host memory."""
-        self.offloads += 1
-        self.is_loaded = False
-
-    def close(self) -> None:
-        """Nothing to release."""
+        return super().score(samples)

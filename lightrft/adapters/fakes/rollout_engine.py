@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from lightrft.adapters.common.rollout_engine_base import RolloutEngineBase
 from lightrft.adapters.fakes import task
 from lightrft.adapters.fakes.tiny_lm import TinyGruLm, seeded
 from lightrft.adapters.fakes.token_sampling import sample_tokens
@@ -41,7 +42,7 @@ def _left_pad(prompts: Sequence[Sequence[int]], pad_id: int) -> tuple[Tensor, Te
     return ids, mask
 
 
-class FakeRolloutEngine:
+class FakeRolloutEngine(RolloutEngineBase):
     """Autoregressive sampling on CPU from a private :class:`TinyGruLm`.
 
     Built from the same class and ``seed`` as :class:`FakePolicy`, so before any sync it
@@ -79,16 +80,6 @@ class FakeRolloutEngine:
         self.weight_syncs = 0
         self.sleeps = 0
         self.wake_ups = 0
-
-    @property
-    def is_awake(self) -> bool:
-        """Whether ``generate`` may be called."""
-        return self._awake
-
-    @property
-    def shares_policy_weights(self) -> bool:
-        """The fake engine always holds its own copy of the weights."""
-        return False
 
     def named_parameters(self) -> dict[str, Tensor]:
         """Detached clones of the engine's weights (for tests)."""

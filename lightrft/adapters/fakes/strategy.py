@@ -17,14 +17,15 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lightrft.adapters.common.lr_schedule import checked_lr_scale
 from lightrft.adapters.common.lr_schedule import lr_multiplier as lr_factor
+from lightrft.adapters.common.strategy_parts import LrScaled
+from lightrft.adapters.fakes.fake_model import RecordedPlacement
 from lightrft.domain.types import OptimizerParams, StepResult
 
 NON_FINITE_REASON = "non-finite gradient norm"
 
 
-class FakeStrategy:
+class FakeStrategy(LrScaled, RecordedPlacement):
     """Trains one module on one device.
 
     Records ``backward_calls``, ``steps`` (applied), ``skipped_steps``, ``step_results``,
@@ -41,13 +42,10 @@ class FakeStrategy:
         self._optimizer: torch.optim.AdamW | None = None
         self._schedule_step = 0
         self._lr_scale = 1.0
-        self.is_offloaded = False
         self.backward_calls = 0
         self.steps = 0
         self.skipped_steps = 0
         self.step_results: list[StepResult] = []
-        self.offloads = 0
-        self.onloads = 0
 
     @property
     def module(self) -> nn.Module:
@@ -67,10 +65,6 @@ class FakeStrategy:
     def current_lr(self) -> float:
         """Learning rate of the next optimizer step."""
         return self.params.lr * lr_factor(self._schedule_step, self.params) * self._lr_scale
-
-    def set_lr_scale(self, scale: float) -> None:
-        """Multiplies the scheduled rate of every later step by ``scale``."""
-        self._lr_scale = checked_lr_scale(scale)
 
     def prepare(self, module: nn.Module) -> None:
         """Moves ``module`` to the device and builds AdamW over its trainable parameters."""
@@ -147,16 +141,6 @@ class FakeStrategy:
     def export_full_state_dict(self) -> dict[str, Tensor]:
         """Every parameter, detached and cloned (the fake is always rank 0)."""
         return dict(self.full_state())
-
-    def offload(self) -> None:
-        """Marks parameters and optimizer state as in host memory (CPU: nothing moves)."""
-        self.offloads += 1
-        self.is_offloaded = True
-
-    def onload(self) -> None:
-        """Marks them as back on the device."""
-        self.onloads += 1
-        self.is_offloaded = False
 
     def state_dict(self) -> dict[str, Any]:
         """Deep copies of module, optimizer and schedule state."""

@@ -32,7 +32,7 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor
 
 from lightrft.adapters.common.adamw import build_adamw
-from lightrft.adapters.common.lr_schedule import checked_lr_scale, learning_rate
+from lightrft.adapters.common.strategy_parts import CountedSchedule, PreparedModule
 from lightrft.adapters.fsdp.gather import clean_name, full_state
 from lightrft.adapters.fsdp.optimizer import clip_to_norm, total_grad_norm
 from lightrft.adapters.fsdp.sharding import MixedPrecision, layer_class_names, shard_model
@@ -42,7 +42,7 @@ HOST = torch.device("cpu")
 DEFAULT_SYNC_BUCKET_BYTES = 256 * 2**20
 
 
-class Fsdp2Strategy:
+class Fsdp2Strategy(PreparedModule, CountedSchedule):
     """Trains one module sharded with FSDP2 over the default process group.
 
     Args:
@@ -101,13 +101,6 @@ class Fsdp2Strategy:
         self._offloaded = False
 
     @property
-    def module(self) -> nn.Module:
-        """The prepared (sharded) module."""
-        if self._module is None:
-            raise RuntimeError("call prepare(module) first")
-        return self._module
-
-    @property
     def optimizer(self) -> torch.optim.Optimizer:
         """AdamW over the sharded parameters."""
         if self._optimizer is None:
@@ -118,15 +111,6 @@ class Fsdp2Strategy:
     def is_offloaded(self) -> bool:
         """Whether :meth:`offload` moved the state to the host (until :meth:`onload`)."""
         return self._offloaded
-
-    @property
-    def current_lr(self) -> float:
-        """The learning rate the next applied step will use."""
-        return learning_rate(self._steps, self._optim) * self._lr_scale
-
-    def set_lr_scale(self, scale: float) -> None:
-        """Multiplies the scheduled rate of every later step by ``scale``."""
-        self._lr_scale = checked_lr_scale(scale)
 
     def prepare(self, module: nn.Module) -> None:
         """Shards ``module`` in place (blocks, then the root), then builds AdamW over the

@@ -18,27 +18,14 @@ order, 1-D positions counting attended tokens.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from lightrft.adapters.hf.logprobs import position_ids_from_mask
-from lightrft.adapters.hf.multimodal_inputs import (
-    MULTIMODAL_INPUTS,
-    MediaRequirements,
-    ModelInputs,
-    check_placeholders,
-    checked_media,
-    concat_payload_tensors,
-    expand_placeholders,
-    model_dtype,
-    unwrapped,
-)
-from lightrft.domain.modality import COST_KEY, Payload
-from lightrft.domain.types import PromptRecord
+from lightrft.adapters.hf import media_builder as media
+from lightrft.adapters.hf.multimodal_inputs import MULTIMODAL_INPUTS, MediaRequirements
+from lightrft.domain.modality import Payload
 
 AUDIO_TOKEN = "<|AUDIO|>"
 
@@ -48,17 +35,18 @@ def audio_tokens(frames: int) -> int:
     return ((frames - 1) // 2 + 1 - 2) // 2 + 1
 
 
-class AudioLanguageEncoder:
+class AudioLanguageEncoder(media.MediaEncoder):
     """Expands audio placeholders and extracts features of prompt records (module doc).
 
     ``record.multimodal["audios"]`` holds ``(waveform, sampling_rate)`` pairs (1-D float
     arrays); the rate must equal the feature extractor's ``sampling_rate``.
     """
 
+    media_key, noun = "audios", "audio"
+
     def __init__(self, tokenizer: Any, feature_extractor: Any, *, audio_token: str = AUDIO_TOKEN):
+        super().__init__(tokenizer, audio_token)
         self._extractor = feature_extractor
-        self._token = audio_token
-        self._pad = int(tokenizer.convert_tokens_to_ids(audio_token))
         self._rate = int(feature_extractor.sampling_rate)
 
     @property
@@ -66,20 +54,16 @@ class AudioLanguageEncoder:
         """One ``<|AUDIO|>`` per clip; every clip at the feature extractor's rate."""
         return MediaRequirements(audio_placeholder=self._token, audio_sampling_rate=self._rate)
 
-    def encode(self, record: PromptRecord) -> PromptRecord:
-        """``record`` with its audio featurized and placeholders expanded (text: unchanged)."""
-        clips = checked_media(record, "audios", self._pad, "audio")
-        where = str(record.metadata.get("where", record.uid))
-        if not clips:
-            return record
-        for i, (_, rate) in enumerate(clips):
+    def process(self, items: list[Any], where: str) -> media.ProcessedMedia:
+        """Log-mel features (A, M, F) and frame masks (A, F) of the clips (rates checked)."""
+        for i, (_, rate) in enumerate(items):
             if int(rate) != self._rate:
                 raise ValueError(
                     f"{where}: audio clip {i} is sampled at {rate} Hz; the model's feature "
                     f"extractor expects {self._rate} Hz (resample the data)"
                 )
         out = self._extractor(
-            [np.asarray(wave, dtype=np.float32) for wave, _ in clips],
+            [np.asarray(wave, dtype=np.float32) for wave, _ in items],
             sampling_rate=self._rate,
             return_attention_mask=True,
             padding="max_length",
@@ -87,49 +71,25 @@ class AudioLanguageEncoder:
         )
         mask: Tensor = out["attention_mask"].long()  # [A, F]
         counts = [audio_tokens(int(n)) for n in mask.sum(-1).tolist()]
-        ids = expand_placeholders(record.prompt_token_ids, self._pad, counts)
-        payload: dict[str, Any] = {
-            "input_features": out["input_features"],
-            "feature_attention_mask": mask,
-            "audio_tokens": tuple(counts),
-            "where": where,
-            COST_KEY: sum(counts),
-        }
-        return replace(record, prompt_token_ids=ids, multimodal=payload)
+        tensors = {"input_features": out["input_features"], "feature_attention_mask": mask}
+        return media.ProcessedMedia(tensors, counts, sum(counts))
 
 
-class AudioLanguageInputs:
+class AudioLanguageInputs(media.MediaInputs):
     """Forward arguments of a Qwen2-Audio model for rows with and without audio."""
 
-    def __init__(self, model: nn.Module) -> None:
-        base = unwrapped(model)
-        self._model = base
-        self._audio_token_id = int(base.config.audio_token_id)
-        self._suppressed = torch.tensor([self._audio_token_id], dtype=torch.long)
+    token_id_key, noun = "audio_token_id", "audio"
 
-    @property
-    def suppressed_token_ids(self) -> Tensor:
-        """The audio placeholder id (never generated)."""
-        return self._suppressed
-
-    def model_inputs(
+    def media_arguments(
         self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload]
-    ) -> ModelInputs:
-        """See :class:`~lightrft.adapters.hf.multimodal_inputs.MultimodalInputs`."""
-        check_placeholders(input_ids, payloads, self._audio_token_id, "audio_tokens", "audio")
-        kwargs: dict[str, Any] = {
-            "input_ids": input_ids,
-            "attention_mask": attention_mask,
-            "position_ids": position_ids_from_mask(attention_mask),
-        }
-        features = concat_payload_tensors(payloads, "input_features")  # [A, M, F]
-        if features is not None:
-            mask = concat_payload_tensors(payloads, "feature_attention_mask")
-            assert mask is not None
-            kwargs["input_features"] = features.to(input_ids.device, model_dtype(self._model))
-            kwargs["feature_attention_mask"] = mask.to(input_ids.device)
-        offsets = torch.zeros(input_ids.shape[0], 1, dtype=torch.long, device=input_ids.device)
-        return ModelInputs(kwargs, offsets)
+    ) -> media.MediaArguments | None:
+        """Features of all rows in row order (positions stay 1-D)."""
+        features = self.payload_tensor(payloads, "input_features", input_ids, features=True)
+        if features is None:  # [A, M, F]
+            return None
+        mask = self.payload_tensor(payloads, "feature_attention_mask", input_ids)
+        assert mask is not None
+        return media.MediaArguments({"input_features": features, "feature_attention_mask": mask})
 
 
 MULTIMODAL_INPUTS.add("qwen2_audio", AudioLanguageInputs)

@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import torch
 from torch import Tensor, nn
 
 from lightrft.adapters.hf.logprobs import logprobs_from_inputs
@@ -134,64 +133,6 @@ def row_name(payload: Payload, row: int) -> str:
     """How errors name a batch row: its index and, when known, its origin."""
     where = payload.get("where") if payload else None
     return f"row {row} ({where})" if where else f"row {row}"
-
-
-def check_placeholders(
-    input_ids: Tensor, payloads: Sequence[Payload], token_id: int, count_key: str, what: str
-) -> None:
-    """Every row holds as many ``token_id`` tokens as its payload's ``count_key`` entries sum
-    to; raises ``ValueError`` naming the first row that does not."""
-    found = (input_ids == token_id).sum(-1).tolist()  # [B]
-    for row, (have, payload) in enumerate(zip(found, payloads, strict=True)):
-        want = sum(payload.get(count_key, ())) if payload else 0
-        if have != want:
-            raise ValueError(
-                f"{row_name(payload, row)}: {have} {what} placeholder tokens but its media "
-                f"need {want}; the prompt's placeholders do not match its media"
-            )
-
-
-def checked_media(record: PromptRecord, key: str, placeholder: int, what: str) -> list[Any]:
-    """The media items ``record.multimodal[key]``, checked to match the prompt's count of
-    ``placeholder`` tokens; raises ``ValueError`` naming the record's row otherwise."""
-    items = list(record.multimodal.get(key, ()))
-    pads = record.prompt_token_ids.count(placeholder)
-    if pads != len(items):
-        where = record.metadata.get("where", record.uid)
-        raise ValueError(
-            f"{where}: the prompt holds {pads} {what} placeholder token(s) (id {placeholder}) "
-            f"but multimodal[{key!r}] has {len(items)} item(s); expected one placeholder per item"
-        )
-    return items
-
-
-def expand_placeholders(
-    ids: Sequence[int], placeholder: int, counts: Sequence[int]
-) -> tuple[int, ...]:
-    """``ids`` with the i-th ``placeholder`` repeated ``counts[i]`` times."""
-    out: list[int] = []
-    item = 0
-    for token in ids:
-        if token == placeholder:
-            out.extend([placeholder] * counts[item])
-            item += 1
-        else:
-            out.append(token)
-    return tuple(out)
-
-
-def concat_payload_tensors(payloads: Sequence[Payload], key: str) -> Tensor | None:
-    """``payload[key]`` of every row that has it, concatenated along dim 0 (or ``None``)."""
-    parts = [p[key] for p in payloads if p and key in p]
-    return torch.cat(parts) if parts else None
-
-
-def model_dtype(model: nn.Module) -> torch.dtype:
-    """The floating dtype of ``model``'s parameters (media features are cast to it)."""
-    for param in model.parameters():
-        if param.is_floating_point():
-            return param.dtype
-    return torch.float32
 
 
 class EncodedPromptSource:

@@ -13,14 +13,10 @@ from peft import PeftModel
 from torch import Tensor, nn
 from transformers import PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+from typing_extensions import Unpack
 
 from lightrft.adapters.hf.lora import LoraParams, apply_lora, lora_layers, merged_weights
-from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs, multimodal_logprobs
-from lightrft.adapters.hf.prefix_sharing import (
-    DEFAULT_MAX_ROW_TOKENS,
-    PrefixSharing,
-    PrefixSharingMode,
-)
+from lightrft.adapters.hf.response_forward import ForwardOptions, ResponseForward
 from lightrft.domain.ports import NamedTensors, PolicyOutput
 from lightrft.domain.types import SequenceBatch
 
@@ -60,22 +56,12 @@ class HfPolicy:
         model: PreTrainedModel,
         *,
         lora: LoraParams | None = None,
-        packing: bool = False,
-        prefix_sharing: PrefixSharingMode = "auto",
-        max_shared_row_tokens: int = DEFAULT_MAX_ROW_TOKENS,
-        chunk_size: int = 1024,
         tokenizer: PreTrainedTokenizerBase | None = None,
-        multimodal: MultimodalInputs | None = None,
         processors: Sequence[Any] = (),
+        **forward: Unpack[ForwardOptions],
     ) -> None:
         self._model: nn.Module = apply_lora(model, lora) if lora is not None else model
-        self._packing = packing
-        self._multimodal = multimodal
-        self._prefix_sharing = PrefixSharing(
-            "off" if multimodal is not None else prefix_sharing, max_shared_row_tokens
-        )
-        self._prefix_sharing.check_model(self._model)
-        self._chunk_size = chunk_size
+        self._forward = ResponseForward(self._model, **forward)
         self._tokenizer = tokenizer
         self._processors = tuple(processors)
 
@@ -93,22 +79,8 @@ class HfPolicy:
         self, batch: SequenceBatch, *, temperature: float = 1.0, with_entropy: bool = False
     ) -> PolicyOutput:
         """Log-probs (B, R) of the response tokens (0 on padding), entropy (B, R) if asked."""
-        if self._multimodal is not None:
-            return multimodal_logprobs(
-                self._model,
-                batch,
-                self._multimodal,
-                temperature=temperature,
-                with_entropy=with_entropy,
-                chunk_size=self._chunk_size,
-            )
-        return self._prefix_sharing.logprobs(
-            self._model,
-            batch,
-            temperature=temperature,
-            with_entropy=with_entropy,
-            packing=self._packing,
-            chunk_size=self._chunk_size,
+        return self._forward.logprobs(
+            self._model, batch, temperature=temperature, with_entropy=with_entropy
         )
 
     def weights_for_sync(self, full_state: NamedTensors) -> Iterator[tuple[str, Tensor]]:

@@ -8,21 +8,16 @@ from __future__ import annotations
 import torch
 from torch import nn
 from transformers import PreTrainedModel
+from typing_extensions import Unpack
 
-from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs, multimodal_logprobs
-from lightrft.adapters.hf.prefix_sharing import (
-    DEFAULT_MAX_ROW_TOKENS,
-    PrefixSharing,
-    PrefixSharingMode,
-)
+from lightrft.adapters.common.host_offload import HostOffload
+from lightrft.adapters.hf.response_forward import ForwardOptions, ResponseForward
 from lightrft.adapters.hf.weights import frozen_on
 from lightrft.domain.ports import PolicyOutput
 from lightrft.domain.types import SequenceBatch
 
-HOST = torch.device("cpu")
 
-
-class HfReferenceModel:
+class HfReferenceModel(HostOffload):
     """A frozen copy of the initial policy for the KL term.
 
     The weights never require grad, the module stays in eval mode and :meth:`forward` runs
@@ -37,37 +32,17 @@ class HfReferenceModel:
         self,
         model: PreTrainedModel,
         device: torch.device,
-        *,
-        packing: bool = False,
-        prefix_sharing: PrefixSharingMode = "auto",
-        max_shared_row_tokens: int = DEFAULT_MAX_ROW_TOKENS,
-        chunk_size: int = 1024,
-        multimodal: MultimodalInputs | None = None,
+        **forward: Unpack[ForwardOptions],
     ) -> None:
-        if multimodal is not None:
-            prefix_sharing = "off"
-        sharing = PrefixSharing(prefix_sharing, max_shared_row_tokens)
-        sharing.check_model(model)
+        self._forward = ResponseForward(model, **forward)
         frozen_on(model, device)
         self._model: nn.Module = model
-        self._device = device
-        self._packing = packing
-        self._prefix_sharing = sharing
-        self._chunk_size = chunk_size
-        self._multimodal = multimodal
-        self._offloaded = False
-        self.offloads = 0
-        self.onloads = 0
+        self._placed, self._device = model, device
 
     @property
     def module(self) -> nn.Module:
         """The frozen model."""
         return self._model
-
-    @property
-    def is_offloaded(self) -> bool:
-        """Whether the weights sit in host memory."""
-        return self._offloaded
 
     def forward(
         self, batch: SequenceBatch, *, temperature: float = 1.0, with_entropy: bool = False
@@ -76,32 +51,6 @@ class HfReferenceModel:
         if self._offloaded:
             raise RuntimeError("the reference model is offloaded; call onload() first")
         with torch.no_grad():
-            if self._multimodal is not None:
-                return multimodal_logprobs(
-                    self._model,
-                    batch,
-                    self._multimodal,
-                    temperature=temperature,
-                    with_entropy=with_entropy,
-                    chunk_size=self._chunk_size,
-                )
-            return self._prefix_sharing.logprobs(
-                self._model,
-                batch,
-                temperature=temperature,
-                with_entropy=with_entropy,
-                packing=self._packing,
-                chunk_size=self._chunk_size,
+            return self._forward.logprobs(
+                self._model, batch, temperature=temperature, with_entropy=with_entropy
             )
-
-    def offload(self) -> None:
-        """Moves the weights to host memory."""
-        self._model.to(HOST)
-        self._offloaded = True
-        self.offloads += 1
-
-    def onload(self) -> None:
-        """Moves the weights back to the device."""
-        self._model.to(self._device)
-        self._offloaded = False
-        self.onloads += 1

@@ -39,6 +39,7 @@ from torch import Tensor
 from transformers import DynamicCache, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
+from lightrft.adapters.common.rollout_engine_base import GuardedGenerate
 from lightrft.adapters.hf.logprobs import position_ids_from_mask, suppress_tokens
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
 from lightrft.adapters.hf.sampling import (
@@ -57,7 +58,7 @@ from lightrft.domain.types import Completion, FinishReason, PromptRecord, Sampli
 SleepMode = Literal["offload", "discard"]
 
 
-class HfRolloutEngine:
+class HfRolloutEngine(GuardedGenerate):
     """Batched sampling with a KV cache on a causal LM.
 
     Args:
@@ -124,11 +125,6 @@ class HfRolloutEngine:
         self.weight_loads = 0
 
     @property
-    def is_awake(self) -> bool:
-        """Whether ``generate`` may be called."""
-        return self._awake
-
-    @property
     def module(self) -> PreTrainedModel:
         """The engine's model."""
         return self._model
@@ -138,14 +134,9 @@ class HfRolloutEngine:
         """Whether the engine runs the policy's own module (no copy of the weights)."""
         return self._shared
 
-    def generate(
+    def _generate(
         self, prompts: Sequence[PromptRecord], sampling: SamplingParams
     ) -> list[Completion]:
-        """``sampling.n`` completions per prompt; prompt i owns rows [i*n, (i+1)*n)."""
-        if not self._awake:
-            raise RuntimeError("the rollout engine is asleep; call wake_up() first")
-        if not prompts:
-            return []
         missing = self._weights.missing
         if missing:
             raise RuntimeError(

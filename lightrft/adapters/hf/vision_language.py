@@ -23,29 +23,17 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import torch
 from torch import Tensor, nn
 
-from lightrft.adapters.hf.logprobs import position_ids_from_mask
+from lightrft.adapters.hf import media_builder as media
 from lightrft.adapters.hf.lora import LoraParams
-from lightrft.adapters.hf.multimodal_inputs import (
-    MULTIMODAL_INPUTS,
-    MediaRequirements,
-    ModelInputs,
-    check_placeholders,
-    checked_media,
-    concat_payload_tensors,
-    expand_placeholders,
-    model_dtype,
-    unwrapped,
-)
-from lightrft.domain.modality import COST_KEY, Payload
-from lightrft.domain.types import PromptRecord
+from lightrft.adapters.hf.multimodal_inputs import MULTIMODAL_INPUTS, MediaRequirements
+from lightrft.domain.modality import Payload
 
 IMAGE_PAD = "<|image_pad|>"
 
 
-class VisionLanguageEncoder:
+class VisionLanguageEncoder(media.MediaEncoder):
     """Expands image pads and processes images of prompt records (see the module doc).
 
     Args:
@@ -54,10 +42,11 @@ class VisionLanguageEncoder:
             its ``min_pixels`` / ``max_pixels`` bound every image's size.
     """
 
+    media_key, noun = "images", "image"
+
     def __init__(self, tokenizer: Any, image_processor: Any, *, image_token: str = IMAGE_PAD):
+        super().__init__(tokenizer, image_token)
         self._processor = image_processor
-        self._token = image_token
-        self._pad = int(tokenizer.convert_tokens_to_ids(image_token))
         self._merge = int(getattr(image_processor, "merge_size", 2))
 
     @property
@@ -65,69 +54,47 @@ class VisionLanguageEncoder:
         """One ``<|image_pad|>`` per image (before expansion)."""
         return MediaRequirements(image_placeholder=self._token)
 
-    def encode(self, record: PromptRecord) -> PromptRecord:
-        """``record`` with its images processed and pads expanded (text-only: unchanged)."""
-        images = checked_media(record, "images", self._pad, "image")
-        if not images:
-            return record
-        out = self._processor(images=images, return_tensors="pt")
+    def process(self, items: list[Any], where: str) -> media.ProcessedMedia:
+        """``pixel_values`` (N, D) and ``image_grid_thw`` (I, 3); merged patches per image."""
+        out = self._processor(images=items, return_tensors="pt")
         grid: Tensor = out["image_grid_thw"].long()  # [I, 3]
         counts = (grid.prod(-1) // self._merge**2).tolist()  # merged tokens per image
-        ids = expand_placeholders(record.prompt_token_ids, self._pad, counts)
-        payload: dict[str, Any] = {
-            "pixel_values": out["pixel_values"],
-            "image_grid_thw": grid,
-            "image_tokens": tuple(counts),
-            "where": str(record.metadata.get("where", record.uid)),
-            COST_KEY: int(grid.prod(-1).sum()),
-        }
-        return replace(record, prompt_token_ids=ids, multimodal=payload)
+        tensors = {"pixel_values": out["pixel_values"], "image_grid_thw": grid}
+        return media.ProcessedMedia(tensors, counts, int(grid.prod(-1).sum()))
 
 
-class VisionLanguageInputs:
+class VisionLanguageInputs(media.MediaInputs):
     """Forward arguments of a Qwen2-VL / Qwen2.5-VL model for rows with and without images."""
 
-    def __init__(self, model: nn.Module) -> None:
-        base = unwrapped(model)
-        self._model = base
-        self._image_token_id = int(base.config.image_token_id)
-        pads = {self._image_token_id, int(getattr(base.config, "video_token_id", -1))} - {-1}
-        self._suppressed = torch.tensor(sorted(pads), dtype=torch.long)
+    token_id_key, noun = "image_token_id", "image"
 
-    @property
-    def suppressed_token_ids(self) -> Tensor:
-        """The image and video pad ids (never generated)."""
-        return self._suppressed
+    def placeholder_ids(self, config: Any) -> set[int]:
+        """The image and video pad ids."""
+        return {self._token_id, int(getattr(config, "video_token_id", -1))} - {-1}
 
-    def model_inputs(
+    def media_arguments(
         self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload]
-    ) -> ModelInputs:
-        """See :class:`~lightrft.adapters.hf.multimodal_inputs.MultimodalInputs`."""
-        check_placeholders(input_ids, payloads, self._image_token_id, "image_tokens", "image")
-        pixels = concat_payload_tensors(payloads, "pixel_values")  # [N, D]
-        rows = input_ids.shape[0]
-        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if pixels is None:
-            kwargs["position_ids"] = position_ids_from_mask(attention_mask)
-            offsets = torch.zeros(rows, 1, dtype=torch.long, device=input_ids.device)
-            return ModelInputs(kwargs, offsets)
-        grid = concat_payload_tensors(payloads, "image_grid_thw")
+    ) -> media.MediaArguments | None:
+        """Pixels of all rows in row order, image token types and M-RoPE positions."""
+        pixels = self.payload_tensor(payloads, "pixel_values", input_ids, features=True)
+        if pixels is None:  # [N, D]
+            return None
+        grid = self.payload_tensor(payloads, "image_grid_thw", input_ids)
         assert grid is not None
-        grid = grid.to(input_ids.device)
-        token_types = (input_ids == self._image_token_id).int()  # [B, T]
+        token_types = (input_ids == self._token_id).int()  # [B, T]
         positions, offsets = self._model.model.get_rope_index(
             input_ids=input_ids,
             mm_token_type_ids=token_types,
             image_grid_thw=grid,
             attention_mask=attention_mask,
         )  # [3, B, T], [B, 1]
-        kwargs.update(
-            position_ids=positions,
-            pixel_values=pixels.to(input_ids.device, model_dtype(self._model)),
-            image_grid_thw=grid,
-            mm_token_type_ids=token_types,
-        )
-        return ModelInputs(kwargs, offsets.to(input_ids.device).long())
+        kwargs = {
+            "position_ids": positions,
+            "pixel_values": pixels,
+            "image_grid_thw": grid,
+            "mm_token_type_ids": token_types,
+        }
+        return media.MediaArguments(kwargs, offsets.to(input_ids.device).long())
 
 
 for _family in ("qwen2_vl", "qwen2_5_vl"):

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import structlog
 import torch
 from torch import Tensor, nn
+from typing_extensions import Unpack
 
+from lightrft.adapters.common.host_offload import HostOffload
 from lightrft.adapters.reward_models.card import RewardModelCard, ScoreNormalization
 from lightrft.adapters.reward_models.encoding import PaddingSide, encode_pairs
 from lightrft.adapters.reward_models.loading import (
@@ -29,22 +31,31 @@ from lightrft.adapters.reward_models.scalar_net import ScalarRewardNet
 from lightrft.domain.types import RewardResult, RewardSample
 
 log = structlog.get_logger(__name__)
-HOST = torch.device("cpu")
 
 
-class HfScalarRewardModel:
+class ScoringOptions(TypedDict, total=False):
+    """How :class:`HfScalarRewardModel` scores; the same keywords for its constructor and
+    :meth:`HfScalarRewardModel.from_pretrained` (defaults in the class docstring)."""
+
+    name: str
+    normalize: bool
+    micro_batch_size: int
+    padding_side: PaddingSide
+
+
+class HfScalarRewardModel(HostOffload):
     """Scores (B,) from a sequence-classification model with one output.
 
     Args:
         classifier: the HF model (``loading.load_reward_classifier``).
         tokenizer: its tokenizer (needs a pad token).
         device: where the weights live while onloaded.
-        name: the reward source's name (metrics, weights).
         card: pair encoding and saved normalization.
-        normalize: divide by the card's normalization (an error if it has none).
-        micro_batch_size: rows per forward pass when scoring.
-        padding_side: how scoring batches are padded (scores do not depend on it).
         lora: add fresh LoRA adapters to the backbone (training only).
+        name: the reward source's name (metrics, weights); default "reward_model".
+        normalize: divide by the card's normalization (an error if it has none); default off.
+        micro_batch_size: rows per forward pass when scoring; default 16.
+        padding_side: how scoring batches are padded (scores do not depend on it); "right".
     """
 
     def __init__(
@@ -53,13 +64,13 @@ class HfScalarRewardModel:
         tokenizer: Any,
         device: torch.device,
         *,
-        name: str = "reward_model",
         card: RewardModelCard | None = None,
-        normalize: bool = False,
-        micro_batch_size: int = 16,
-        padding_side: PaddingSide = "right",
         lora: RewardLoraParams | None = None,
+        **scoring: Unpack[ScoringOptions],
     ) -> None:
+        name = scoring.get("name", "reward_model")
+        normalize = scoring.get("normalize", False)
+        micro_batch_size = scoring.get("micro_batch_size", 16)
         if micro_batch_size < 1:
             raise ValueError(f"micro_batch_size must be >= 1, got {micro_batch_size}")
         self.card = card or RewardModelCard()
@@ -75,10 +86,8 @@ class HfScalarRewardModel:
         self._device = device
         self._normalize = normalize
         self._micro_batch_size = micro_batch_size
-        self._padding_side = padding_side
-        self._offloaded = False
-        self.onloads = 0
-        self.offloads = 0
+        self._padding_side = scoring.get("padding_side", "right")
+        self._placed = self.net
         self.net.to(device)
 
     @classmethod
@@ -90,7 +99,7 @@ class HfScalarRewardModel:
         dtype: str = "float32",
         trust_remote_code: bool = False,
         init_seed: int = 0,
-        **kwargs: Any,
+        **scoring: Unpack[ScoringOptions],
     ) -> HfScalarRewardModel:
         """Loads a reward model directory (its card included); weights frozen, eval mode.
 
@@ -107,7 +116,7 @@ class HfScalarRewardModel:
         )
         classifier.requires_grad_(False)
         classifier.eval()
-        return cls(classifier, tokenizer, device, card=load_card(path), **kwargs)
+        return cls(classifier, tokenizer, device, card=load_card(path), **scoring)
 
     # -- RewardSource -------------------------------------------------------------------
 
@@ -151,25 +160,16 @@ class HfScalarRewardModel:
 
     def onload(self) -> None:
         """Moves the weights to the device."""
-        self.net.to(self._device)
-        self._offloaded = False
-        self.onloads += 1
+        super().onload()
         log.debug("reward_model.onload", name=self._name)
 
     def offload(self) -> None:
         """Moves the weights to host memory."""
-        self.net.to(HOST)
-        self._offloaded = True
-        self.offloads += 1
+        super().offload()
         log.debug("reward_model.offload", name=self._name)
 
     def close(self) -> None:
         """Nothing to release (the weights go with the object)."""
-
-    @property
-    def is_offloaded(self) -> bool:
-        """Whether the weights sit in host memory."""
-        return self._offloaded
 
     # -- scoring and training ---------------------------------------------------------
 

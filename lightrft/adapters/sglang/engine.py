@@ -22,6 +22,7 @@ from typing import Any
 
 import structlog
 
+from lightrft.adapters.common.rollout_engine_base import GuardedGenerate
 from lightrft.adapters.common.weight_buckets import bucket_weights, rename_weights
 from lightrft.adapters.sglang.translate import generate_request, to_completion
 from lightrft.domain.ports import NamedTensors
@@ -75,7 +76,7 @@ def start_sglang(params: SglangEngineParams, device_type: str) -> Any:
     return sglang.Engine(**params.engine_kwargs())
 
 
-class SglangRolloutEngine:
+class SglangRolloutEngine(GuardedGenerate):
     """Generation, weight sync and sleep/wake on SGLang (see the module docstring)."""
 
     def __init__(self, params: SglangEngineParams, *, engine: Any = None) -> None:
@@ -85,24 +86,9 @@ class SglangRolloutEngine:
         self._late_asleep = False
         self.weight_loads = 0
 
-    @property
-    def is_awake(self) -> bool:
-        """Whether ``generate`` may be called."""
-        return self._awake
-
-    @property
-    def shares_policy_weights(self) -> bool:
-        """Always False: the engine holds its own copy of the weights."""
-        return False
-
-    def generate(
+    def _generate(
         self, prompts: Sequence[PromptRecord], sampling: SamplingParams
     ) -> list[Completion]:
-        """``sampling.n`` completions per prompt; prompt i owns rows [i*n, (i+1)*n)."""
-        if not self._awake:
-            raise RuntimeError("the rollout engine is asleep; call wake_up() first")
-        if not prompts:
-            return []
         if self._late_asleep:
             self._engine.resume_memory_occupation(tags=_LATE_TAGS)
             self._late_asleep = False
@@ -112,8 +98,7 @@ class SglangRolloutEngine:
 
     def load_weights(self, weights: NamedTensors) -> None:
         """Updates the engine's weights in layer-preserving buckets, then flushes the cache."""
-        if not self._awake:
-            raise RuntimeError("the rollout engine is asleep; call wake_up() before load_weights()")
+        self._require_awake("load_weights")
         start = time.perf_counter()
         named = rename_weights(
             ((n, t.detach()) for n, t in weights), strip_prefixes=self._params.strip_prefixes

@@ -13,28 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lightrft.adapters.common.seeds import row_seed
+from lightrft.adapters.common.engine_requests import completion_requests, shared_sampling_options
 from lightrft.domain.types import Completion, FinishReason, PromptRecord, SamplingParams
 
 
 def sampling_dict(sampling: SamplingParams, seed: int | None) -> dict[str, Any]:
     """SGLang's sampling parameters for one completion of ``sampling``."""
-    if sampling.first_token_temperature is not None:
-        raise ValueError(
-            "rollout.engine=sglang does not support first_token_temperature (FIRE sampling)"
-        )
-    params: dict[str, Any] = {
-        "n": 1,
-        "temperature": sampling.temperature,
-        "top_p": sampling.top_p,
-        "top_k": sampling.top_k if sampling.top_k > 0 else -1,
-        "min_p": sampling.min_p,
-        "max_new_tokens": sampling.max_new_tokens,
-        "stop": list(sampling.stop_strings) or None,
-        "stop_token_ids": list(sampling.stop_token_ids) or None,
-        "skip_special_tokens": True,
-        "no_stop_trim": True,  # keep a stop string in the text, as the other engines
-    }
+    params = shared_sampling_options(sampling, "sglang")
+    params["max_new_tokens"] = sampling.max_new_tokens
+    params["no_stop_trim"] = True  # keep a stop string in the text, as the other engines
     if seed is not None:
         params["sampling_seed"] = seed
     return params
@@ -44,15 +31,10 @@ def generate_request(
     prompts: Sequence[PromptRecord], sampling: SamplingParams
 ) -> tuple[list[int], dict[str, Any]]:
     """(owner prompt index per completion, keyword arguments of ``Engine.generate``)."""
-    owners: list[int] = []
-    input_ids: list[list[int]] = []
-    params: list[dict[str, Any]] = []
-    for i, prompt in enumerate(prompts):
-        for j in range(sampling.n):
-            seed = None if sampling.seed is None else row_seed(sampling.seed, prompt.uid, j)
-            owners.append(i)
-            input_ids.append(list(prompt.prompt_token_ids))
-            params.append(sampling_dict(sampling, seed))
+    requests = completion_requests(prompts, sampling)
+    owners = [i for i, _ in requests]
+    input_ids = [list(prompts[i].prompt_token_ids) for i in owners]
+    params = [sampling_dict(sampling, seed) for _, seed in requests]
     return owners, {"input_ids": input_ids, "sampling_params": params, "return_logprob": True}
 
 

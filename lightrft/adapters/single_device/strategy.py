@@ -22,12 +22,13 @@ from torch.optim.lr_scheduler import LambdaLR
 from lightrft.adapters.common.adamw import build_adamw
 from lightrft.adapters.common.collective import LocalCollective
 from lightrft.adapters.common.lr_schedule import checked_lr_scale, lr_multiplier
+from lightrft.adapters.common.strategy_parts import PreparedModule
 from lightrft.domain.types import OptimizerParams, StepResult
 
 HOST = torch.device("cpu")
 
 
-class SingleDeviceStrategy(LocalCollective):
+class SingleDeviceStrategy(PreparedModule, LocalCollective):
     """Trains one module on ``device``; also the ``Collective`` of its lone process (rank 0
     of 1, from :class:`LocalCollective`).
 
@@ -55,13 +56,6 @@ class SingleDeviceStrategy(LocalCollective):
         self._state_devices: dict[tuple[int, str], torch.device] = {}
 
     # Strategy port ----------------------------------------------------------------------
-    @property
-    def module(self) -> nn.Module:
-        """The prepared module."""
-        if self._module is None:
-            raise RuntimeError("call prepare(module) first")
-        return self._module
-
     @property
     def optimizer(self) -> torch.optim.Optimizer:
         """The AdamW optimizer built by :meth:`prepare`."""

@@ -47,6 +47,7 @@ from typing import Any
 import structlog
 
 from lightrft.adapters.common.fp8_blocks import fp8_weight_stream
+from lightrft.adapters.common.rollout_engine_base import RolloutEngineBase
 from lightrft.adapters.common.weight_buckets import bucket_weights, rename_weights
 from lightrft.adapters.vllm.checks import (
     check_model,
@@ -90,7 +91,7 @@ def start_llm(params: VllmEngineParams, device_type: str) -> Any:
     return llm
 
 
-class VllmRolloutEngine:
+class VllmRolloutEngine(RolloutEngineBase):
     """Generation, weight sync and sleep/wake on vLLM (see the module docstring).
 
     Args:
@@ -115,19 +116,9 @@ class VllmRolloutEngine:
         self.last_sleep_freed_memory: bool | None = None
 
     @property
-    def is_awake(self) -> bool:
-        """Whether ``generate`` may be called."""
-        return self._awake
-
-    @property
     def sleep_frees_memory(self) -> bool:
         """Whether ``sleep`` releases memory (vLLM's sleep mode exists on CUDA only)."""
         return self._device_type == "cuda"
-
-    @property
-    def shares_policy_weights(self) -> bool:
-        """Always False: the engine holds its own copy of the weights (synced each step)."""
-        return False
 
     @property
     def llm(self) -> Any:
@@ -153,8 +144,7 @@ class VllmRolloutEngine:
     ) -> list[Completion]:
         """``sampling.n`` completions per prompt; prompt i owns rows [i*n, (i+1)*n)."""
         llm = self._open_llm()
-        if not self._awake:
-            raise RuntimeError("the rollout engine is asleep; call wake_up() first")
+        self._require_awake()
         if self._needs_weights:
             raise RuntimeError(
                 "the engine holds no weights (dropped by a level-2 sleep, or an FP8 engine "
@@ -188,8 +178,7 @@ class VllmRolloutEngine:
     def load_weights(self, weights: NamedTensors) -> None:
         """Reloads the engine's weights from ``weights`` (base-model names), in buckets."""
         llm = self._open_llm()
-        if not self._awake:
-            raise RuntimeError("the rollout engine is asleep; call wake_up() before load_weights()")
+        self._require_awake("load_weights")
         start = time.perf_counter()
         named = rename_weights(
             ((name, tensor.detach()) for name, tensor in weights),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from lightrft.adapters.common.seeds import row_seed
+from lightrft.adapters.common.engine_requests import completion_requests, shared_sampling_options
 from lightrft.domain.types import Completion, FinishReason, PromptRecord, SamplingParams
 
 
@@ -37,24 +37,12 @@ def sampling_kwargs(sampling: SamplingParams, seed: int | None) -> dict[str, Any
     text (``include_stop_str_in_output``), as with the HF engine; EOS ends a completion and
     is kept in its token ids.
     """
-    if sampling.first_token_temperature is not None:
-        raise ValueError(
-            "rollout.engine=vllm does not support first_token_temperature (FIRE sampling); "
-            "use rollout.engine=hf or unset first_token_temperature"
-        )
     return {
-        "n": 1,
-        "temperature": sampling.temperature,
-        "top_p": sampling.top_p,
-        "top_k": sampling.top_k if sampling.top_k > 0 else -1,
-        "min_p": sampling.min_p,
+        **shared_sampling_options(sampling, "vllm"),
         "max_tokens": sampling.max_new_tokens,
-        "stop": list(sampling.stop_strings) or None,
-        "stop_token_ids": list(sampling.stop_token_ids) or None,
         "include_stop_str_in_output": True,
         "logprobs": 0,
         "seed": seed,
-        "skip_special_tokens": True,
     }
 
 
@@ -63,12 +51,9 @@ def request_plan(
 ) -> list[tuple[int, dict[str, Any]]]:
     """(prompt index, sampling kwargs) of every completion, grouped: prompt i owns
     [i*n, (i+1)*n)."""
-    plan = []
-    for i, prompt in enumerate(prompts):
-        for j in range(sampling.n):
-            seed = None if sampling.seed is None else row_seed(sampling.seed, prompt.uid, j)
-            plan.append((i, sampling_kwargs(sampling, seed)))
-    return plan
+    return [
+        (i, sampling_kwargs(sampling, seed)) for i, seed in completion_requests(prompts, sampling)
+    ]
 
 
 def to_completion(prompt_index: int, output: CompletionOutput) -> Completion:

@@ -58,20 +58,18 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
 
 def _run_suite(args: argparse.Namespace, config: object) -> int:
     from lightrft.application.eval_suite import SuiteParams
+    from lightrft.entrypoints.field_copy import copy_fields
     from lightrft.entrypoints.run_eval_suite import evaluate_files, format_table
 
     n = args.n_samples
     ks = tuple(args.k) if args.k else tuple(sorted({1, n})) if n else (1,)
-    params = SuiteParams(
-        max_new_tokens=args.max_new_tokens,
+    params = copy_fields(
+        SuiteParams,
+        args,
+        "max_new_tokens temperature top_p seed batch_size max_prompts",
         greedy=not args.no_greedy,
         n_samples=n,
         ks=ks,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        seed=args.seed,
-        batch_size=args.batch_size,
-        max_prompts=args.max_prompts,
     )
     report = evaluate_files(
         config,  # type: ignore[arg-type]

@@ -122,6 +122,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     if rest:
         raise ValueError(f"lightrft rm takes no key=value overrides, got {rest}")
     from lightrft.application.reward_model_training import RewardTrainParams
+    from lightrft.entrypoints.field_copy import copy_fields
     from lightrft.entrypoints.next_command import NextCommand
     from lightrft.entrypoints.run_reward_model import (
         RmTrainOptions,
@@ -137,30 +138,18 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
             args.output.write_text(text + "\n")
         print(text)
         return 0
-    params = RewardTrainParams(
-        batch_size=args.batch_size,
-        micro_batch_size=args.micro_batch_size,
-        epochs=args.epochs,
-        total_steps=args.total_steps,
-        margin=args.margin,
-        eval_every=args.eval_every,
-        checkpoint_every=args.checkpoint_every,
-        seed=args.seed,
+    params = copy_fields(
+        RewardTrainParams,
+        args,
+        "batch_size micro_batch_size epochs total_steps margin eval_every checkpoint_every seed",
     )
-    options = RmTrainOptions(
-        output=args.output,
-        model=args.model,
+    options = copy_fields(
+        RmTrainOptions,
+        args,
+        "output model lr max_length strategy dtype lora_rank lora_alpha resume overwrite",
         data=data,
         train=params,
-        lr=args.lr,
-        max_length=args.max_length,
-        strategy=args.strategy,
-        dtype=args.dtype,
-        lora_rank=args.lora_rank,
-        lora_alpha=args.lora_alpha,
         train_backbone=not args.head_only,
-        resume=args.resume,
-        overwrite=args.overwrite,
         resume_changing=tuple(stated_keys(args)),
         next_command=NextCommand(args.argv),
     )

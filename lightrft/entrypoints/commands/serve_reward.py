@@ -40,18 +40,14 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, rest: list[str]) -> int:
     from lightrft.adapters.reward_service import serve
     from lightrft.entrypoints.config.loading import load_config
+    from lightrft.entrypoints.field_copy import copy_fields
     from lightrft.entrypoints.serve_reward import ServeOptions, build_app
 
-    options = ServeOptions(
-        source=args.source,
-        host=args.host,
-        port=args.port,
-        token_env=args.token_env,
-        max_batch=args.max_batch,
-        max_request_bytes=args.max_request_bytes,
+    options = copy_fields(
+        ServeOptions,
+        args,
+        "source host port token_env max_batch max_request_bytes batch_window_ms no_auth",
         micro_batch_samples=args.micro_batch,
-        batch_window_ms=args.batch_window_ms,
-        no_auth=args.no_auth,
     )
     app = build_app(load_config(args.config, rest, algorithm="grpo"), options)
     print(f"serving on http://{options.host}:{options.port} (/score, /health)", flush=True)

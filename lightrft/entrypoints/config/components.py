@@ -7,12 +7,16 @@ tag as a shorthand, ``rollout.engine=vllm``), looks the tag up in the registry a
 the mapping with that model, so every type carries only its own options. This is a
 discriminated union whose members are registered rather than listed, so a plugin adds a type
 without editing this package (see ``docs/extending.md``).
+
+The sections and the run model import this module; it imports nothing of theirs back (a test
+in ``tests/architecture`` keeps the package free of import cycles). A component's cross-section
+check therefore receives the run as ``RunView``: the validated ``RunConfig``, read by attribute.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field, PlainValidator, SerializeAsAny
 from pydantic_core import PydanticCustomError
@@ -20,8 +24,11 @@ from pydantic_core import PydanticCustomError
 from lightrft.domain.registry import Registry
 from lightrft.entrypoints.config.base import Section
 
-if TYPE_CHECKING:  # pragma: no cover
-    from lightrft.entrypoints.config.run_config import RunConfig
+RunView = Any
+"""The whole validated ``RunConfig`` as a component check sees it (``run.rollout.engine``...).
+
+Named rather than imported: the run model imports the component registries, so a reference
+back would close an import cycle."""
 
 
 class ComponentSection(Section):
@@ -29,7 +36,7 @@ class ComponentSection(Section):
 
     type: str
 
-    def check_in_run(self, run: RunConfig) -> None:
+    def check_in_run(self, run: RunView) -> None:
         """Cross-section checks (raise ``ValueError`` naming the keys); default: none."""
 
 

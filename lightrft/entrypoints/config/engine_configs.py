@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from lightrft.entrypoints.config.components import (
     ENGINE_CONFIGS,
     ComponentSection,
+    RunView,
     register_config,
 )
 from lightrft.entrypoints.config.switches import AutoOnOff
-
-if TYPE_CHECKING:  # pragma: no cover
-    from lightrft.entrypoints.config.run_config import RunConfig
 
 
 @register_config(ENGINE_CONFIGS, "hf")
@@ -34,17 +32,17 @@ class HfEngineConfig(ComponentSection):
         "small CPU; faster steps after).",
     )
 
-    def can_share_weights(self, run: RunConfig) -> bool:
+    def can_share_weights(self, run: RunView) -> bool:
         """Whether the policy is one unsharded copy of plain weights (a LoRA policy syncs
         merged weights, a sharded one gathers them)."""
         return not run.backend.strategy.shards_parameters and run.model.lora.rank == 0
 
-    def shares_weights(self, run: RunConfig) -> bool:
+    def shares_weights(self, run: RunView) -> bool:
         """Whether this engine runs the policy's own module in ``run``."""
         choice = self.share_policy_weights
         return choice == "on" or (choice == "auto" and self.can_share_weights(run))
 
-    def check_in_run(self, run: RunConfig) -> None:
+    def check_in_run(self, run: RunView) -> None:
         if self.share_policy_weights == "on" and not self.can_share_weights(run):
             raise ValueError(
                 "rollout.engine.share_policy_weights 'on' needs a backend.strategy that does "
@@ -53,14 +51,19 @@ class HfEngineConfig(ComponentSection):
             )
 
 
-@register_config(ENGINE_CONFIGS, "vllm")
-class VllmEngineConfig(ComponentSection):
-    """vLLM in the training process (one engine per rank); see docs/engines.md."""
+class OwnWeightsEngineConfig(ComponentSection):
+    """Options of the engines that load their own copy of the model (vLLM, SGLang)."""
 
-    type: Literal["vllm"] = "vllm"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="Engine dtype; auto: the model's training dtype (model.dtype)."
     )
+
+
+@register_config(ENGINE_CONFIGS, "vllm")
+class VllmEngineConfig(OwnWeightsEngineConfig):
+    """vLLM in the training process (one engine per rank); see docs/engines.md."""
+
+    type: Literal["vllm"] = "vllm"
     memory_fraction: float = Field(
         0.3,
         gt=0,
@@ -92,7 +95,7 @@ class VllmEngineConfig(ComponentSection):
     )
     max_num_seqs: int | None = Field(None, gt=0, description="Sequences decoded together.")
 
-    def check_in_run(self, run: RunConfig) -> None:
+    def check_in_run(self, run: RunView) -> None:
         if run.rollout.first_token_temperature is not None:
             raise ValueError(
                 "rollout.first_token_temperature (FIRE) is not supported by rollout.engine=vllm"
@@ -100,13 +103,10 @@ class VllmEngineConfig(ComponentSection):
 
 
 @register_config(ENGINE_CONFIGS, "sglang")
-class SglangEngineConfig(ComponentSection):
+class SglangEngineConfig(OwnWeightsEngineConfig):
     """SGLang in the training process (GPU-only, unverified: see docs/engines.md)."""
 
     type: Literal["sglang"] = "sglang"
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
-        "auto", description="Engine dtype; auto: the model's training dtype (model.dtype)."
-    )
     memory_fraction: float = Field(
         0.5, gt=0, le=1, description="SGLang mem_fraction_static (weights + KV cache)."
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -10,11 +10,9 @@ from lightrft.adapters.rewards.answer_extraction import ANSWER_EXTRACTORS, DEFAU
 from lightrft.entrypoints.config.components import (
     REWARD_SOURCE_CONFIGS,
     RewardSourceSection,
+    RunView,
     register_config,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from lightrft.entrypoints.config.run_config import RunConfig
 
 
 class AnswerExtractorsSection(RewardSourceSection):
@@ -72,7 +70,7 @@ class LengthRewardConfig(RewardSourceSection):
     )
     factor: float = Field(1.0, ge=0, description="Penalty at L_max.")
 
-    def check_in_run(self, run: RunConfig) -> None:
+    def check_in_run(self, run: RunView) -> None:
         if run.reward.overlong_buffer is not None:
             raise ValueError(
                 f"reward source {self.label!r} (type length) and reward.overlong_buffer both "
@@ -106,7 +104,7 @@ class MajorityVoteRewardConfig(AnswerExtractorsSection):
         0.0, description="Score otherwise (also: no extractable answer, no majority)."
     )
 
-    def check_in_run(self, run: RunConfig) -> None:
+    def check_in_run(self, run: RunView) -> None:
         if run.rollout.n_samples_per_prompt < 2:
             raise ValueError(
                 f"reward source {self.label!r} (type ttrl) votes within a prompt's group: "

@@ -37,6 +37,7 @@ from lightrft.entrypoints.config.sections import (
     TrainConfig,
 )
 from lightrft.entrypoints.config.sft_section import SftConfig
+from lightrft.entrypoints.field_copy import copy_fields
 
 
 class RunConfig(Section):
@@ -114,29 +115,22 @@ class RunConfig(Section):
 
     def sampling(self) -> SamplingParams:
         r = self.rollout
-        return SamplingParams(
+        return copy_fields(
+            SamplingParams,
+            r,
+            "temperature top_p top_k min_p max_new_tokens first_token_temperature",
             n=r.n_samples_per_prompt,
-            temperature=r.temperature,
-            top_p=r.top_p,
-            top_k=r.top_k,
-            min_p=r.min_p,
-            max_new_tokens=r.max_new_tokens,
             stop_strings=tuple(r.stop),
             seed=self.train.seed,
-            first_token_temperature=r.first_token_temperature,
         )
 
     def optimizer_params(self) -> OptimizerParams:
         o = self.optim
-        return OptimizerParams(
-            lr=o.lr,
-            weight_decay=o.weight_decay,
-            betas=o.betas,
-            max_grad_norm=o.max_grad_norm,
-            warmup_steps=o.warmup_steps,
+        return copy_fields(
+            OptimizerParams,
+            o,
+            "lr weight_decay betas max_grad_norm warmup_steps schedule min_lr_ratio",
             total_steps=self._optimizer_steps(),
-            schedule=o.schedule,
-            min_lr_ratio=o.min_lr_ratio,
         )
 
     def _optimizer_steps(self) -> int:
@@ -211,13 +205,10 @@ class RunConfig(Section):
             ),
             algorithm=algorithm,
             shaping=shaping,
-            train=TrainParams(
-                epochs=t.epochs,
-                mini_batch_size=t.mini_batch_size,
-                micro_batch_size=t.micro_batch_size,
-                max_tokens_per_micro_batch=t.max_tokens_per_micro_batch,
-                shuffle=t.shuffle,
-                seed=t.seed,
+            train=copy_fields(
+                TrainParams,
+                t,
+                "epochs mini_batch_size micro_batch_size max_tokens_per_micro_batch shuffle seed",
             ),
             cycle=CycleParams(
                 total_steps=t.total_steps,

@@ -23,6 +23,7 @@ from lightrft.domain.ports import CheckpointStore, PromptSource, RewardSource, T
 from lightrft.domain.registry import Registry
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.sections import DatasetConfig
+from lightrft.entrypoints.field_copy import copy_fields
 from lightrft.entrypoints.wiring import reward_sources  # noqa: F401  (registers the built-ins)
 from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
 
@@ -104,13 +105,10 @@ def build_prompts(
             path, tokenizer, prompt_format=fmt, on_bad_row=dataset.on_bad_row, **extra
         )
     else:
-        spec = RowSpec(
-            input_key=dataset.input_key,
-            reference_key=dataset.reference_key,
-            on_bad_row=dataset.on_bad_row,
-            images_key=dataset.images_key,
-            audios_key=dataset.audios_key,
-            audio_sampling_rate=dataset.audio_sampling_rate,
+        spec = copy_fields(
+            RowSpec,
+            dataset,
+            "input_key reference_key on_bad_row images_key audios_key audio_sampling_rate",
             placeholders=MediaPlaceholders()
             if media is None
             else MediaPlaceholders(media.image_placeholder, media.audio_placeholder),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 
 from lightrft.adapters.reward_models import HfScalarRewardModel
 from lightrft.adapters.rewards.unit_tests import UnitTestsReward
@@ -14,6 +15,7 @@ from lightrft.entrypoints.config.reward_model_configs import (
     ScalarRmConfig,
     UnitTestsRewardConfig,
 )
+from lightrft.entrypoints.field_copy import copy_fields
 from lightrft.entrypoints.wiring.model_loaders import DTYPES
 from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext
 
@@ -44,29 +46,23 @@ def build_remote(section: RemoteRewardConfig, context: BuildContext) -> RewardSo
                 f"reward source {section.label!r}: environment variable {section.token_env} "
                 "(token_env) is not set"
             )
-    return RemoteRewardSource(
-        section.url,
+    return copy_fields(
+        partial(RemoteRewardSource, section.url),
+        section,
+        "timeout_s max_attempts backoff_base_s backoff_max_s request_batch on_failure "
+        "failure_score",
         name=section.label,
         token=token,
-        timeout_s=section.timeout_s,
-        max_attempts=section.max_attempts,
-        backoff_base_s=section.backoff_base_s,
-        backoff_max_s=section.backoff_max_s,
-        request_batch=section.request_batch,
-        on_failure=section.on_failure,
-        failure_score=section.failure_score,
     )
 
 
 @REWARD_SOURCES.register("unit_tests")
 def build_unit_tests(section: UnitTestsRewardConfig, context: BuildContext) -> UnitTestsReward:
-    return UnitTestsReward(
-        open_sandbox(section.sandbox),
+    return copy_fields(
+        partial(UnitTestsReward, open_sandbox(section.sandbox)),
+        section,
+        "timeout_s memory_mb pass_score fail_score",
         name=section.label,
-        timeout_s=section.timeout_s,
-        memory_mb=section.memory_mb,
-        pass_score=section.pass_score,
-        fail_score=section.fail_score,
     )
 
 

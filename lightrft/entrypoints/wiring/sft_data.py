@@ -15,18 +15,15 @@ from lightrft.adapters.datasets.sft_rows import (
     load_sft_dataset,
 )
 from lightrft.entrypoints.config.sft_section import BUILTIN_SYSTEM_PROMPT, SftDataConfig
+from lightrft.entrypoints.field_copy import copy_fields
 
 
 def build_sft_data(section: SftDataConfig | None, tokenizer: Any) -> SftDataset | None:
     """The tokenized examples ``section`` describes (``None`` stays ``None``)."""
     if section is None:
         return None
-    spec = SftRowSpec(
-        messages_key=section.messages_key,
-        prompt_key=section.prompt_key,
-        completion_key=section.completion_key,
-        max_length=section.max_length,
-        on_bad_row=section.on_bad_row,
+    spec = copy_fields(
+        SftRowSpec, section, "messages_key prompt_key completion_key max_length on_bad_row"
     )
     system = section.system_prompt
     if system is None and section.path is None:

@@ -1,0 +1,196 @@
+"""One multimodal input builder with per-modality parts (images, audio clips).
+
+Shape letters: B rows, T tokens.
+
+Both halves of :mod:`~lightrft.adapters.hf.multimodal_inputs` do the same thing for every
+modality, and only one step differs; the common steps are here once:
+
+- :class:`MediaEncoder` (the prompt encoder): take the record's media items (checked against
+  its placeholders), let the modality :meth:`~MediaEncoder.process` them into tensors and a
+  position count per item, expand each placeholder to its count, and store the payload
+  (the tensors, ``<noun>_tokens``, ``where`` and the cost);
+- :class:`MediaInputs` (the forward arguments): check every row's placeholder count, give
+  text positions (1-D, counting attended tokens, zero offsets), and let the modality add its
+  media arguments (and its own positions, e.g. M-RoPE) when some row has media.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor, nn
+
+from lightrft.adapters.hf.logprobs import position_ids_from_mask
+from lightrft.adapters.hf.multimodal_inputs import ModelInputs, row_name, unwrapped
+from lightrft.domain.modality import COST_KEY, Payload
+from lightrft.domain.types import PromptRecord
+
+
+def check_placeholders(
+    input_ids: Tensor, payloads: Sequence[Payload], token_id: int, count_key: str, what: str
+) -> None:
+    """Every row holds as many ``token_id`` tokens as its payload's ``count_key`` entries sum
+    to; raises ``ValueError`` naming the first row that does not."""
+    found = (input_ids == token_id).sum(-1).tolist()  # [B]
+    for row, (have, payload) in enumerate(zip(found, payloads, strict=True)):
+        want = sum(payload.get(count_key, ())) if payload else 0
+        if have != want:
+            raise ValueError(
+                f"{row_name(payload, row)}: {have} {what} placeholder tokens but its media "
+                f"need {want}; the prompt's placeholders do not match its media"
+            )
+
+
+def checked_media(record: PromptRecord, key: str, placeholder: int, what: str) -> list[Any]:
+    """The media items ``record.multimodal[key]``, checked to match the prompt's count of
+    ``placeholder`` tokens; raises ``ValueError`` naming the record's row otherwise."""
+    items = list(record.multimodal.get(key, ()))
+    pads = record.prompt_token_ids.count(placeholder)
+    if pads != len(items):
+        where = record.metadata.get("where", record.uid)
+        raise ValueError(
+            f"{where}: the prompt holds {pads} {what} placeholder token(s) (id {placeholder}) "
+            f"but multimodal[{key!r}] has {len(items)} item(s); expected one placeholder per item"
+        )
+    return items
+
+
+def expand_placeholders(
+    ids: Sequence[int], placeholder: int, counts: Sequence[int]
+) -> tuple[int, ...]:
+    """``ids`` with the i-th ``placeholder`` repeated ``counts[i]`` times."""
+    out: list[int] = []
+    item = 0
+    for token in ids:
+        if token == placeholder:
+            out.extend([placeholder] * counts[item])
+            item += 1
+        else:
+            out.append(token)
+    return tuple(out)
+
+
+def concat_payload_tensors(payloads: Sequence[Payload], key: str) -> Tensor | None:
+    """``payload[key]`` of every row that has it, concatenated along dim 0 (or ``None``)."""
+    parts = [p[key] for p in payloads if p and key in p]
+    return torch.cat(parts) if parts else None
+
+
+def model_dtype(model: nn.Module) -> torch.dtype:
+    """The floating dtype of ``model``'s parameters (media features are cast to it)."""
+    for param in model.parameters():
+        if param.is_floating_point():
+            return param.dtype
+    return torch.float32
+
+
+@dataclass(frozen=True)
+class ProcessedMedia:
+    """A record's media as model tensors: ``counts[i]`` positions for item i, ``cost`` in all."""
+
+    tensors: dict[str, Tensor]
+    counts: list[int]
+    cost: int
+
+
+@dataclass(frozen=True)
+class MediaArguments:
+    """A modality's forward arguments for a batch; ``position_offsets`` (B, 1) when it sets
+    its own ``position_ids`` (None: the text positions stand)."""
+
+    kwargs: dict[str, Any]
+    position_offsets: Tensor | None = None
+
+
+class MediaEncoder(ABC):
+    """Prompt encoder of one modality: ``media_key`` items, one ``token`` placeholder each."""
+
+    media_key: ClassVar[str]  # the record's multimodal key ("images", "audios")
+    noun: ClassVar[str]  # in messages and the payload's "<noun>_tokens" ("image", "audio")
+
+    def __init__(self, tokenizer: Any, token: str) -> None:
+        self._token = token
+        self._pad = int(tokenizer.convert_tokens_to_ids(token))
+
+    @abstractmethod
+    def process(self, items: list[Any], where: str) -> ProcessedMedia:
+        """The tensors and position counts of ``items`` (``where`` names the row in errors)."""
+
+    def encode(self, record: PromptRecord) -> PromptRecord:
+        """``record`` with its media processed and placeholders expanded (text: unchanged)."""
+        items = checked_media(record, self.media_key, self._pad, self.noun)
+        if not items:
+            return record
+        where = str(record.metadata.get("where", record.uid))
+        media = self.process(items, where)
+        ids = expand_placeholders(record.prompt_token_ids, self._pad, media.counts)
+        payload: dict[str, Any] = {
+            **media.tensors,
+            f"{self.noun}_tokens": tuple(media.counts),
+            "where": where,
+            COST_KEY: media.cost,
+        }
+        return replace(record, prompt_token_ids=ids, multimodal=payload)
+
+
+class MediaInputs(ABC):
+    """Forward arguments of one model family for rows with and without media."""
+
+    token_id_key: ClassVar[str]  # the model config's placeholder id ("image_token_id")
+    noun: ClassVar[str]  # as in MediaEncoder
+
+    def __init__(self, model: nn.Module) -> None:
+        base = unwrapped(model)
+        self._model = base
+        self._token_id = int(getattr(base.config, self.token_id_key))
+        ids = sorted(self.placeholder_ids(base.config))
+        self._suppressed = torch.tensor(ids, dtype=torch.long)
+
+    def placeholder_ids(self, config: Any) -> set[int]:
+        """The ids never generated: the placeholder (a family may add more)."""
+        return {self._token_id}
+
+    @property
+    def suppressed_token_ids(self) -> Tensor:
+        """The media placeholder ids (never generated)."""
+        return self._suppressed
+
+    def payload_tensor(
+        self, payloads: Sequence[Payload], key: str, input_ids: Tensor, *, features: bool = False
+    ) -> Tensor | None:
+        """``payload[key]`` of the rows that have it, concatenated along dim 0 on the device of
+        ``input_ids`` (media ``features`` cast to the model's floating dtype); None if none."""
+        tensor = concat_payload_tensors(payloads, key)
+        if tensor is None:
+            return None
+        if features:
+            return tensor.to(input_ids.device, model_dtype(self._model))
+        return tensor.to(input_ids.device)
+
+    @abstractmethod
+    def media_arguments(
+        self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload]
+    ) -> MediaArguments | None:
+        """The media arguments of the batch, or None when no row has media."""
+
+    def model_inputs(
+        self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload]
+    ) -> ModelInputs:
+        """See :class:`~lightrft.adapters.hf.multimodal_inputs.MultimodalInputs`."""
+        check_placeholders(input_ids, payloads, self._token_id, f"{self.noun}_tokens", self.noun)
+        kwargs: dict[str, Any] = {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "position_ids": position_ids_from_mask(attention_mask),
+        }
+        offsets = torch.zeros(input_ids.shape[0], 1, dtype=torch.long, device=input_ids.device)
+        media = self.media_arguments(input_ids, attention_mask, payloads)
+        if media is not None:
+            kwargs.update(media.kwargs)
+            if media.position_offsets is not None:
+                offsets = media.position_offsets
+        return ModelInputs(kwargs, offsets)
