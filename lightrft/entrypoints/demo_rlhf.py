@@ -31,7 +31,7 @@ from lightrft.entrypoints.config.loading import load_config
 from lightrft.entrypoints.next_command import NextCommand
 from lightrft.entrypoints.run_guard import RunRequest, guard_run_directory
 from lightrft.entrypoints.run_identity import IdentityKeys
-from lightrft.entrypoints.run_reward_model import RmDataOptions, RmTrainOptions, train_reward_model
+from lightrft.entrypoints.jobs.reward_model import RmDataOptions, RmTrainOptions, train_reward_model
 
 log = structlog.get_logger(__name__)
 
@@ -176,7 +176,7 @@ def _grpo_stage(
     options: RlhfDemoOptions,
     overrides: Sequence[str],
 ) -> dict[str, Any]:
-    from lightrft.entrypoints.run_training import train
+    from lightrft.entrypoints.jobs.training import train
 
     stage_dir, next_command = options.run_dir / name, options.next_command
     config = load_config(

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     if status is not None:
         return status
     from lightrft.entrypoints.next_command import NextCommand
-    from lightrft.entrypoints.run_sft import sft
+    from lightrft.entrypoints.jobs.sft import sft
 
     next_command = NextCommand(args.argv, config.logging.overwrite)
     print(json.dumps(sft(config, next_command=next_command), indent=2))

@@ -134,7 +134,7 @@ def test_json_logs_from_the_config_reach_the_run(
     import json
 
     from lightrft.entrypoints.logging_setup import configure_logging
-    from lightrft.entrypoints.run_training import train
+    from lightrft.entrypoints.jobs.training import train
 
     config = load_config(
         None,

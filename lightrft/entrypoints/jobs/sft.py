@@ -26,7 +26,7 @@ from lightrft.entrypoints.next_command import NextCommand
 from lightrft.entrypoints.run_directory import trim_logs_after
 from lightrft.entrypoints.run_guard import RunStart, config_request, guard_run_directory
 from lightrft.entrypoints.run_identity import SFT_IDENTITY
-from lightrft.entrypoints.run_training import export_policy, process_collective
+from lightrft.entrypoints.jobs.training import export_policy, process_collective
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.sft_data import build_sft_data
 
