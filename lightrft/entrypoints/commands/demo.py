@@ -127,8 +127,8 @@ def _run_rlhf(args: argparse.Namespace, rest: list[str]) -> int:
 def _run_grpo(args: argparse.Namespace, rest: list[str]) -> int:
     from lightrft.adapters.report import render_report
     from lightrft.entrypoints.config.loading import load_config
-    from lightrft.entrypoints.next_command import NextCommand
     from lightrft.entrypoints.jobs.training import train
+    from lightrft.entrypoints.next_command import NextCommand
 
     config = load_config(None, DEMO_OVERRIDES + list(rest), algorithm="grpo")
     summary = train(config, next_command=NextCommand(args.argv, config.logging.overwrite))

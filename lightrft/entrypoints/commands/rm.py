@@ -123,12 +123,12 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         raise ValueError(f"lightrft rm takes no key=value overrides, got {rest}")
     from lightrft.application.reward_model_training import RewardTrainParams
     from lightrft.entrypoints.field_copy import copy_fields
-    from lightrft.entrypoints.next_command import NextCommand
     from lightrft.entrypoints.jobs.reward_model import (
         RmTrainOptions,
         eval_reward_model,
         train_reward_model,
     )
+    from lightrft.entrypoints.next_command import NextCommand
 
     data = _data_options(args)
     if args.rm_command == "eval":

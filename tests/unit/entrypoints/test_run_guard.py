@@ -12,14 +12,14 @@ import torch
 import yaml
 
 from lightrft.adapters.checkpoint import LocalCheckpointStore
-from lightrft.entrypoints.run_directory import (
+from lightrft.entrypoints.run_dir.directory import (
     RunDirectoryError,
     RunDirectoryLock,
     RunDirectoryLocked,
 )
-from lightrft.entrypoints.run_guard import RunRequest, decide, guard_run_directory
-from lightrft.entrypoints.run_history import read_history
-from lightrft.entrypoints.run_identity import IdentityKeys, ResumeIdentityError
+from lightrft.entrypoints.run_dir.guard import RunRequest, decide, guard_run_directory
+from lightrft.entrypoints.run_dir.history import read_history
+from lightrft.entrypoints.run_dir.identity import IdentityKeys, ResumeIdentityError
 from tests.helpers.simulated_ranks import run_on_ranks
 
 KEYS = IdentityKeys(include=("optim.*", "model.*"))
