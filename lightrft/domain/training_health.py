@@ -87,7 +87,12 @@ class HealthMonitor:
                 message = f"{name} at step {step}: {reading.detail}"
                 fired.append(
                     HealthSignal(
-                        name, step, reading.value, reading.threshold, check.collapse, message
+                        name,
+                        step,
+                        reading.value,
+                        reading.threshold,
+                        check.collapse and reading.collapse,
+                        message,
                     )
                 )
         onsets = tuple(s for s in fired if s.name not in self.active)

@@ -1,8 +1,10 @@
-"""`lightrft train` on a tiny random model: the health entry of summary.json, the warning,
-and train.on_collapse=stop ending the run with a checkpoint.
+"""`lightrft train` on a tiny random model: the health entry of summary.json and the warning.
 
 The tiny random model almost never samples EOS within 4 tokens, so with
-``train.health.truncated_fraction=0.5`` the truncation signal fires at step 1.
+``train.health.truncated_fraction=0.5`` the truncation signal fires at step 1. Cut from the
+first step on, it is a warning, not a collapse: ``train.on_collapse=stop`` lets the run go on
+(the stop itself, with its checkpoint, is tested on fakes that collapse on purpose in
+tests/e2e/test_training_health_cycle.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from lightrft.adapters.checkpoint import LocalCheckpointStore
 from tests.helpers.cli_runs import TINY, train_grpo_command
 
 
-def test_stop_at_a_collapse_writes_the_health_summary(tiny_dir: Path, tmp_path: Path) -> None:
+def test_truncation_from_the_first_step_warns_without_stopping(
+    tiny_dir: Path, tmp_path: Path
+) -> None:
     run_dir = tmp_path / "run"
     command = train_grpo_command(
         tiny_dir,
@@ -32,13 +36,15 @@ def test_stop_at_a_collapse_writes_the_health_summary(tiny_dir: Path, tmp_path: 
     assert done.returncode == 0, err[-3000:]
     warnings = [line for line in err.splitlines() if "health.signal" in line]
     assert sum("signal=truncation" in line for line in warnings) == 1
-    assert "truncation at step 1" in err and "run.stopped" in err
+    assert "truncation at step 1" in err and "as from the first step" in err
+    assert "run.stopped" not in err
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["steps"] == 1
+    assert summary["steps"] == 2
     health = summary["health"]
-    assert health["on_collapse"] == "stop" and health["stopped_at"] == 1
+    assert health["on_collapse"] == "stop" and health["stopped_at"] is None
     truncation = [s for s in health["signals"] if s["name"] == "truncation"]
     assert truncation[0]["step"] == 1 and truncation[0]["threshold"] == 0.5
-    assert LocalCheckpointStore(run_dir / "checkpoints").steps() == [1]
+    assert truncation[0]["collapse"] is False
+    assert LocalCheckpointStore(run_dir / "checkpoints").steps() == [2]
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert rows[-1]["health/fired/truncation"] == 1.0

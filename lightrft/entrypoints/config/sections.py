@@ -376,7 +376,7 @@ class TrainConfig(Section):
     )
     on_collapse: Literal["warn", "rollback", "stop"] = Field(
         "warn",
-        description="At a collapse signal (reward_drop, entropy_collapse, truncation): warn; "
+        description="At a collapse signal (reward_drop; truncation once it rose): warn; "
         "rollback to the best state so far (kept in host memory) and lower the lr; or stop.",
     )
     rollback_lr_factor: float = Field(

@@ -119,7 +119,7 @@ def test_registry_metrics_and_collapse_signals() -> None:
         "logprob_drift",
     }
     collapse = {n for n in HEALTH_CHECKS if HEALTH_CHECKS.get(n).collapse}
-    assert collapse == {"reward_drop", "entropy_collapse", "truncation"}
+    assert collapse == {"reward_drop", "truncation"}
     metrics = [HEALTH_CHECKS.get(n).metric for n in HEALTH_CHECKS]
     assert len(set(metrics)) == len(metrics) and all(m.startswith("health/") for m in metrics)
 
@@ -138,3 +138,21 @@ def test_registry_metrics_and_collapse_signals() -> None:
 def test_thresholds_refuse_bad_values_naming_the_field(field: str, value: float) -> None:
     with pytest.raises(ValueError, match=field):
         HealthThresholds(**{field: value})  # type: ignore[arg-type]
+
+
+def test_truncation_from_the_first_step_warns_and_a_rise_is_a_collapse() -> None:
+    """A policy cut at the budget from its first step has no healthier state to return to:
+    its readings fire without being a collapse; once the fraction was below the threshold, a
+    return above it is one (state survives a resume)."""
+    detector = HEALTH_CHECKS.get("truncation").make(HealthThresholds(truncated_fraction=0.9))
+    readings = [detector.observe(v) for v in (0.95, 1.0, 0.5)]
+    assert [(r.fired, r.collapse) for r in readings if r] == [
+        (True, False),
+        (True, False),
+        (False, True),
+    ]
+    assert "as from the first step" in readings[0].detail  # type: ignore[union-attr]
+    resumed = HEALTH_CHECKS.get("truncation").make(HealthThresholds(truncated_fraction=0.9))
+    resumed.load_state_dict(detector.state_dict())
+    rose = resumed.observe(0.92)
+    assert rose is not None and rose.fired and rose.collapse
