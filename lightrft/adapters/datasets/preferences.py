@@ -138,7 +138,7 @@ def in_memory_preferences(
     return preference_pairs(refs, renderer, spec or PreferenceSpec())
 
 
-SYNTHETIC_KINDS = ("bare", "ramble", "refuse", "wrong")
+SYNTHETIC_KINDS = ("bare", "ramble", "refuse", "wrong", "placeholder", "preamble")
 
 
 def synthetic_preference_rows(
@@ -152,7 +152,10 @@ def synthetic_preference_rows(
 
     The chosen answer states the correct number in a fixed format, ``"The answer is N."``;
     the rejected one is, by kind: ``bare`` (just the number), ``ramble`` (long and unsure),
-    ``refuse`` (no answer), ``wrong`` (the fixed format with a wrong number).
+    ``refuse`` (no answer), ``wrong`` (the fixed format with a wrong number), ``placeholder``
+    (the format with a letter or word where the number goes, as a policy that copies an
+    instruction's "The answer is N." writes it), ``preamble`` (the right sentence after a
+    filler one, e.g. "You are correct. The answer is 7.").
     """
     unknown = sorted(set(kinds) - set(SYNTHETIC_KINDS))
     if unknown or not kinds:
@@ -168,6 +171,9 @@ def synthetic_preference_rows(
             "I am really not sure about this one.",
             "refuse": rng.choice(["I don't know.", "Figure it out yourself.", "No idea."]),
             "wrong": f"The answer is {answer + rng.choice([-2, -1, 1, 2, 3])}.",
+            "placeholder": f"The answer is {rng.choice(['N', 'X', 'n', 'the number'])}.",
+            "preamble": rng.choice(["You are correct. ", "Sure! ", "Great question. "])
+            + f"The answer is {answer}.",
         }[kind]
         prompt = f"{problem['prompt']} {instruction}".strip()
         rows.append({"prompt": prompt, "chosen": f"The answer is {answer}.", "rejected": rejected})

@@ -44,7 +44,11 @@ SYSTEM_PROMPT = "You are a helpful assistant. Answer briefly."
 # preferences for that form, is what teaches it
 INSTRUCTION = "Reply with one sentence, The answer is N."
 ANSWER_PATTERN = r"\s*The answer is -?\d+\.\s*"
-KINDS = ("bare", "ramble", "refuse")
+# placeholder / preamble: without them the reward model (head only, 160 pairs) scored
+# "You are correct. The answer is N." (a copied letter after filler) at +0.8, and GRPO
+# against it drove the held-out answer format 0.08 -> 0.00 while its score rose -0.13 ->
+# +0.61 (seed 0, 2026-11-26): the preference data now holds those two hacks as rejected
+KINDS = ("bare", "ramble", "refuse", "placeholder", "preamble")
 
 GRPO_OVERRIDES = [
     "data.train.difficulty=1",

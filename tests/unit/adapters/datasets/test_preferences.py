@@ -50,3 +50,20 @@ def test_every_bad_row_is_named() -> None:
         "  prefs row 3: the same answer as the chosen one (no preference to learn) in 'rejected'",
         "  prefs row 4: missing key 'rejected'",
     ]
+
+
+def test_synthetic_hack_kinds_keep_the_format_but_not_the_answer() -> None:
+    """``placeholder`` rejects the format with no number in it, ``preamble`` the right
+    sentence after filler; the chosen answer is always exactly ``The answer is <answer>.``"""
+    import re
+
+    from lightrft.adapters.datasets.preferences import synthetic_preference_rows
+
+    placeholder = synthetic_preference_rows(20, 3, kinds=("placeholder",))
+    preamble = synthetic_preference_rows(20, 3, kinds=("preamble",))
+    for row in placeholder:
+        assert re.fullmatch(r"The answer is -?\d+\.", row["chosen"])
+        assert row["rejected"].startswith("The answer is ")
+        assert not re.search(r"\d", row["rejected"])
+    for row in preamble:
+        assert row["rejected"].endswith(row["chosen"]) and row["rejected"] != row["chosen"]
