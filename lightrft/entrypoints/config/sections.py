@@ -81,10 +81,16 @@ class ModelConfig(Section):
         "null uses the embedded default SmolLM2-135M-Instruct.",
     )
     dtype: Literal["fp32", "bf16", "fp16"] = Field(
-        "fp32", description="Weights dtype for training."
+        "fp32",
+        description="Compute dtype. bf16/fp16 train with fp32 master weights (single: fp32 "
+        "copies in the optimizer, fsdp2: fp32 shards, deepspeed: its own); fp16 adds dynamic "
+        "loss scaling and needs backend.strategy single.",
     )
-    attn_implementation: Literal["sdpa", "eager", "flash_attention_2"] = Field(
-        "sdpa", description="Attention kernel; flash_attention_2 needs flash-attn and a GPU."
+    attn_implementation: Literal["auto", "sdpa", "eager", "flash_attention_2"] = Field(
+        "sdpa",
+        description="Attention kernel; flash_attention_2 needs flash-attn, a CUDA GPU and "
+        "bf16/fp16; auto: flash_attention_2 where it can run, else sdpa (logged as "
+        "model.attention).",
     )
     gradient_checkpointing: bool = Field(False, description="Recompute activations in backward.")
     trust_remote_code: bool = Field(False, description="Run model code shipped with the weights.")
