@@ -35,7 +35,9 @@ AdvantageName = Literal[
     "dr_grpo",
     "rloo",
     "reinforce_pp",
+    "reinforce",
     "reinforce_pp_baseline",
+    "reinforce_baseline",
     "gae",
     "cpgd",
     "remax",
@@ -368,7 +370,7 @@ class TrainConfig(Section):
     mini_batch_size: int | None = Field(
         None, gt=0, description="Samples per optimizer step per rank."
     )
-    micro_batch_size: int = Field(4, gt=0, description="Samples per forward/backward.")
+    micro_batch_size: int = Field(4, gt=0, description="Samples per forward/backward per rank.")
     max_tokens_per_micro_batch: int | None = Field(
         None,
         gt=0,
