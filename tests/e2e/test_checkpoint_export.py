@@ -14,7 +14,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from lightrft.entrypoints.checkpoint_export import export_checkpoint
+from lightrft.entrypoints.cli import main
+from lightrft.entrypoints.jobs.checkpoint_export import export_checkpoint
 from tests.helpers.cli_runs import final_weights, run_train
 
 COMMON = [
@@ -92,8 +93,15 @@ def test_two_rank_zero3_checkpoint_exports_the_final_weights(
     _check_export(run, tmp_path)
 
 
-def test_missing_step_names_the_steps(tiny_dir: Path, tmp_path: Path) -> None:
+def test_the_command_exports_and_names_a_missing_step(
+    tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = tmp_path / "run"
     run_train(tiny_dir, run, *COMMON, "rollout.prompts_per_step=2", "train.total_steps=1")
-    with pytest.raises(FileNotFoundError, match="no checkpoint of step 7; steps: 1"):
-        export_checkpoint(run, tmp_path / "out", step=7)
+    out = tmp_path / "out"
+    assert main(["checkpoints", "export", str(run), "--out", str(out)]) == 0
+    assert f"exported step 1 of {run} to {out}" in capsys.readouterr().out
+    exported, final = _exported(out), final_weights(run)
+    assert all(torch.equal(exported[k], final[k]) for k in final)
+    assert main(["checkpoints", "export", str(run), "--step", "7", "--out", str(out)]) == 2
+    assert "no checkpoint of step 7; steps: 1" in capsys.readouterr().err

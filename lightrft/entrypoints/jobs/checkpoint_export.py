@@ -23,7 +23,7 @@ from lightrft.adapters.checkpoint import LocalCheckpointStore
 from lightrft.adapters.checkpoint.directory_swap import replace_directory
 from lightrft.adapters.checkpoint.verify import checkpoint_stores
 from lightrft.entrypoints.config.loading import load_config
-from lightrft.entrypoints.run_directory import checkpoint_steps
+from lightrft.entrypoints.run_dir.directory import checkpoint_steps
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.checkpoint_merge import CHECKPOINT_MERGERS
 
