@@ -32,6 +32,7 @@ VALUE_FLAGS: dict[str, tuple[str, ...]] = {
     "micro_rollout_batch_size": ("rollout.forward_micro_batch_size",),
     "max_epochs": ("train.epochs",),
     "num_steps": ("train.total_steps",),
+    "num_episodes": ("train.episodes",),
     "actor_learning_rate": ("optim.lr",),
     "learning_rate": ("optim.lr",),
     "lr_warmup_steps": ("optim.warmup_steps",),
@@ -117,8 +118,6 @@ GLOBAL_SIZES: dict[str, str] = {
 """The original's global batch sizes and the per-rank keys they are divided into."""
 
 REFUSED: dict[str, str] = {
-    "num_episodes": "set train.total_steps (RL steps of rollout.prompts_per_step prompts per "
-    "rank; N episodes over P prompts = N x P / (prompts_per_step x ranks) steps)",
     "lr_warmup_ratio": "set optim.warmup_steps (a number of optimizer steps)",
     "disable_engine_sleep": "the rollout engine always sleeps outside generation here; "
     "drop the flag",

@@ -366,6 +366,13 @@ class RewardConfig(Section):
 
 class TrainConfig(Section):
     total_steps: int = Field(20, gt=0, description="RL steps (rollout + update) to run.")
+    episodes: int | None = Field(
+        None,
+        gt=0,
+        description="Passes over the training prompts (the original's --num_episodes); when "
+        "set, total_steps becomes episodes x ceil(prompts / (rollout.prompts_per_step x "
+        "ranks)) once the dataset is read.",
+    )
     epochs: int = Field(1, gt=0, description="Passes over each experience batch.")
     mini_batch_size: int | None = Field(
         None, gt=0, description="Samples per optimizer step per rank."

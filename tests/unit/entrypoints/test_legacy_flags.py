@@ -56,18 +56,13 @@ def show(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str,
     return status, (yaml.safe_load(out.out) if status == 0 else {}), out.err
 
 
-def test_algorithm_block_refuses_only_num_episodes_naming_total_steps(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    status, _, err = show(capsys, *words(ALGORITHM_BLOCK))
-    assert status == 2  # --num_episodes needs the dataset size: one line names the key
-    assert err.count("\n") == 1 and "--num_episodes" in err and "train.total_steps" in err
-    block = words(ALGORITHM_BLOCK.replace("--num_episodes 3", ""))
-    status, config, _ = show(capsys, *block)
-    assert status == 0
+def test_algorithm_block_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    status, config, err = show(capsys, *words(ALGORITHM_BLOCK))
+    assert status == 0, err
     assert config["algorithm"]["advantage_estimator"] == "group_norm"
     assert config["rollout"]["n_samples_per_prompt"] == 8
     assert config["train"]["epochs"] == 1
+    assert config["train"]["episodes"] == 3  # total_steps follows from the dataset's size
     assert config["algorithm"]["kl_estimator"] == "k3"
     assert config["algorithm"]["kl_coef"] == 0.001
 
@@ -205,7 +200,7 @@ def test_a_global_size_the_ranks_do_not_divide_is_one_line(
 
 @pytest.mark.parametrize(
     ("flag", "key"),
-    [("--num_episodes", "train.total_steps"), ("--lr_warmup_ratio", "optim.warmup_steps")],
+    [("--lr_warmup_ratio", "optim.warmup_steps"), ("--disable_engine_sleep", "drop the flag")],
 )
 def test_refused_flags_name_the_key(flag: str, key: str) -> None:
     with pytest.raises(ConfigError) as err:
