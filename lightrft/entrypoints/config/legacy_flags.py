@@ -64,6 +64,7 @@ VALUE_FLAGS: dict[str, tuple[str, ...]] = {
     "save_steps": ("checkpoint.every",),
     "max_ckpt_num": ("checkpoint.keep_last",),
     "eval_steps": ("eval.every",),
+    "max_eval_samples": ("data.eval.max_samples",),
     "save_path": ("logging.run_dir",),
     "wandb_project": ("logging.wandb_project",),
     "overlong_buffer_len": ("reward.overlong_buffer",),
@@ -97,6 +98,10 @@ SWITCHES: dict[str, tuple[str, Any]] = {
 DEFAULT_SWITCHES: dict[str, str] = {
     "rm_use_engine": "reward models always run colocated in the training process",
     "enable_engine_sleep": "the rollout engine always sleeps outside the generation phase",
+    "save_trajectories": "samples.jsonl holds logging.log_samples_per_step trajectories a step",
+    "use_kl_loss": "the KL term goes where algorithm.advantage_estimator puts it (the loss "
+    "for group estimators)",
+    "text_only": "model.modality is text unless set otherwise",
 }
 """Switches the original defaults to on whose behaviour is this project's only one: accepted,
 nothing to set (the reason is what ``docs/cli.md`` says)."""
@@ -117,10 +122,24 @@ GLOBAL_SIZES: dict[str, str] = {
 }
 """The original's global batch sizes and the per-rank keys they are divided into."""
 
+EMPTY_ONLY: dict[str, str] = {
+    "reward_pretrain": "set reward.sources, e.g. 'reward.sources=[{type: scalar_rm, path: DIR}]'",
+}
+"""Valued flags accepted when empty (``--reward_pretrain "{}"``: no reward model), refused
+with the replacement otherwise."""
+
 REFUSED: dict[str, str] = {
     "lr_warmup_ratio": "set optim.warmup_steps (a number of optimizer steps)",
     "disable_engine_sleep": "the rollout engine always sleeps outside generation here; "
     "drop the flag",
+    "ckpt_path": "checkpoints are written to logging.run_dir/checkpoints (--save_path); "
+    "drop the flag",
+    "eval_split": "the evaluation set is a file: set --eval_data (data.eval.path) to it",
+    "max_len": "set rollout.max_new_tokens and data.train.max_prompt_length "
+    "(--generate_max_len, --prompt_max_len)",
+    "use_wandb": "set logging.trackers=[jsonl,wandb] and the key in WANDB_API_KEY (the "
+    "config is saved in the run directory; a key there would be too)",
+    "wandb_run_name": "W&B names the run; WANDB_NAME in the environment sets the name",
     "zero_stage_with_fsdp": "FSDP2 shards parameters, gradients and optimizer state like ZeRO-3; "
     "drop --zero_stage (backend.strategy=fsdp2), or drop --fsdp for DeepSpeed "
     "(backend.strategy=deepspeed backend.strategy.zero_stage=N)",
@@ -145,7 +164,7 @@ class CommandLine:
 
 def known_flags() -> list[str]:
     """Every flag :func:`read_args` accepts, sorted."""
-    names = [*VALUE_FLAGS, *SWITCHES, *DEFAULT_SWITCHES, *IMPLIED, *GLOBAL_SIZES]
+    names = [*VALUE_FLAGS, *SWITCHES, *DEFAULT_SWITCHES, *IMPLIED, *GLOBAL_SIZES, *EMPTY_ONLY]
     return sorted({*names, "fsdp", "zero_stage"})
 
 
@@ -167,7 +186,8 @@ def read_args(args: Sequence[str], parse_value: Any) -> CommandLine:
             continue
         name, has_value, text = arg[2:].partition("=")
         name = name.replace("-", "_")
-        takes_value = name in VALUE_FLAGS or name in GLOBAL_SIZES or name == "zero_stage"
+        takes_value = any(name in table for table in (VALUE_FLAGS, GLOBAL_SIZES, EMPTY_ONLY))
+        takes_value = takes_value or name == "zero_stage"  # refused flags stop before a value
         if takes_value and not has_value:
             if i + 1 >= len(items):
                 raise FlagError(f"--{name}: expected a value")
@@ -190,6 +210,10 @@ def _read_flag(
 ) -> None:
     if name in REFUSED:
         raise FlagError(f"--{name} has no counterpart here: {REFUSED[name]}")
+    if name in EMPTY_ONLY:
+        if value in ({}, [], "", None):
+            return
+        raise FlagError(f"--{name} {value!r}: {EMPTY_ONLY[name]}")
     if name in ("fsdp", "zero_stage"):
         strategy[name] = value
         return
