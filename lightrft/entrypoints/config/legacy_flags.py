@@ -180,12 +180,12 @@ def read_args(args: Sequence[str], parse_value: Any) -> CommandLine:
         if not arg.startswith("--"):
             if "=" not in arg:
                 raise FlagError(f"cannot read argument {arg!r}: expected key=value or --flag")
-            key, _, value = arg.partition("=")
-            line.overrides[key.strip()] = parse_value(value)
+            key, _, raw = arg.partition("=")
+            line.overrides[key.strip()] = parse_value(raw)
             i += 1
             continue
-        name, has_value, text = arg[2:].partition("=")
-        name = name.replace("-", "_")
+        name, sep, text = arg[2:].partition("=")
+        name, has_value = name.replace("-", "_"), bool(sep)
         takes_value = any(name in table for table in (VALUE_FLAGS, GLOBAL_SIZES, EMPTY_ONLY))
         takes_value = takes_value or name == "zero_stage"  # refused flags stop before a value
         if takes_value and not has_value:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import torch
 
@@ -41,8 +41,9 @@ def chat(options: ChatOptions, lines: TextIO = sys.stdin, out: TextIO = sys.stdo
         max_new_tokens=options.max_new_tokens,
         seed=options.seed,
     )
+    model: Any = load_causal_lm(path, device)
     session = HfChat(
-        load_causal_lm(path, device).eval(),
+        model.eval(),
         load_tokenizer(path),
         device,
         sampling,
