@@ -4,8 +4,9 @@ A model held in bf16 or fp16 cannot take small updates: at a learning rate of 1e
 step (about ``lr`` per element) is far below half a bf16 unit in the last place of a weight
 of magnitude 1e-2 (about 4e-5), so it rounds away and the weight never moves. As in
 DeepSpeed's bf16 optimizer and Megatron's mixed precision, the optimizer steps an fp32 copy
-of each such parameter; its gradient is the low-precision gradient upcast, and after each
-step the copy is rounded back into the model for the next forward pass. Parameters already
+of each such parameter; its gradient is the sum of the low-precision gradients of the
+micro-batches, each upcast, and after each step the copy is rounded back into the model for
+the next forward pass. Parameters already
 in fp32 (e.g. PEFT's LoRA adapters, which it keeps in fp32) are stepped directly.
 """
 
@@ -40,9 +41,13 @@ class MasterWeights:
         return bool(self._pairs)
 
     def gather_grads(self) -> None:
-        """Moves each model gradient onto its copy, upcast to fp32 (the model's is dropped)."""
+        """Adds each model gradient onto its copy's, upcast to fp32, and drops the model's
+        (after every backward, so micro-batches accumulate in fp32, not in bf16)."""
         for param, master in self._pairs:
-            master.grad = None if param.grad is None else param.grad.float()
+            if param.grad is None:
+                continue
+            grad = param.grad.float()
+            master.grad = grad if master.grad is None else master.grad.add_(grad)
             param.grad = None
 
     def zero_grads(self) -> None:

@@ -102,6 +102,12 @@ class SingleDeviceStrategy(PreparedModule, LocalCollective):
         return torch.autocast(device_type=self._device.type, dtype=self._autocast_dtype)
 
     @property
+    def stepped_parameters(self) -> list[nn.Parameter]:
+        """What AdamW steps, in the module's order: fp32 copies of its bf16/fp16 trainable
+        parameters, the fp32 ones themselves."""
+        return list(self._masters.params)
+
+    @property
     def loss_scale(self) -> float | None:
         """The fp16 loss scale (None: no fp16 parameters, no scaling)."""
         return None if self._loss_scale is None else self._loss_scale.scale
@@ -111,6 +117,7 @@ class SingleDeviceStrategy(PreparedModule, LocalCollective):
         if self._loss_scale is not None:
             loss = loss * self._loss_scale.scale
         torch.autograd.backward(loss)
+        self._masters.gather_grads()  # accumulate low-precision gradients in fp32
 
     def step(self, *, skip_reason: str | None = None) -> StepResult:
         """Clips to ``max_grad_norm``, steps AdamW and the schedule, zeroes gradients.

@@ -37,7 +37,7 @@ def _one_step(dtype: torch.dtype) -> tuple[dict[str, torch.Tensor], SingleDevice
 def _deltas(start: dict[str, torch.Tensor], strategy: SingleDeviceStrategy) -> torch.Tensor:
     """The update of every parameter as the optimizer holds it (fp32 copy or itself)."""
     named = list(strategy.module.named_parameters())
-    held = strategy.state_dict().get("master_weights") or [p for _, p in named]
+    held = strategy.stepped_parameters
     return torch.cat(
         [(p.detach().float() - start[n]).flatten() for (n, _), p in zip(named, held, strict=True)]
     )
@@ -85,6 +85,28 @@ def test_bf16_updates_accumulate_into_the_model_weights() -> None:
     weight = strategy.module.get_parameter("model.layers.0.mlp.up_proj.weight")
     moved = float((weight.float() != start["model.layers.0.mlp.up_proj.weight"]).float().mean())
     assert moved > 0.1  # measured 0.16: 30 x 1e-6 crosses half an ulp of the small weights
+
+
+def test_bf16_micro_batch_gradients_accumulate_in_fp32() -> None:
+    model = tiny_model(0).to(torch.bfloat16)
+    strategy = SingleDeviceStrategy(CPU, RL)
+    strategy.prepare(model)
+    input_ids, mask = global_batch(0)
+    normalizer = LossNormalizer.from_mask(mask)
+    expected = {}
+    for half in (slice(0, 4), slice(4, 8)):
+        loss = nll_loss(model, input_ids[half], mask[half], normalizer)
+        grads = torch.autograd.grad(loss, list(model.parameters()), allow_unused=True)
+        for name, grad in zip([n for n, _ in model.named_parameters()], grads, strict=True):
+            if grad is not None:
+                expected[name] = expected.get(name, 0) + grad.float()
+        strategy.backward(nll_loss(model, input_ids[half], mask[half], normalizer))
+        assert all(p.grad is None for p in model.parameters())  # moved onto the fp32 copies
+    masters = strategy.stepped_parameters
+    for (name, _), master in zip(model.named_parameters(), masters, strict=True):
+        if name in expected:
+            assert master.grad is not None and master.grad.dtype == torch.float32
+            torch.testing.assert_close(master.grad, expected[name])
 
 
 def test_bf16_state_round_trip_keeps_the_master_weights() -> None:
