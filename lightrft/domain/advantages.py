@@ -320,9 +320,15 @@ _register(AdvantageEstimator("dr_grpo", _dr_grpo))
 _register(AdvantageEstimator("rloo", _rloo))
 _register(AdvantageEstimator("opo", _opo))
 _register(AdvantageEstimator("cpgd", _grpo))  # CPGD, arXiv:2505.12504: its change is the loss
-_register(AdvantageEstimator("reinforce_pp_baseline", _reinforce_pp_baseline))
+_register(  # OpenRLHF's name: reinforce_baseline
+    AdvantageEstimator("reinforce_pp_baseline", _reinforce_pp_baseline),
+    aliases=("reinforce_baseline",),
+)
 _register(AdvantageEstimator("remax", _remax, needs_baseline_rewards=True, uses_groups=False))
-_register(AdvantageEstimator("reinforce_pp", _reinforce_pp, kl_in_reward=True, uses_groups=False))
+_register(  # OpenRLHF's name: reinforce
+    AdvantageEstimator("reinforce_pp", _reinforce_pp, kl_in_reward=True, uses_groups=False),
+    aliases=("reinforce",),
+)
 _register(AdvantageEstimator("gae", _gae, kl_in_reward=True, needs_values=True, uses_groups=False))
 
 

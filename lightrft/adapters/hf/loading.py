@@ -15,7 +15,6 @@ weights are dense, and then refuses ``save_pretrained`` and training;
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -24,6 +23,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
+from lightrft.adapters.hf.attention_choice import AttnImplementation, check_attn_implementation
 from lightrft.adapters.hf.causal_lm_head import check_causal_lm_head
 from lightrft.adapters.hf.model_files import (
     ModelFilesError,
@@ -32,7 +32,6 @@ from lightrft.adapters.hf.model_files import (
 )
 
 DTypeName = Literal["float32", "bfloat16", "float16"]
-AttnImplementation = Literal["sdpa", "eager", "flash_attention_2"]
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -108,22 +107,6 @@ def _hub_cache_snapshot(repo_dir: Path) -> Path:
     if not snapshots:
         raise FileNotFoundError(f"hub-cache directory {repo_dir} has no snapshot")
     return snapshots[-1]
-
-
-def check_attn_implementation(name: str, device: torch.device) -> None:
-    """Raises ``ValueError`` when ``name`` cannot run on ``device`` in this environment."""
-    if name != "flash_attention_2":
-        return
-    if importlib.util.find_spec("flash_attn") is None:
-        raise ValueError(
-            "attn_implementation='flash_attention_2' needs the flash-attn package "
-            "(pip install 'lightrft[flash]'); use 'sdpa' instead"
-        )
-    if device.type != "cuda":
-        raise ValueError(
-            f"attn_implementation='flash_attention_2' runs on CUDA devices only, not on "
-            f"{device.type!r}; use 'sdpa' instead"
-        )
 
 
 def load_tokenizer(

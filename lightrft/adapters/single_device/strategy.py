@@ -5,6 +5,12 @@ matrices only (biases and norm scales, 1-D tensors, are not decayed), global-nor
 clipping, a warmup + decay schedule (:mod:`lightrft.adapters.common.lr_schedule`), and
 a skipped step when the gradient norm is not finite (parameters, optimizer state and the
 schedule position are left unchanged; gradients are zeroed).
+
+Low-precision trainable parameters (a model loaded in bf16 or fp16) are stepped through fp32
+master copies (:mod:`lightrft.adapters.common.master_weights`), so small updates accumulate
+instead of rounding away; fp16 ones add dynamic loss scaling
+(:mod:`lightrft.adapters.common.loss_scale`): an overflowing step is skipped and the scale
+halved.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from lightrft.adapters.common.adamw import build_adamw
 from lightrft.adapters.common.collective import LocalCollective
+from lightrft.adapters.common.loss_scale import DynamicLossScale
 from lightrft.adapters.common.lr_schedule import checked_lr_scale, lr_multiplier
+from lightrft.adapters.common.master_weights import MasterWeights
 from lightrft.adapters.common.strategy_parts import PreparedModule
 from lightrft.domain.types import OptimizerParams, StepResult
 
@@ -54,6 +62,8 @@ class SingleDeviceStrategy(PreparedModule, LocalCollective):
         self._scheduler: LambdaLR | None = None
         self._lr_scale = 1.0
         self._state_devices: dict[tuple[int, str], torch.device] = {}
+        self._masters = MasterWeights([])
+        self._loss_scale: DynamicLossScale | None = None
 
     # Strategy port ----------------------------------------------------------------------
     @property
@@ -62,10 +72,14 @@ class SingleDeviceStrategy(PreparedModule, LocalCollective):
         return self._built()[0]
 
     def prepare(self, module: nn.Module) -> None:
-        """Moves ``module`` to the device; builds AdamW over its trainable parameters."""
+        """Moves ``module`` to the device; builds AdamW over its trainable parameters (fp32
+        copies of the bf16/fp16 ones; fp16 ones also get dynamic loss scaling)."""
         module.to(self._device)
         trainable = [p for p in module.parameters() if p.requires_grad]
-        self._optimizer = build_adamw(trainable, self._optim)
+        self._masters = MasterWeights(trainable)
+        fp16 = any(p.dtype == torch.float16 for p in trainable)
+        self._loss_scale = DynamicLossScale() if fp16 else None
+        self._optimizer = build_adamw(self._masters.params, self._optim)
         self._module = module
         optim = self._optim
         self._scheduler = LambdaLR(
@@ -87,9 +101,23 @@ class SingleDeviceStrategy(PreparedModule, LocalCollective):
             return contextlib.nullcontext()
         return torch.autocast(device_type=self._device.type, dtype=self._autocast_dtype)
 
+    @property
+    def stepped_parameters(self) -> list[nn.Parameter]:
+        """What AdamW steps, in the module's order: fp32 copies of its bf16/fp16 trainable
+        parameters, the fp32 ones themselves."""
+        return list(self._masters.params)
+
+    @property
+    def loss_scale(self) -> float | None:
+        """The fp16 loss scale (None: no fp16 parameters, no scaling)."""
+        return None if self._loss_scale is None else self._loss_scale.scale
+
     def backward(self, loss: Tensor) -> None:
-        """Accumulates the gradients of ``loss`` (a scalar)."""
+        """Accumulates the gradients of ``loss`` (a scalar; times the fp16 loss scale)."""
+        if self._loss_scale is not None:
+            loss = loss * self._loss_scale.scale
         torch.autograd.backward(loss)
+        self._masters.gather_grads()  # accumulate low-precision gradients in fp32
 
     def step(self, *, skip_reason: str | None = None) -> StepResult:
         """Clips to ``max_grad_norm``, steps AdamW and the schedule, zeroes gradients.
@@ -99,10 +127,18 @@ class SingleDeviceStrategy(PreparedModule, LocalCollective):
         (``skipped=True`` with the reason; gradients are zeroed, the schedule stays).
         """
         optimizer, scheduler = self._built()
+        self._masters.gather_grads()
         grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+        if self._loss_scale is not None:
+            for grad in grads:
+                grad.div_(self._loss_scale.scale)
         lr = float(optimizer.param_groups[0]["lr"])
         norm = _global_norm(grads)
         norm_value = float(norm)
+        if skip_reason is None and self._loss_scale is not None:
+            self._loss_scale.update(finite=math.isfinite(norm_value))
+            if not math.isfinite(norm_value):
+                skip_reason = f"fp16 gradient overflow; loss scale now {self._loss_scale.scale:g}"
         if skip_reason is not None or not math.isfinite(norm_value):
             optimizer.zero_grad(set_to_none=True)
             reason = skip_reason or f"non-finite grad norm {norm_value}"
@@ -112,6 +148,7 @@ class SingleDeviceStrategy(PreparedModule, LocalCollective):
             for grad in grads:
                 grad.mul_(coef.to(grad.device, grad.dtype))
         optimizer.step()
+        self._masters.write_back()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         return StepResult(norm_value, lr)
@@ -128,35 +165,44 @@ class SingleDeviceStrategy(PreparedModule, LocalCollective):
     def offload(self) -> None:
         """Moves parameters, gradients and optimizer state to host memory."""
         self.module.to(HOST)
+        self._masters.move(HOST)
         self._state_devices = self._move_optimizer_state(lambda param, key: HOST)
 
     def onload(self) -> None:
         """Brings parameters and optimizer state back to where they were."""
         self.module.to(self._device)
+        self._masters.move(self._device)
         devices = self._state_devices
         self._move_optimizer_state(lambda param, key: devices.get((id(param), key), self._device))
         self._state_devices = {}
 
     def state_dict(self) -> dict[str, Any]:
-        """A snapshot of the ``{"module", "optimizer", "scheduler", "lr_scale"}`` states.
+        """A snapshot of the ``{"module", "optimizer", "scheduler", "lr_scale"}`` states,
+        plus ``"master_weights"`` (fp32 copies) and ``"loss_scale"`` where they exist.
 
         Tensors are copies: training after the call does not change what was returned.
         """
         optimizer, scheduler = self._built()
-        return copy.deepcopy(
-            {
-                "module": self.module.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "lr_scale": self._lr_scale,
-            }
-        )
+        state: dict[str, Any] = {
+            "module": self.module.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "lr_scale": self._lr_scale,
+        }
+        if self._masters.active:
+            state["master_weights"] = self._masters.state()
+        if self._loss_scale is not None:
+            state["loss_scale"] = self._loss_scale.state_dict()
+        return copy.deepcopy(state)
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restores :meth:`state_dict` output (after :meth:`prepare` of the same module)."""
         optimizer, scheduler = self._built()
         self._lr_scale = float(state.get("lr_scale", 1.0))  # saved rates include it
         self.module.load_state_dict(state["module"])
+        self._masters.load(state.get("master_weights"))
+        if self._loss_scale is not None and "loss_scale" in state:
+            self._loss_scale.load_state_dict(state["loss_scale"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
 

@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "lightrft.entrypoints.commands.checkpoints",
     "lightrft.entrypoints.commands.rm",
     "lightrft.entrypoints.commands.serve_reward",
+    "lightrft.entrypoints.commands.chat",
 )
 
 

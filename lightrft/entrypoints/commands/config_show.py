@@ -19,8 +19,11 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
-    from lightrft.entrypoints.config.loading import dump_config, load_config
+    from lightrft.entrypoints.config.batch_scope import batch_scope_lines
+    from lightrft.entrypoints.config.loading import dump_config, load_config, world_size_of
 
     config = load_config(args.config, rest, algorithm=args.algorithm)
     print(dump_config(config), end="")
+    ranks = world_size_of(config.model_dump(mode="json"))
+    print("\n".join(batch_scope_lines(config, ranks)))
     return 0

@@ -104,9 +104,37 @@ def _validator(
                 "unknown {kind} {tag}; valid choices: {choices}",
                 {"kind": registry.kind, "tag": repr(tag), "choices": ", ".join(registry.names())},
             )
-        return registry.get(tag).model_validate({**value, "type": registry.canonical(tag)})
+        model = registry.get(tag)
+        _refuse_options_of_other_types(registry, registry.canonical(tag), model, value)
+        return model.model_validate({**value, "type": registry.canonical(tag)})
 
     return validate
+
+
+def _refuse_options_of_other_types(
+    registry: Registry[type[ComponentSection]],
+    tag: str,
+    model: type[ComponentSection],
+    value: dict[str, Any],
+) -> None:
+    """An option that ``model`` lacks but other types of ``registry`` have: one error that
+    names those types (``cpu_offload`` under ``single`` -> ``deepspeed, fsdp2``)."""
+    for option in value:
+        if option in model.model_fields:
+            continue
+        owners = [n for n in registry.names() if option in registry.get(n).model_fields]
+        if owners:
+            raise PydanticCustomError(
+                "component_option",
+                "{option} is an option of the {kind} types {owners}, not of {tag}; set "
+                "this section's type to one of them",
+                {
+                    "option": option,
+                    "kind": registry.kind,
+                    "owners": ", ".join(owners),
+                    "tag": repr(tag),
+                },
+            )
 
 
 def component_field(registry: Registry[type[ComponentSection]], default: str | None = None) -> Any:

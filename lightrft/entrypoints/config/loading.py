@@ -1,4 +1,5 @@
-"""Building a RunConfig: preset < YAML file < dotted ``key=value`` overrides and flag aliases.
+"""Building a RunConfig: preset < what legacy flags imply < YAML file < dotted ``key=value``
+overrides and flags (:mod:`lightrft.entrypoints.config.legacy_flags`) < global batch sizes.
 
 Errors name the key and what is allowed: ``ConfigError`` carries one line per problem.
 """
@@ -6,6 +7,7 @@ Errors name the key and what is allowed: ``ConfigError`` carries one line per pr
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -14,70 +16,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from lightrft.entrypoints.config.legacy_flags import CommandLine, FlagError, read_args
 from lightrft.entrypoints.config.presets import PRESETS
 from lightrft.entrypoints.config.run_config import RunConfig
 from lightrft.entrypoints.config.yaml_reading import YamlTooLargeError, load_yaml, shown
-
-FLAG_ALIASES: dict[str, tuple[str, ...]] = {
-    "advantage_estimator": ("algorithm.advantage_estimator",),
-    "policy_loss": ("algorithm.policy_loss",),
-    "n_samples_per_prompt": ("rollout.n_samples_per_prompt",),
-    "kl_estimator": ("algorithm.kl_estimator",),
-    "init_kl_coef": ("algorithm.kl_coef",),
-    "kl_target": ("algorithm.kl_target",),
-    "kl_horizon": ("algorithm.kl_horizon",),
-    "rollout_batch_size": ("rollout.prompts_per_step",),
-    "train_batch_size": ("train.mini_batch_size",),
-    "micro_train_batch_size": ("train.micro_batch_size",),
-    "micro_rollout_batch_size": ("rollout.forward_micro_batch_size",),
-    "max_epochs": ("train.epochs",),
-    "num_steps": ("train.total_steps",),
-    "actor_learning_rate": ("optim.lr",),
-    "learning_rate": ("optim.lr",),
-    "lr_warmup_steps": ("optim.warmup_steps",),
-    "max_norm": ("optim.max_grad_norm",),
-    "generate_max_len": ("rollout.max_new_tokens",),
-    "prompt_max_len": ("data.train.max_prompt_length",),
-    "temperature": ("rollout.temperature",),
-    "top_p": ("rollout.top_p",),
-    "eps_clip": ("algorithm.clip_eps_low", "algorithm.clip_eps_high"),
-    "eps_clip_low_high": ("algorithm.clip_eps_low", "algorithm.clip_eps_high"),
-    "dual_clip": ("algorithm.dual_clip",),
-    "value_clip": ("algorithm.value_clip",),
-    "entropy_loss_coef": ("algorithm.entropy_coef",),
-    "gamma": ("algorithm.gamma",),
-    "lambd": ("algorithm.lam",),
-    "pretrain": ("model.path",),
-    "prompt_data": ("data.train.path",),
-    "eval_data": ("data.eval.path",),
-    "input_key": ("data.train.input_key",),
-    "label_key": ("data.train.reference_key",),
-    "max_samples": ("data.train.max_samples",),
-    "lora_rank": ("model.lora.rank",),
-    "lora_alpha": ("model.lora.alpha",),
-    "lora_dropout": ("model.lora.dropout",),
-    "target_modules": ("model.lora.target_modules",),
-    "zero_stage": ("backend.strategy.zero_stage",),
-    "seed": ("train.seed",),
-    "save_steps": ("checkpoint.every",),
-    "eval_steps": ("eval.every",),
-    "save_path": ("logging.run_dir",),
-    "dynamic_sampling": ("rollout.dynamic_sampling",),
-    "overlong_buffer_len": ("reward.overlong_buffer",),
-    "overlong_penalty_factor": ("reward.overlong_factor",),
-    "gradient_checkpointing": ("model.gradient_checkpointing",),
-    "packing_samples": ("model.packing",),
-}
-"""OpenRLHF/LightRFT-style flags (``--name value``) and the config keys they set."""
-
-SWITCH_ALIASES: dict[str, tuple[str, Any]] = {
-    "bf16": ("model.dtype", "bf16"),
-    "adam_offload": ("backend.strategy.cpu_offload", True),
-    "resume": ("checkpoint.resume", True),
-    "load_checkpoint": ("checkpoint.resume", True),
-    "overwrite": ("logging.overwrite", True),
-}
-"""Flags without a value and the setting each one implies."""
 
 
 class ConfigError(ValueError):
@@ -95,38 +37,18 @@ def parse_value(text: str) -> Any:
 
 
 def overrides_from_args(args: Sequence[str]) -> dict[str, Any]:
-    """``key=value`` pairs and ``--flag value`` / ``--flag=value`` / ``--switch`` aliases."""
-    out: dict[str, Any] = {}
-    items = list(args)
-    i = 0
-    while i < len(items):
-        arg = items[i]
-        if arg.startswith("--"):
-            name, has_value, value = arg[2:].partition("=")
-            name = name.replace("-", "_")
-            if name in SWITCH_ALIASES:
-                key, implied = SWITCH_ALIASES[name]
-                out[key] = parse_value(value) if has_value else implied  # --resume=auto
-            elif name in FLAG_ALIASES:
-                if not has_value:
-                    if i + 1 >= len(items):
-                        raise ConfigError(f"--{name}: expected a value")
-                    i += 1
-                    value = items[i]
-                for key in FLAG_ALIASES[name]:
-                    out[key] = parse_value(value)
-            else:
-                raise ConfigError(
-                    f"unknown option --{name}; use dotted key=value overrides or one of "
-                    f"--{', --'.join(sorted([*FLAG_ALIASES, *SWITCH_ALIASES]))}"
-                )
-        elif "=" in arg:
-            key, _, value = arg.partition("=")
-            out[key.strip()] = parse_value(value)
-        else:
-            raise ConfigError(f"cannot read argument {arg!r}: expected key=value or --flag")
-        i += 1
-    return out
+    """The settings of ``key=value`` pairs and flags, without the flags' implied defaults
+    and global batch sizes (see :func:`read_command_line`)."""
+    return read_command_line(args).overrides
+
+
+def read_command_line(args: Sequence[str]) -> CommandLine:
+    """``key=value`` pairs and LightRFT/OpenRLHF flags
+    (:mod:`lightrft.entrypoints.config.legacy_flags`)."""
+    try:
+        return read_args(args, parse_value)
+    except FlagError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _set_dotted(tree: dict[str, Any], key: str, value: Any) -> None:
@@ -181,20 +103,59 @@ def load_config(
             )
         for key, value in PRESETS[algorithm].items():
             _set_dotted(tree, key, value)
+    line = (
+        CommandLine(overrides=dict(overrides))
+        if isinstance(overrides, Mapping)
+        else read_command_line(list(overrides))
+    )
+    for key, value in line.implied.items():
+        _set_dotted(tree, key, value)
     if path is not None:
-        loaded = _read_config_file(Path(path))
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"config file {path} must hold a mapping at the top level")
-        for key, value in _flatten(loaded).items():
-            _set_dotted(tree, key, value)
-    pairs = overrides if isinstance(overrides, Mapping) else overrides_from_args(list(overrides))
-    for key, value in pairs.items():
+        _apply_file(tree, Path(path))
+    for key, value in line.overrides.items():
+        _set_dotted(tree, key, value)
+    for key, value in per_rank_sizes(line.global_sizes, tree).items():
         _set_dotted(tree, key, value)
     import_plugins(tree.get("plugins") or [])
     try:
         return RunConfig.model_validate(tree)
     except ValidationError as exc:
         raise ConfigError(_format_errors(exc)) from None
+
+
+def _apply_file(tree: dict[str, Any], file: Path) -> None:
+    loaded = _read_config_file(file)
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"config file {file} must hold a mapping at the top level")
+    for key, value in _flatten(loaded).items():
+        _set_dotted(tree, key, value)
+
+
+def per_rank_sizes(
+    global_sizes: Mapping[str, tuple[str, int]], tree: Mapping[str, Any]
+) -> dict[str, int]:
+    """The per-rank values of global batch sizes (``key -> (flag, global value)``): each
+    divided by the ranks, ``WORLD_SIZE`` under a launcher, else ``backend.nproc_per_node``."""
+    ranks = world_size_of(tree)
+    out: dict[str, int] = {}
+    for key, (flag, size) in global_sizes.items():
+        if size % ranks:
+            raise ConfigError(
+                f"{flag} {size} is global (all ranks together) and {ranks} ranks do not divide "
+                f"it; use a multiple of {ranks}, or set {key} (per rank) instead"
+            )
+        out[key] = size // ranks
+    return out
+
+
+def world_size_of(tree: Mapping[str, Any]) -> int:
+    """The number of ranks a run of ``tree`` has: ``WORLD_SIZE`` (set by torchrun), else
+    ``backend.nproc_per_node``, else 1."""
+    launched = os.environ.get("WORLD_SIZE")
+    if launched is not None and launched.isdigit() and int(launched) > 0:
+        return int(launched)
+    nproc = (tree.get("backend") or {}).get("nproc_per_node", 1)
+    return nproc if isinstance(nproc, int) and not isinstance(nproc, bool) and nproc > 0 else 1
 
 
 def _read_config_file(file: Path) -> Any:

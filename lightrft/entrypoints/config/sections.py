@@ -35,7 +35,9 @@ AdvantageName = Literal[
     "dr_grpo",
     "rloo",
     "reinforce_pp",
+    "reinforce",
     "reinforce_pp_baseline",
+    "reinforce_baseline",
     "gae",
     "cpgd",
     "remax",
@@ -81,10 +83,16 @@ class ModelConfig(Section):
         "null uses the embedded default SmolLM2-135M-Instruct.",
     )
     dtype: Literal["fp32", "bf16", "fp16"] = Field(
-        "fp32", description="Weights dtype for training."
+        "fp32",
+        description="Compute dtype. bf16/fp16 train with fp32 master weights (single: fp32 "
+        "copies in the optimizer, fsdp2: fp32 shards, deepspeed: its own); fp16 adds dynamic "
+        "loss scaling and needs backend.strategy single.",
     )
-    attn_implementation: Literal["sdpa", "eager", "flash_attention_2"] = Field(
-        "sdpa", description="Attention kernel; flash_attention_2 needs flash-attn and a GPU."
+    attn_implementation: Literal["auto", "sdpa", "eager", "flash_attention_2"] = Field(
+        "sdpa",
+        description="Attention kernel; flash_attention_2 needs flash-attn, a CUDA GPU and "
+        "bf16/fp16; auto: flash_attention_2 where it can run, else sdpa (logged as "
+        "model.attention).",
     )
     gradient_checkpointing: bool = Field(False, description="Recompute activations in backward.")
     trust_remote_code: bool = Field(False, description="Run model code shipped with the weights.")
@@ -358,11 +366,18 @@ class RewardConfig(Section):
 
 class TrainConfig(Section):
     total_steps: int = Field(20, gt=0, description="RL steps (rollout + update) to run.")
+    episodes: int | None = Field(
+        None,
+        gt=0,
+        description="Passes over the training prompts (the original's --num_episodes); when "
+        "set, total_steps becomes episodes x ceil(prompts / (rollout.prompts_per_step x "
+        "ranks)) once the dataset is read.",
+    )
     epochs: int = Field(1, gt=0, description="Passes over each experience batch.")
     mini_batch_size: int | None = Field(
         None, gt=0, description="Samples per optimizer step per rank."
     )
-    micro_batch_size: int = Field(4, gt=0, description="Samples per forward/backward.")
+    micro_batch_size: int = Field(4, gt=0, description="Samples per forward/backward per rank.")
     max_tokens_per_micro_batch: int | None = Field(
         None,
         gt=0,

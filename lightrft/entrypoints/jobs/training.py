@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
+from dependency_injector import providers
 
 from lightrft.adapters.distributed import TorchCollective
 from lightrft.adapters.tracking.progress import ProgressTracker
@@ -38,10 +39,33 @@ def train(config: RunConfig, *, next_command: NextCommand | None = None) -> dict
     """
     apply_config_logging(json_logs=config.logging.json_logs)
     container = build_container(config)
+    config = with_episode_steps(config, container)
     processes = process_collective(container)
     request = config_request(config, RL_IDENTITY)
     with guard_run_directory(request, processes) as start:
         return _train_in(config, container, start, next_command or NextCommand())
+
+
+def episode_steps(episodes: int, prompts: int, prompts_per_step: int, ranks: int) -> int:
+    """RL steps of ``episodes`` passes over ``prompts``: a step takes ``prompts_per_step``
+    prompts on each of ``ranks`` ranks (the last step of a pass may wrap into the next)."""
+    return episodes * -(-prompts // (prompts_per_step * ranks))
+
+
+def with_episode_steps(config: RunConfig, container: Any) -> RunConfig:
+    """``config`` with ``train.total_steps`` from ``train.episodes`` and the size of the
+    training set (read through ``container``, whose config it then replaces)."""
+    episodes = config.train.episodes
+    if episodes is None:
+        return config
+    prompts = len(container.prompts())
+    ranks = container.collective().world_size
+    steps = episode_steps(episodes, prompts, config.rollout.prompts_per_step, ranks)
+    train = config.train.model_copy(update={"total_steps": steps})
+    updated = config.model_copy(update={"train": train})
+    container.config.override(providers.Object(updated))
+    log.info("train.episodes", episodes=episodes, prompts=prompts, ranks=ranks, total_steps=steps)
+    return updated
 
 
 def process_collective(container: Any) -> Collective:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import structlog
 import torch
 
 from lightrft.adapters.hf import (
@@ -15,19 +16,31 @@ from lightrft.adapters.hf import (
     load_causal_lm,
     load_tokenizer,
 )
+from lightrft.adapters.hf.attention_choice import choose_attention
 from lightrft.adapters.hf.critic import HfCritic
 from lightrft.entrypoints.config import RunConfig
+from lightrft.entrypoints.config.strategy_configs import StrategySection
 from lightrft.entrypoints.wiring.registries import MODEL_LOADERS, BuildContext, ModelLoader
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
-def load_params(config: RunConfig, *, train: bool) -> ModelLoadParams:
-    """How to load the configured model for training (``train``) or inference."""
+def load_params(config: RunConfig, device: torch.device, *, train: bool) -> ModelLoadParams:
+    """How to load the configured model on ``device`` for training (``train``: in the
+    strategy's weights dtype, see ``StrategySection.weights_dtype``) or inference."""
     m = config.model
+    strategy = cast(StrategySection, config.backend.strategy)
+    dtype = strategy.weights_dtype(m.dtype) if train else m.dtype
+    attention = choose_attention(
+        m.attn_implementation, device, m.dtype, dense_mask=m.prefix_sharing == "on"
+    )
+    if m.attn_implementation == "auto":
+        structlog.get_logger(__name__).info(
+            "model.attention", chosen=attention.name, reason=attention.reason
+        )
     return ModelLoadParams(
-        dtype=DTYPES[m.dtype],  # type: ignore[arg-type]
-        attn_implementation=m.attn_implementation,
+        dtype=DTYPES[dtype],  # type: ignore[arg-type]
+        attn_implementation=attention.name,
         gradient_checkpointing=m.gradient_checkpointing and train,
         trust_remote_code=m.trust_remote_code,
     )
@@ -51,7 +64,9 @@ def lora_params(config: RunConfig) -> LoraParams | None:
 
 def _causal_lm(context: BuildContext, *, train: bool) -> Any:
     return load_causal_lm(
-        context.model_path, context.device, load_params(context.config, train=train)
+        context.model_path,
+        context.device,
+        load_params(context.config, context.device, train=train),
     )
 
 

@@ -79,9 +79,12 @@ def build_sequence_parallel(
 
 
 def join_process_group(config: RunConfig, accelerator: Accelerator) -> LaunchEnv:
-    """Joins the default group (if launched) with ``backend.collective_timeout_s``."""
+    """Joins the default group (if launched) with ``backend.collective_timeout_s``; a
+    strategy that shards parameters (FSDP2, DeepSpeed) gets a one-rank group when the
+    process was started alone (``lightrft train grpo --fsdp`` without ``--nproc-per-node``)."""
     timeout = timedelta(seconds=config.backend.collective_timeout_s)
-    return init_process_group_from_env(accelerator, timeout=timeout)
+    alone = config.backend.strategy.shards_parameters
+    return init_process_group_from_env(accelerator, timeout=timeout, single_process_group=alone)
 
 
 def build_collective(

@@ -39,7 +39,7 @@ def _model(context: BuildContext, *, train: bool) -> Any:
         context.model_path,
         context.config.model.modality,
         context.device,
-        load_params(context.config, train=train),
+        load_params(context.config, context.device, train=train),
     )
 
 

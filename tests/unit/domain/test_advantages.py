@@ -210,7 +210,9 @@ def test_registry_names_and_flags() -> None:
         "dr_grpo",
         "rloo",
         "reinforce_pp",
+        "reinforce",
         "reinforce_pp_baseline",
+        "reinforce_baseline",
         "gae",
         "cpgd",
         "remax",
@@ -218,6 +220,9 @@ def test_registry_names_and_flags() -> None:
     }
     assert "group_norm" not in ADVANTAGE_ESTIMATORS.names()
     assert ADVANTAGE_ESTIMATORS.get("group_norm").name == "grpo"
+    # OpenRLHF's names of REINFORCE++ and its baseline variant
+    assert ADVANTAGE_ESTIMATORS.get("reinforce").name == "reinforce_pp"
+    assert ADVANTAGE_ESTIMATORS.get("reinforce_baseline").name == "reinforce_pp_baseline"
     gae = ADVANTAGE_ESTIMATORS.get("gae")
     assert gae.needs_values and gae.kl_in_reward and not gae.uses_groups
     assert ADVANTAGE_ESTIMATORS.get("reinforce_pp").kl_in_reward
@@ -306,7 +311,8 @@ def _inputs(**overrides: object) -> AdvantageInputs:
             _inputs(),
             AdvantageParams(),
             "unknown advantage estimator 'no_such'; valid choices: cpgd, dr_grpo, gae, "
-            "group_norm, grpo, opo, reinforce_pp, reinforce_pp_baseline, remax, rloo",
+            "group_norm, grpo, opo, reinforce, reinforce_baseline, reinforce_pp, "
+            "reinforce_pp_baseline, remax, rloo",
         ),
     ],
 )

@@ -62,9 +62,16 @@ def test_unknown_type_names_the_registered_choices(override: str, listed: str) -
 
 
 def test_each_type_takes_only_its_own_options() -> None:
-    with pytest.raises(ConfigError, match="reward.sources.0.think_tag: unknown key"):
+    with pytest.raises(ConfigError, match="reward.sources.0.colour: unknown key"):
+        load_config(None, ["reward.sources=[{type: math, colour: x}]"])
+    # an option of other types names them
+    with pytest.raises(ConfigError, match="reward.sources.0: think_tag is an option of the"):
         load_config(None, ["reward.sources=[{type: math, think_tag: x}]"])
-    with pytest.raises(ConfigError, match="backend.strategy.zero_stage: unknown key"):
+    with pytest.raises(
+        ConfigError,
+        match="backend.strategy: zero_stage is an option of the training strategy types "
+        "deepspeed, not of 'fsdp2'",
+    ):
         load_config(None, ["backend.strategy=fsdp2", "backend.strategy.zero_stage=3"])
     # the bare name is a shorthand, and options may come before or after it
     for order in (
