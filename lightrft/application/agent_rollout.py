@@ -10,9 +10,9 @@ Scheduling: every episode whose environment has answered is in the next ``genera
 of the inner engine (one batch, ``n=1`` per episode); each model turn then goes to its
 episode's environment on a thread of its own, with a deadline. The next batch starts as soon
 as the first environment step is back plus ``straggler_wait_s``, so a slow environment
-delays only its own episode. Sampling seeds are per episode and turn (the prompt uid of a
-turn names both), so an engine that seeds rows by uid gives the same episodes whatever the
-batching.
+delays only its own episode. Sampling seeds are per episode and turn (the uid of a turn's
+input is ``<prompt uid>/sample<j>/turn<t>``), so an engine that seeds rows by uid (HF)
+gives the same episodes whatever the batching.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class AgentRolloutEngine:
             start + self.params.episode_timeout_s,
         )
         episodes = [
-            EpisodeState(i * sampling.n + j, i, p, self.environments(), limits)
+            EpisodeState(i * sampling.n + j, i, j, p, self.environments(), limits)
             for i, p in enumerate(prompts)
             for j in range(sampling.n)
         ]

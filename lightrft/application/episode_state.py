@@ -30,6 +30,7 @@ class EpisodeState:
 
     index: int  # row of the episode in the request batch
     prompt_index: int
+    sample: int  # which of the prompt's n episodes (names its turns' seeds)
     prompt: PromptRecord
     env: Environment
     limits: EpisodeLimits
@@ -60,7 +61,7 @@ class EpisodeState:
         first = self.first_input or self.prompt
         ids = first.prompt_token_ids + tuple(t for s in self.segments for t in s.token_ids)
         return PromptRecord(
-            uid=f"{self.prompt.uid}/episode{self.index}/turn{self.turns}",
+            uid=f"{self.prompt.uid}/sample{self.sample}/turn{self.turns}",
             prompt_text=first.prompt_text,
             prompt_token_ids=ids,
             reference=self.prompt.reference,

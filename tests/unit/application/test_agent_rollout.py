@@ -71,7 +71,7 @@ def test_trajectory_ids_are_the_generated_and_rendered_ids_and_the_mask_marks_ge
         prompt = batch[c.prompt_index]
         turns = [(seg, start) for seg, start in _starts(episode.segments) if seg.trained]
         for turn, (segment, start) in enumerate(turns):
-            uid = f"{prompt.uid}/episode{row}/turn{turn}"
+            uid = f"{prompt.uid}/sample{row % 2}/turn{turn}"
             assert generated[uid] == segment.token_ids  # kept exactly as generated
             # the turn's input is the prompt plus every token before it in the response
             assert inputs[uid] == prompt.prompt_token_ids + c.token_ids[:start]
@@ -220,14 +220,15 @@ def test_a_slow_environment_does_not_hold_the_other_episodes() -> None:
     slow_uid = completions[0]
     assert slow_uid.episode is not None and slow_uid.episode.turns == 3
     # the fast episodes ran all three turns before the slow one's second turn
+    slow = prompts(2)[0].uid + "/sample0/"
     slow_turn1 = next(
-        i for i, call in enumerate(engine.calls) for uid, _, _ in call if "episode0/turn1" in uid
+        i for i, call in enumerate(engine.calls) for uid, _, _ in call if uid == slow + "turn1"
     )
     fast_last = max(
         i
         for i, call in enumerate(engine.calls)
         for uid, _, _ in call
-        if "/turn2" in uid and "episode0/" not in uid
+        if uid.endswith("/turn2") and not uid.startswith(slow)
     )
     assert fast_last < slow_turn1
 
