@@ -20,7 +20,7 @@ tested (SmolLM2, Qwen2.5, Llama 3) and where a template is not prefix-stable.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
@@ -62,7 +62,7 @@ class HfTurnRenderer:
     ) -> None:
         self.tokenizer = tokenizer
         self.chat_template = chat_template
-        self.tools: list[dict[str, Any]] | None = [
+        self.tools: list[dict[Any, Any] | Callable[..., Any]] | None = [
             {
                 "type": "function",
                 "function": {
