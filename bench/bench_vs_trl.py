@@ -71,7 +71,7 @@ DEFAULT_PATCHES = "no_entropy"
 _DEMO_INSTRUCTION = "Answer with just the number."
 _DEMO_SYSTEM = "Reply with only the final number."
 WORKLOADS: dict[str, dict[str, Any]] = {
-    "main-job": {  # `lightrft demo` (lightrft/entrypoints/commands/demo.py DEMO_OVERRIDES)
+    "main-job": {  # `lightrft demo` (lightrft/entrypoints/recipes/demo.py DEMO_OVERRIDES)
         "prompts": 8,
         "group": 8,
         "max_new_tokens": 16,

@@ -1,1 +1,2 @@
-"""Composition root: CLI, configuration, dependency-injection container, embedding API."""
+"""Composition root: CLI (``commands/``: arguments), jobs (``jobs/``: what each verb does),
+built-in demos (``recipes/``), configuration, dependency-injection container, embedding API."""

@@ -18,7 +18,7 @@ from lightrft.adapters.checkpoint import CheckpointWriteError
 from lightrft.application.reward_failures import RewardSourceFailingError
 from lightrft.domain.checkpoint_health import DamagedCheckpointError, NoIntactCheckpointError
 from lightrft.entrypoints.config.loading import ConfigError
-from lightrft.entrypoints.run_directory import RunDirectoryError
+from lightrft.entrypoints.run_dir.directory import RunDirectoryError
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2

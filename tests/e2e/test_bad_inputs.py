@@ -29,7 +29,7 @@ from lightrft.adapters.checkpoint import local_store as local_store_module
 from lightrft.adapters.hf.loading import load_causal_lm
 from lightrft.entrypoints.cli import main
 from lightrft.entrypoints.graceful_stop import EXIT_STOPPED
-from lightrft.entrypoints.run_directory import RunDirectoryLock
+from lightrft.entrypoints.run_dir.directory import RunDirectoryLock
 from tests.helpers.cli_runs import TINY
 
 ROOT = Path(__file__).resolve().parents[2]

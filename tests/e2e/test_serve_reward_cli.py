@@ -18,7 +18,7 @@ from lightrft.domain.types import Completion, PromptRecord, RewardSample
 from lightrft.entrypoints.cli import main
 from lightrft.entrypoints.config import load_config
 from lightrft.entrypoints.config.loading import ConfigError
-from lightrft.entrypoints.serve_reward import (
+from lightrft.entrypoints.jobs.serve_reward import (
     ServeOptions,
     build_app,
     build_served_source,

@@ -2,8 +2,10 @@
 
 A command module defines ``NAME`` (the subcommand), ``HELP`` (one line),
 ``add_parser(parser)`` (its own arguments on the subparser made for it) and
-``run(args, rest) -> int`` (``rest``: the unparsed ``key=value`` overrides). Keep the module's
-top level light: import heavy libraries inside ``run``.
+``run(args, rest) -> int`` (``rest``: the unparsed ``key=value`` overrides). A command holds
+arguments only: ``run`` builds the config or options and calls the verb's job in
+:mod:`lightrft.entrypoints.jobs` (or a recipe of :mod:`lightrft.entrypoints.recipes`),
+imported inside ``run`` so the module's top level stays light.
 """
 
 from __future__ import annotations

@@ -20,19 +20,6 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
-    from lightrft.adapters.checkpoint.verify import checkpoint_stores, inspect_store
+    from lightrft.entrypoints.jobs.checkpoints import verify_checkpoints
 
-    run_dir: Path = args.run_dir
-    if not run_dir.is_dir():
-        raise FileNotFoundError(f"run directory {run_dir} does not exist")
-    checkpoints = run_dir / "checkpoints"
-    reports = [r for store in checkpoint_stores(checkpoints) for r in inspect_store(store)]
-    if not reports:
-        print(f"no checkpoints in {checkpoints}")
-        return 1
-    for report in reports:
-        step = "-" if report.step is None else str(report.step)
-        print(f"{report.status:<11} step {step:>8}  {report.directory}")
-        for problem in report.problems:
-            print(f"    {problem}")
-    return 1 if any(r.status == "damaged" for r in reports) else 0
+    return verify_checkpoints(args.run_dir)

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     config = load_config(args.config, overrides)
     if args.data:
         return _run_suite(args, config)
-    from lightrft.entrypoints.run_eval import evaluate
+    from lightrft.entrypoints.jobs.eval import evaluate
 
     report = evaluate(config, args.output)
     print(json.dumps(report, indent=2))
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
 def _run_suite(args: argparse.Namespace, config: object) -> int:
     from lightrft.application.eval_suite import SuiteParams
     from lightrft.entrypoints.field_copy import copy_fields
-    from lightrft.entrypoints.run_eval_suite import evaluate_files, format_table
+    from lightrft.entrypoints.jobs.eval_suite import evaluate_files, format_table
 
     n = args.n_samples
     ks = tuple(args.k) if args.k else tuple(sorted({1, n})) if n else (1,)

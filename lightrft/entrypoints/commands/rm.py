@@ -97,7 +97,7 @@ def _resume_choice(text: str) -> bool | str:
 
 def _data_options(args: argparse.Namespace) -> Any:
     from lightrft.adapters.datasets.preferences import PreferenceSpec
-    from lightrft.entrypoints.run_reward_model import RmDataOptions
+    from lightrft.entrypoints.jobs.reward_model import RmDataOptions
 
     spec = PreferenceSpec(
         prompt_key=args.prompt_key,
@@ -123,12 +123,12 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         raise ValueError(f"lightrft rm takes no key=value overrides, got {rest}")
     from lightrft.application.reward_model_training import RewardTrainParams
     from lightrft.entrypoints.field_copy import copy_fields
-    from lightrft.entrypoints.next_command import NextCommand
-    from lightrft.entrypoints.run_reward_model import (
+    from lightrft.entrypoints.jobs.reward_model import (
         RmTrainOptions,
         eval_reward_model,
         train_reward_model,
     )
+    from lightrft.entrypoints.next_command import NextCommand
 
     data = _data_options(args)
     if args.rm_command == "eval":

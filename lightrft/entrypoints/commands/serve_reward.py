@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     from lightrft.adapters.reward_service import serve
     from lightrft.entrypoints.config.loading import load_config
     from lightrft.entrypoints.field_copy import copy_fields
-    from lightrft.entrypoints.serve_reward import ServeOptions, build_app
+    from lightrft.entrypoints.jobs.serve_reward import ServeOptions, build_app
 
     options = copy_fields(
         ServeOptions,

@@ -49,8 +49,8 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     status = relaunch_under_torchrun(config.backend.nproc_per_node)
     if status is not None:
         return status
+    from lightrft.entrypoints.jobs.sft import sft
     from lightrft.entrypoints.next_command import NextCommand
-    from lightrft.entrypoints.run_sft import sft
 
     next_command = NextCommand(args.argv, config.logging.overwrite)
     print(json.dumps(sft(config, next_command=next_command), indent=2))

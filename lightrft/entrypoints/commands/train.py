@@ -39,7 +39,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     status = relaunch_under_torchrun(config.backend.nproc_per_node)
     if status is not None:
         return status
-    from lightrft.entrypoints.run_training import train
+    from lightrft.entrypoints.jobs.training import train
 
     summary = train(config, next_command=NextCommand(args.argv, config.logging.overwrite))
     print(json.dumps(summary, indent=2))

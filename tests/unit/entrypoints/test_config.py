@@ -150,7 +150,7 @@ def test_shuffles_and_normalization_mean_are_reachable() -> None:
 
 def test_a_partly_overridden_eval_set_stays_held_out() -> None:
     from lightrft.adapters.datasets.arithmetic import arithmetic_problems
-    from lightrft.entrypoints.commands.demo import DEMO_OVERRIDES
+    from lightrft.entrypoints.recipes.demo import DEMO_OVERRIDES
 
     config = load_config(None, DEMO_OVERRIDES, algorithm="grpo")
     train, held = config.data.train, config.data.eval

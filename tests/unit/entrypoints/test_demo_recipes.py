@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lightrft.entrypoints.commands.demo import DEMO_OVERRIDES, TTRL_OVERRIDES, _held_out_accuracy
 from lightrft.entrypoints.config.loading import load_config
-from lightrft.entrypoints.demo_rlhf import GRPO_OVERRIDES, INSTRUCTION, _seed
+from lightrft.entrypoints.jobs.demo import _held_out_accuracy
+from lightrft.entrypoints.recipes.demo import DEMO_OVERRIDES, MAIN_JOB_MODEL
+from lightrft.entrypoints.recipes.rlhf import GRPO_OVERRIDES, INSTRUCTION, _seed
+from lightrft.entrypoints.recipes.ttrl import TTRL_OVERRIDES
 
 
 def test_grpo_demo_pays_nothing_for_an_unfinished_answer() -> None:
@@ -50,7 +52,7 @@ def test_ttrl_demo_needs_the_main_jobs_model(tmp_path: Path, monkeypatch: object
 
     import pytest
 
-    from lightrft.entrypoints.commands.demo import MAIN_JOB_MODEL, run
+    from lightrft.entrypoints.commands.demo import run
 
     assert f"model.path={MAIN_JOB_MODEL}" in TTRL_OVERRIDES
     monkeypatch.chdir(tmp_path)  # type: ignore[attr-defined]

@@ -10,8 +10,13 @@ import torch
 
 from lightrft.adapters.checkpoint import CheckpointWriteError, LocalCheckpointStore
 from lightrft.adapters.checkpoint.directory_swap import replace_directory
-from lightrft.entrypoints.final_export import ExportFailedError, FinalState, KeptState, write_final
 from lightrft.entrypoints.next_command import NextCommand
+from lightrft.entrypoints.run_dir.final_export import (
+    ExportFailedError,
+    FinalState,
+    KeptState,
+    write_final,
+)
 
 NEXT = NextCommand(("train", "grpo", "--run-dir", "r"))
 

@@ -133,8 +133,8 @@ def test_json_logs_from_the_config_reach_the_run(
 ) -> None:
     import json
 
+    from lightrft.entrypoints.jobs.training import train
     from lightrft.entrypoints.logging_setup import configure_logging
-    from lightrft.entrypoints.run_training import train
 
     config = load_config(
         None,

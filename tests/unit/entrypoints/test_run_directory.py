@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from lightrft.adapters.checkpoint import LocalCheckpointStore
-from lightrft.entrypoints.run_directory import (
+from lightrft.entrypoints.run_dir.directory import (
     OWNER_FILE,
     RunDirectoryError,
     RunDirectoryLock,
@@ -46,7 +46,7 @@ def test_a_lock_left_by_a_killed_process_never_blocks(tmp_path: Path) -> None:
         f"""
         import sys, time
         sys.path.insert(0, {os.getcwd()!r})
-        from lightrft.entrypoints.run_directory import RunDirectoryLock
+        from lightrft.entrypoints.run_dir.directory import RunDirectoryLock
         lock = RunDirectoryLock(__import__("pathlib").Path({str(run)!r}))
         lock.acquire()
         print("locked", flush=True)

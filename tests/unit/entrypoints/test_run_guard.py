@@ -12,14 +12,14 @@ import torch
 import yaml
 
 from lightrft.adapters.checkpoint import LocalCheckpointStore
-from lightrft.entrypoints.run_directory import (
+from lightrft.entrypoints.run_dir.directory import (
     RunDirectoryError,
     RunDirectoryLock,
     RunDirectoryLocked,
 )
-from lightrft.entrypoints.run_guard import RunRequest, decide, guard_run_directory
-from lightrft.entrypoints.run_history import read_history
-from lightrft.entrypoints.run_identity import IdentityKeys, ResumeIdentityError
+from lightrft.entrypoints.run_dir.guard import RunRequest, decide, guard_run_directory
+from lightrft.entrypoints.run_dir.history import read_history
+from lightrft.entrypoints.run_dir.identity import IdentityKeys, ResumeIdentityError
 from tests.helpers.simulated_ranks import run_on_ranks
 
 KEYS = IdentityKeys(include=("optim.*", "model.*"))
@@ -149,22 +149,22 @@ def test_every_rank_learns_rank_0s_decision_or_refusal(tmp_path: Path) -> None:
 def test_demo_rlhf_refuses_a_previous_demo_or_moves_it_aside_and_holds_the_lock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lightrft.entrypoints import demo_rlhf
+    from lightrft.entrypoints.recipes import rlhf
 
     run = tmp_path / "demo"
     run.mkdir()
     (run / "summary.json").write_text("{}")
     with pytest.raises(RunDirectoryError, match=r"holds a previous run \(summary.json"):
-        demo_rlhf.run_rlhf_demo(demo_rlhf.RlhfDemoOptions(run_dir=run))
+        rlhf.run_rlhf_demo(rlhf.RlhfDemoOptions(run_dir=run))
     assert (run / "summary.json").exists()
 
-    def stages(options: demo_rlhf.RlhfDemoOptions, overrides: object) -> dict[str, object]:
+    def stages(options: rlhf.RlhfDemoOptions, overrides: object) -> dict[str, object]:
         with pytest.raises(RunDirectoryLocked):  # the demo holds its directory meanwhile
             RunDirectoryLock(options.run_dir).acquire()
         return {"ran": sorted(p.name for p in options.run_dir.iterdir())}
 
-    monkeypatch.setattr(demo_rlhf, "_run_stages", stages)
-    summary = demo_rlhf.run_rlhf_demo(demo_rlhf.RlhfDemoOptions(run_dir=run, overwrite=True))
+    monkeypatch.setattr(rlhf, "_run_stages", stages)
+    summary = rlhf.run_rlhf_demo(rlhf.RlhfDemoOptions(run_dir=run, overwrite=True))
     assert summary == {"ran": [".lightrft-owner.json", ".lightrft.lock"]}
     (aside,) = tmp_path.glob("demo.old-*")
     assert (aside / "summary.json").exists()

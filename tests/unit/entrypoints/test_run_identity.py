@@ -8,7 +8,7 @@ import pytest
 import xxhash
 
 from lightrft.entrypoints.config import load_config
-from lightrft.entrypoints.run_identity import (
+from lightrft.entrypoints.run_dir.identity import (
     RL_IDENTITY,
     RM_IDENTITY,
     SFT_IDENTITY,

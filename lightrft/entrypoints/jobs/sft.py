@@ -21,12 +21,12 @@ from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import dump_config
 from lightrft.entrypoints.field_copy import copy_fields
-from lightrft.entrypoints.final_export import FinalState
+from lightrft.entrypoints.jobs.training import export_policy, process_collective
 from lightrft.entrypoints.next_command import NextCommand
-from lightrft.entrypoints.run_directory import trim_logs_after
-from lightrft.entrypoints.run_guard import RunStart, config_request, guard_run_directory
-from lightrft.entrypoints.run_identity import SFT_IDENTITY
-from lightrft.entrypoints.run_training import export_policy, process_collective
+from lightrft.entrypoints.run_dir.directory import trim_logs_after
+from lightrft.entrypoints.run_dir.final_export import FinalState
+from lightrft.entrypoints.run_dir.guard import RunStart, config_request, guard_run_directory
+from lightrft.entrypoints.run_dir.identity import SFT_IDENTITY
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.sft_data import build_sft_data
 
@@ -36,8 +36,9 @@ log = structlog.get_logger(__name__)
 def sft(config: RunConfig, *, next_command: NextCommand | None = None) -> dict[str, Any]:
     """Runs the configured SFT; returns a summary (losses, steps, data stats, paths).
 
-    The run directory is guarded like ``lightrft train``'s (:mod:`run_guard`): locked, a
-    previous run refused unless ``--resume`` / ``--overwrite``, a resume's identity checked.
+    The run directory is guarded like ``lightrft train``'s
+    (:mod:`~lightrft.entrypoints.run_dir.guard`): locked, a previous run refused unless
+    ``--resume`` / ``--overwrite``, a resume's identity checked.
     """
     s = config.sft
     tokenizer = models.build_tokenizer(config, models.model_path(config))

@@ -10,7 +10,7 @@ the same safetensors header. xxh3 runs at memory speed (0.1 s for the 538 MB def
 once it is in the page cache, 1.3 s from a cold disk).
 
 A resume compares the fingerprint it would run with against the one recorded when the run
-was started or last resumed (:mod:`run_history`) and refuses every changed key, naming it
+was started or last resumed (:mod:`history`) and refuses every changed key, naming it
 with its old and new value, unless the user stated it (``--resume-changing KEY``).
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 import xxhash
 
 from lightrft.adapters.checkpoint.manifest import file_digest
-from lightrft.entrypoints.run_directory import RunDirectoryError
+from lightrft.entrypoints.run_dir.directory import RunDirectoryError
 
 Fingerprint = dict[str, Any]
 Changes = dict[str, tuple[Any, Any]]

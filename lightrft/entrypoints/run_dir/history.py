@@ -10,7 +10,7 @@ or resume::
      "changed": {"optim.lr": [1e-06, 5e-06]}, "stated": ["optim.lr"], "fingerprint": {...}}
 
 The last row's fingerprint is what the next resume is compared with
-(:mod:`run_identity`). A directory written before this record existed has only its
+(:mod:`identity`). A directory written before this record existed has only its
 ``config.yaml``; its keys are compared then, the weights cannot be.
 """
 
@@ -25,8 +25,8 @@ from typing import Any, Literal
 import structlog
 import yaml
 
-from lightrft.entrypoints.run_directory import FIRST_CONFIG, HISTORY_FILE
-from lightrft.entrypoints.run_identity import Changes, Fingerprint, IdentityKeys, flatten
+from lightrft.entrypoints.run_dir.directory import FIRST_CONFIG, HISTORY_FILE
+from lightrft.entrypoints.run_dir.identity import Changes, Fingerprint, IdentityKeys, flatten
 
 log = structlog.get_logger(__name__)
 

@@ -28,10 +28,10 @@ import structlog
 
 from lightrft.application.reward_model_training import RewardTrainParams
 from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.jobs.reward_model import RmDataOptions, RmTrainOptions, train_reward_model
 from lightrft.entrypoints.next_command import NextCommand
-from lightrft.entrypoints.run_guard import RunRequest, guard_run_directory
-from lightrft.entrypoints.run_identity import IdentityKeys
-from lightrft.entrypoints.run_reward_model import RmDataOptions, RmTrainOptions, train_reward_model
+from lightrft.entrypoints.run_dir.guard import RunRequest, guard_run_directory
+from lightrft.entrypoints.run_dir.identity import IdentityKeys
 
 log = structlog.get_logger(__name__)
 
@@ -176,7 +176,7 @@ def _grpo_stage(
     options: RlhfDemoOptions,
     overrides: Sequence[str],
 ) -> dict[str, Any]:
-    from lightrft.entrypoints.run_training import train
+    from lightrft.entrypoints.jobs.training import train
 
     stage_dir, next_command = options.run_dir / name, options.next_command
     config = load_config(
@@ -201,8 +201,9 @@ def _grpo_stage(
 def run_rlhf_demo(options: RlhfDemoOptions, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """Runs the three stages; returns (and writes) the summary.
 
-    ``run_dir`` is guarded like every run directory (:mod:`run_guard`): locked for the
-    whole demo, and a previous demo there is refused unless ``overwrite`` moves it aside.
+    ``run_dir`` is guarded like every run directory
+    (:mod:`~lightrft.entrypoints.run_dir.guard`): locked for the whole demo, and a previous demo
+    there is refused unless ``overwrite`` moves it aside.
     """
     request = RunRequest(
         options.run_dir,

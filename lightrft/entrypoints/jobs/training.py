@@ -17,13 +17,13 @@ from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import dump_config
 from lightrft.entrypoints.data_report import prompt_counts, report_prompt_counts
-from lightrft.entrypoints.final_export import FinalState, write_final
 from lightrft.entrypoints.graceful_stop import GracefulStop
 from lightrft.entrypoints.logging_setup import apply_config_logging
 from lightrft.entrypoints.next_command import NextCommand
-from lightrft.entrypoints.run_directory import trim_logs_after
-from lightrft.entrypoints.run_guard import RunStart, config_request, guard_run_directory
-from lightrft.entrypoints.run_identity import RL_IDENTITY
+from lightrft.entrypoints.run_dir.directory import trim_logs_after
+from lightrft.entrypoints.run_dir.final_export import FinalState, write_final
+from lightrft.entrypoints.run_dir.guard import RunStart, config_request, guard_run_directory
+from lightrft.entrypoints.run_dir.identity import RL_IDENTITY
 
 log = structlog.get_logger(__name__)
 
@@ -32,8 +32,9 @@ def train(config: RunConfig, *, next_command: NextCommand | None = None) -> dict
     """Runs the configured training; returns a summary (eval before/after, steps, paths).
 
     Rank 0 holds the run directory's lock for the whole run and checks a resume's identity
-    (see :mod:`run_guard`). ``summary["stopped_early"]`` is true when SIGTERM stopped the
-    run after a checkpoint. ``next_command``: what a failed export tells the user to run.
+    (see :mod:`~lightrft.entrypoints.run_dir.guard`). ``summary["stopped_early"]`` is true
+    when SIGTERM stopped the run after a checkpoint. ``next_command``: what a failed export
+    tells the user to run.
     """
     apply_config_logging(json_logs=config.logging.json_logs)
     container = build_container(config)
@@ -146,9 +147,10 @@ def export_policy(
     next_command: NextCommand | None = None,
 ) -> dict[str, str]:
     """Writes the trained policy (rank 0 writes), each directory atomically, after making
-    sure a checkpoint holds the final state (see :mod:`final_export`): ``final_model/``, a
-    plain HF model directory (LoRA merged), and under LoRA also ``final_adapter/``, the PEFT
-    adapter alone. Returns their paths by summary key."""
+    sure a checkpoint holds the final state (see
+    :mod:`~lightrft.entrypoints.run_dir.final_export`): ``final_model/``, a plain HF model
+    directory (LoRA merged), and under LoRA also ``final_adapter/``, the PEFT adapter alone.
+    Returns their paths by summary key."""
     kept = final.secure()  # every rank: a checkpoint save is collective
     strategy = container.policy_strategy()
     policy = container.policy()

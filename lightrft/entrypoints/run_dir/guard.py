@@ -2,10 +2,10 @@
 ``rm train``, ``demo rlhf``).
 
 :func:`guard_run_directory` takes the directory's lock on rank 0 for the whole run, decides
-fresh / resume / refuse (:func:`~lightrft.entrypoints.run_directory.decide_start`), checks on
-a resume that the run's identity did not change (:mod:`run_identity`), and tells the other
+fresh / resume / refuse (:func:`~lightrft.entrypoints.run_dir.directory.decide_start`), checks on
+a resume that the run's identity did not change (:mod:`identity`), and tells the other
 ranks the decision (or that rank 0 refused). After the (possibly resumed) state is loaded,
-:meth:`RunStart.record` writes the start into the run's history (:mod:`run_history`).
+:meth:`RunStart.record` writes the start into the run's history (:mod:`history`).
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ import torch
 
 from lightrft.domain.ports import Collective
 from lightrft.entrypoints.config import RunConfig
-from lightrft.entrypoints.run_directory import (
+from lightrft.entrypoints.run_dir.directory import (
     ResumeChoice,
     RunDirectoryError,
     RunDirectoryLock,
     Start,
     decide_start,
 )
-from lightrft.entrypoints.run_history import record_start, recorded_fingerprint
-from lightrft.entrypoints.run_identity import (
+from lightrft.entrypoints.run_dir.history import record_start, recorded_fingerprint
+from lightrft.entrypoints.run_dir.identity import (
     Changes,
     Fingerprint,
     IdentityKeys,

@@ -6,7 +6,7 @@ and host in ``RUN_DIR/.lightrft-owner.json`` for the error a second process gets
 drops the lock when its process dies, so a lock left by a killed run never blocks.
 
 :func:`decide_start` never mixes two runs in one directory (every verb that writes a run
-goes through it, see :mod:`run_guard`):
+goes through it, see :mod:`guard`):
 
 - without ``resume``, a directory that is not empty (anything but the lock files and the
   ``config.yaml`` / ``history.jsonl`` of a start that trained nothing) is an error that

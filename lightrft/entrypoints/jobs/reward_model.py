@@ -45,11 +45,11 @@ from lightrft.application.reward_model_training import (
 )
 from lightrft.domain.types import PreferencePair
 from lightrft.entrypoints.config.loading import load_config
-from lightrft.entrypoints.final_export import FinalState, write_final
 from lightrft.entrypoints.next_command import NextCommand
-from lightrft.entrypoints.run_directory import ResumeChoice, trim_logs_after
-from lightrft.entrypoints.run_guard import RunRequest, RunStart, guard_run_directory
-from lightrft.entrypoints.run_identity import RM_IDENTITY, fingerprint, flatten
+from lightrft.entrypoints.run_dir.directory import ResumeChoice, trim_logs_after
+from lightrft.entrypoints.run_dir.final_export import FinalState, write_final
+from lightrft.entrypoints.run_dir.guard import RunRequest, RunStart, guard_run_directory
+from lightrft.entrypoints.run_dir.identity import RM_IDENTITY, fingerprint, flatten
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.model_loaders import DTYPES
 from lightrft.entrypoints.wiring.registries import STRATEGIES, BuildContext, build
@@ -93,7 +93,7 @@ class RmTrainOptions:
     train_backbone: bool = True  # False: only the score head trains (a probe on frozen features)
     resume: ResumeChoice = False  # True: continue the run in ``output``; "auto": if it has one
     overwrite: bool = False  # move a previous run in ``output`` aside first
-    resume_changing: tuple[str, ...] = ()  # keys a resume may change (see run_identity)
+    resume_changing: tuple[str, ...] = ()  # keys a resume may change (see run_dir.identity)
     normalize_pairs: int = 256
     next_command: NextCommand = field(default_factory=NextCommand)
 
@@ -171,8 +171,9 @@ def _no_policy() -> Any:
 def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
     """Trains, evaluates and exports a reward model; returns the summary.
 
-    ``output`` is a run directory like any other (:mod:`run_guard`): locked, a previous run
-    there is refused unless ``resume`` / ``overwrite``, a resume's identity is checked.
+    ``output`` is a run directory like any other (:mod:`~lightrft.entrypoints.run_dir.guard`):
+    locked, a previous run there is refused unless ``resume`` / ``overwrite``, a resume's
+    identity is checked.
     """
     path = Path(options.model) if options.model else default_model_path()
     strategy, collective, device = _strategy_and_device(options)
