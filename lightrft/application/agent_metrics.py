@@ -10,7 +10,8 @@ from lightrft.domain.types import Completion
 
 def episode_metrics(completions: Sequence[Completion]) -> dict[str, float]:
     """Means over the step's episodes: turns, generated and observation tokens, reward, the
-    fraction ended by each reason, and every counter (per episode), e.g.
+    fraction that called a tool at least once (``agent/tool_use_rate``), the fraction ended
+    by each reason, and every counter (per episode), e.g.
     ``agent/tool_calls``, ``agent/tool_errors/malformed``, ``agent/env_timeouts``. Empty
     when no completion is an episode."""
     episodes: list[Episode] = [c.episode for c in completions if c.episode is not None]
@@ -25,6 +26,7 @@ def episode_metrics(completions: Sequence[Completion]) -> dict[str, float]:
         "agent/generated_tokens_mean": generated / n,
         "agent/observation_tokens_mean": (total - generated) / n,
         "agent/env_reward_mean": sum(e.reward for e in episodes) / n,
+        "agent/tool_use_rate": sum(e.counters.get("tool_calls", 0) > 0 for e in episodes) / n,
     }
     for reason in END_REASONS:
         metrics[f"agent/end/{reason}"] = sum(e.end_reason == reason for e in episodes) / n

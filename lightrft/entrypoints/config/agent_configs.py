@@ -113,3 +113,25 @@ class EnvironmentRewardConfig(RewardSourceSection):
     missing_score: float = Field(
         0.0, description="Score of a sample that is not an episode (no rollout.environment)."
     )
+
+
+@register_config(ENVIRONMENT_CONFIGS, "http")
+class HttpEnvironmentConfig(EnvironmentSection):
+    """An environment served over HTTP (the protocol of adapters/agents/http_wire.py; serve
+    any environment with adapters/agents/environment_service.py)."""
+
+    type: Literal["http"] = "http"
+    url: str = Field(..., description="Base URL of the environment service.")
+    token: str | None = Field(None, description="Bearer token sent with every request.")
+    timeout_s: float = Field(30.0, gt=0, description="Deadline of one request attempt.")
+    max_attempts: int = Field(4, ge=1, description="Attempts per request (retries + 1).")
+    backoff_base_s: float = Field(0.5, ge=0, description="First backoff (full jitter).")
+    backoff_max_s: float = Field(8.0, ge=0, description="Longest backoff.")
+    stop: list[str] = Field(
+        default_factory=list,
+        description="Strings that end a model turn (e.g. the tool-call format's closing tag).",
+    )
+
+    def stop_strings(self) -> tuple[str, ...]:
+        """The configured ``stop`` strings."""
+        return tuple(self.stop)

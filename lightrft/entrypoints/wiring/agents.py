@@ -4,8 +4,10 @@ multi-turn engine that wraps the configured engine when ``rollout.environment`` 
 from __future__ import annotations
 
 from lightrft.adapters.agents.calculator import CalculatorTool
+from lightrft.adapters.agents.http_environment import HttpEnvironments
 from lightrft.adapters.agents.python_tool import PythonTool
 from lightrft.adapters.agents.tool_environment import ToolEnvironment
+from lightrft.adapters.common.http_retry import RetryPolicy
 from lightrft.adapters.hf.chat_turns import HfTurnRenderer
 from lightrft.adapters.rewards import MathAnswerGrader
 from lightrft.adapters.rewards.environment_reward import EnvironmentReward
@@ -19,6 +21,7 @@ from lightrft.entrypoints.config.agent_configs import (
     CalculatorToolConfig,
     EnvironmentRewardConfig,
     EnvironmentSection,
+    HttpEnvironmentConfig,
     PythonToolConfig,
     ToolEnvironmentConfig,
 )
@@ -62,6 +65,18 @@ def build_tool_environment(
         )
 
     return make
+
+
+@ENVIRONMENTS.register("http")
+def build_http_environment(
+    section: HttpEnvironmentConfig, context: BuildContext
+) -> HttpEnvironments:
+    return HttpEnvironments(
+        section.url,
+        token=section.token,
+        timeout_s=section.timeout_s,
+        retry=RetryPolicy(section.max_attempts, section.backoff_base_s, section.backoff_max_s),
+    )
 
 
 @REWARD_SOURCES.register("environment")

@@ -86,3 +86,24 @@ def test_tool_calls_observations_and_rewards_flow_through_the_wiring(
         answered = int(row["response"].split("####")[1])
         assert answered == result
         assert row["rewards"]["environment"] == (1.0 if " buys " in row["prompt"] else 0.0)
+
+
+def test_http_environment_section_builds_the_client() -> None:
+    from lightrft.adapters.agents.http_environment import HttpEnvironments
+    from lightrft.entrypoints.wiring.agents import build_http_environment
+
+    with pytest.raises(ConfigError, match="url"):
+        load_config(None, ["rollout.environment={type: http}"])
+    run = load_config(
+        None,
+        [
+            "rollout.environment={type: http, url: 'http://127.0.0.1:9', max_attempts: 2, "
+            "stop: ['</tool_call>']}",
+            "rollout.max_turns=4",
+        ],
+    )
+    section = run.rollout.environment
+    assert section.stop_strings() == ("</tool_call>",)  # type: ignore[union-attr]
+    factory = build_http_environment(section, None)  # type: ignore[arg-type]
+    assert isinstance(factory, HttpEnvironments) and factory.poster.policy.max_attempts == 2
+    factory.close()
