@@ -41,8 +41,8 @@ class AgentDemoOptions:
     run_dir: Path = Path("runs/demo_agent")
     seed: int = 0
     train_rows: int = 512
-    eval_rows: int = 40
-    sft_rows: int = 32
+    eval_rows: int = 32
+    sft_rows: int = 24
     sft_epochs: int = 1
     sft_lr: float = 5e-5
 
@@ -66,13 +66,13 @@ def episode_overrides(options: AgentDemoOptions, train: Path, held_out: Path) ->
 
 
 RL_OVERRIDES = [
-    "rollout.prompts_per_step=8",
-    "rollout.n_samples_per_prompt=8",
-    "rollout.temperature=0.8",
-    "train.total_steps=6",
-    "train.micro_batch_size=16",
+    "rollout.prompts_per_step=4",
+    "rollout.n_samples_per_prompt=4",
+    "rollout.temperature=1.0",
+    "train.total_steps=4",
+    "train.micro_batch_size=8",
     "optim.lr=2e-5",
-    "eval.every=6",
+    "eval.every=4",
     "checkpoint.every=null",
     "checkpoint.export_final=false",
 ]
@@ -113,6 +113,7 @@ def run_agent_demo(options: AgentDemoOptions, overrides: Sequence[str] = ()) -> 
             "logging.overwrite=true",
             "logging.progress=false",
             f"sft.train_data.path={traces_path}",
+            "sft.eval_data=null",
             f"sft.epochs={options.sft_epochs}",
             "sft.batch_size=8",
             "sft.micro_batch_size=8",
@@ -157,8 +158,8 @@ def run_agent_demo(options: AgentDemoOptions, overrides: Sequence[str] = ()) -> 
         "rl_steps": rl_config.train.total_steps,
         "times": {k: round(v, 1) for k, v in times.items()},
         "run_dir": str(out),
-        "report": str(out / "rl" / "report.html"),
-        "trajectories": str(out / "rl" / "trajectories.html"),
+        "report": str(out / "rl" / "report" / "report.html"),
+        "trajectories": str(out / "rl" / "report" / "trajectories.html"),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
