@@ -34,8 +34,7 @@ def turns_html(row: Mapping[str, Any], max_chars: int) -> str:
             label = f"observation \u00b7 {tokens} tokens \u00b7 not trained (loss mask 0)"
             kind = "obs"
         blocks.append(
-            f'<div class="turn {kind}"><small>{html.escape(label)}</small>'
-            f"{html.escape(text)}</div>"
+            f'<div class="turn {kind}"><small>{html.escape(label)}</small>{html.escape(text)}</div>'
         )
     facts = [f"ended: {row.get('end_reason')}"]
     rewards = row.get("turn_rewards")

@@ -72,3 +72,21 @@ def test_multi_turn_grpo_learns_the_retry_task_and_logs_agent_metrics() -> None:
 def test_token_level_estimators_and_sequence_losses_run_on_multi_turn_rows(algorithm: str) -> None:
     history = agent_cycle(2, algorithm).run()
     assert all(h["agent/episodes"] == 32 for h in history)
+
+
+def test_evaluation_reports_agent_metrics_and_the_tool_use_rate() -> None:
+    from lightrft.application.evaluator import Evaluator
+    from tests.helpers.agent_envs import NeverDoneEnvironment
+
+    prompts = synthetic_prompts(6, seed=3)
+    one_token = SamplingParams(n=2, max_new_tokens=3, seed=0, stop_token_ids=tuple(range(16)))
+    for factory, rate in ((NeverDoneEnvironment, 1.0), (FakeRetryEnvironment, 0.0)):
+        agent = AgentRolloutEngine(
+            FakeRolloutEngine(), factory, FakeTurnRenderer(), AgentParams(max_turns=2)
+        )
+        metrics = Evaluator(agent, [EnvironmentReward()], batch_size=4).evaluate(prompts, one_token)
+        assert metrics["eval/agent/tool_use_rate"] == rate
+        assert 1.0 <= metrics["eval/agent/turns_mean"] <= 2.0
+        assert metrics["eval/reward_mean"] == pytest.approx(
+            metrics["eval/reward/environment/episode_reward_mean"]
+        )

@@ -107,3 +107,12 @@ def test_http_environment_section_builds_the_client() -> None:
     factory = build_http_environment(section, None)  # type: ignore[arg-type]
     assert isinstance(factory, HttpEnvironments) and factory.poster.policy.max_attempts == 2
     factory.close()
+
+
+def test_tool_format_choices_equal_the_registry() -> None:
+    from typing import get_args
+
+    from lightrft.domain.tool_calls import TOOL_CALL_FORMATS
+    from lightrft.entrypoints.config.agent_configs import ToolFormatName
+
+    assert set(get_args(ToolFormatName)) == set(TOOL_CALL_FORMATS.names())
