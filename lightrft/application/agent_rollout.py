@@ -175,9 +175,14 @@ class AgentRolloutEngine:
         ready: list[EpisodeState] = []
         for index, kind in expired:
             e = episodes[index]
+            if time.monotonic() >= e.limits.deadline:  # the episode's time is up, not the call's
+                e.end("deadline")
+                if kind == "reset":
+                    ready.append(e)  # one turn still, every episode has a response
+                continue
             error = AgentTimeoutError(
                 f"environment {kind} of episode {e.prompt.uid}#{index} gave no answer within "
-                f"{self.params.step_timeout_s}s (or the episode's deadline)"
+                f"rollout.agent.step_timeout_s={self.params.step_timeout_s}s"
             )
             log.warning("agent.env_timeout", episode=index, call=kind, error=str(error))
             e.count("env_timeouts")

@@ -257,3 +257,16 @@ def test_port_calls_reach_the_inner_engine() -> None:
     agent.wake_up()
     agent.load_weights([])
     assert agent.is_awake and inner.weight_syncs == 1 and not agent.shares_policy_weights
+
+
+def test_the_episode_deadline_ends_episodes_waiting_on_a_slow_environment() -> None:
+    params = AgentParams(max_turns=10, step_timeout_s=5.0, episode_timeout_s=0.5)
+    start = time.monotonic()
+    completions = rollout(lambda: SlowEnvironment(0.2), params).generate(
+        prompts(2), ONE_TOKEN_TURNS
+    )
+    assert time.monotonic() - start < 3.0
+    for c in completions:
+        assert c.episode is not None and c.episode.end_reason == "deadline"
+        assert 1 <= c.episode.turns <= 4 and "env_timeouts" not in c.episode.counters
+        assert c.finish_reason == "length"
