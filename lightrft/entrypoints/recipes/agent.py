@@ -58,6 +58,9 @@ def episode_overrides(options: AgentDemoOptions, train: Path, held_out: Path) ->
         "rollout.max_turns=3",
         "rollout.max_new_tokens=40",
         "rollout.agent.max_response_tokens=160",
+        # a batch's episodes share one clock: on a busy 2-core CPU one turn of 32 episodes
+        # can take minutes, and the default 300 s would cut episodes for the machine's load
+        "rollout.agent.episode_timeout_s=3600",
         "reward.sources=[{type: environment}]",
         f"eval.max_prompts={options.eval_rows}",
         "logging.progress=false",
