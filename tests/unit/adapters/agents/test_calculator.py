@@ -58,7 +58,7 @@ def test_refusals_are_tool_errors(expression: str, reason: str) -> None:
     start = time.monotonic()
     with pytest.raises(ToolError, match=reason):
         evaluate(expression)
-    assert time.monotonic() - start < 1.0
+    assert time.monotonic() - start < 5.0
 
 
 def test_arguments_are_checked_and_the_tool_meets_its_port() -> None:

@@ -106,7 +106,7 @@ def test_a_tool_past_its_deadline_is_a_timeout_observation_not_a_hang() -> None:
         out = env(SlowTool(release), timeout=0.3).step(act(call("slow")))
     finally:
         release.set()
-    assert time.monotonic() - start < 2.0
+    assert time.monotonic() - start < 10.0
     assert out.counters == {"tool_calls": 1.0, "tool_errors/timeout": 1.0}
     assert "gave no result within 0.3s" in out.observation[0].content
 
