@@ -48,12 +48,16 @@ def as_dict(m: ChatMessage) -> dict[str, Any]:
 
 
 def trajectory(
-    family: Family, turns: list[tuple[str, list[ChatMessage]]], close_turns: bool, tools: bool
+    family: Family,
+    turns: list[tuple[str, list[ChatMessage]]],
+    close_turns: bool,
+    tools: bool,
+    tok: Any = None,
 ) -> tuple[list[int], list[int], str]:
     """(trajectory ids, loss mask, whole-conversation text) for a scripted episode: each
     model turn is its content's ids, plus the end-of-turn id when ``close_turns`` (or for
     the final answer), as an engine stopping at EOS or at ``</tool_call>`` would give."""
-    tok = family_tokenizer(family)
+    tok = tok if tok is not None else family_tokenizer(family)
     specs = (CALC,) if tools else ()
     renderer = HfTurnRenderer(tok, tools=specs)
     template_tools = renderer.tools
@@ -153,3 +157,25 @@ def test_end_of_turn_token_is_found_per_family() -> None:
         tok = family_tokenizer(family)
         renderer = HfTurnRenderer(tok)
         assert renderer.end_of_turn_id == tok.convert_tokens_to_ids(family.end_of_turn)
+
+
+@pytest.mark.parametrize("episode", sorted(EPISODES))
+@pytest.mark.parametrize("close_turns", [True, False], ids=["eos", "stop_string"])
+def test_the_embedded_smollm2_tokenizer_is_prefix_stable(episode: str, close_turns: bool) -> None:
+    """The same check with the embedded model's own tokenizer and template (its real BPE
+    merges), when the model is in the local cache (``lightrft demo`` puts it there)."""
+    from lightrft.adapters.hf.default_model import DEFAULT_MODEL_NAME, cache_dir
+
+    path = cache_dir() / DEFAULT_MODEL_NAME
+    if not (path / "tokenizer.json").exists():
+        pytest.skip(f"the embedded model is not converted yet ({path})")
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    family = Family("smollm2-real", tok.chat_template, (), tok.eos_token)
+    ids, mask, whole = trajectory(family, EPISODES[episode], close_turns, False, tok)
+    renderer = HfTurnRenderer(tok)
+    assert renderer.end_of_turn_id == tok.convert_tokens_to_ids("<|im_end|>")
+    tail = tok.encode(renderer.turn_tail, add_special_tokens=False)[1:]
+    assert ids + tail == tok.encode(whole, add_special_tokens=False)
+    assert len(mask) == len(ids)
