@@ -45,11 +45,17 @@ class AgentDemoOptions:
     sft_rows: int = 24
     sft_epochs: int = 1
     sft_lr: float = 5e-5
+    model_path: Path | None = None  # None: the embedded model
+
+
+def _model(options: AgentDemoOptions) -> list[str]:
+    return [] if options.model_path is None else [f"model.path={options.model_path}"]
 
 
 def episode_overrides(options: AgentDemoOptions, train: Path, held_out: Path) -> list[str]:
     """Data, environment and limits shared by every stage's config."""
     return [
+        *_model(options),
         f"data.train.path={train}",
         f"data.eval.path={held_out}",
         f"data.train.system_prompt={SYSTEM_PROMPT}",
@@ -112,6 +118,7 @@ def run_agent_demo(options: AgentDemoOptions, overrides: Sequence[str] = ()) -> 
     sft_config = load_config(
         None,
         [
+            *_model(options),
             f"logging.run_dir={out / 'sft'}",
             "logging.overwrite=true",
             "logging.progress=false",
