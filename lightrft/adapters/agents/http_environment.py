@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from lightrft.adapters.agents.http_send import httpx_send
 from lightrft.adapters.agents.http_wire import (
     action_to_wire,
     first_input_from_wire,
@@ -62,7 +63,7 @@ class HttpEnvironments:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.client = httpx.Client(timeout=timeout_s, headers=headers, transport=transport)
         self.poster = JsonPoster(
-            self.client,
+            httpx_send(self.client, "environment service"),
             retry or RetryPolicy(),
             "environment service",
             EnvironmentUnavailableError,

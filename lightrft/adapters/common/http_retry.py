@@ -6,7 +6,8 @@ waits a uniform random time in [0, min(backoff_max_s, backoff_base_s * 2^k)] (Br
 Architecture Blog 2015). After ``max_attempts`` attempts, or at once for other HTTP errors
 and for an answer its ``validate`` refuses, the call fails with the caller's error type
 (``make_error(message, attempts)``), whose message names the service (``what``) and URL.
-Used by the remote reward source and the HTTP environment.
+Used by the remote reward source and the HTTP environment, each with its own ``send`` over
+httpx (this package imports only the standard library, so the fakes stay light).
 """
 
 from __future__ import annotations
@@ -17,13 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import httpx
-import structlog
-
-log = structlog.get_logger(__name__)
-
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 T = TypeVar("T")
+Send = Callable[[str, Any], Any]
+"""One attempt: POSTs the JSON payload to the URL and returns the decoded answer; raises
+:class:`Retryable` or :class:`CallFailed` (the adapter maps its HTTP library's errors)."""
 
 
 class Retryable(Exception):
@@ -52,7 +51,7 @@ class JsonPoster:
 
     def __init__(
         self,
-        client: httpx.Client,
+        send: Send,
         policy: RetryPolicy,
         what: str,
         make_error: Callable[[str, int], Exception],
@@ -60,7 +59,7 @@ class JsonPoster:
         seed: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.client, self.policy, self.what = client, policy, what
+        self.send, self.policy, self.what = send, policy, what
         self.make_error = make_error
         self._rng = random.Random(seed)
         self._sleep = sleep
@@ -79,10 +78,9 @@ class JsonPoster:
                 self._sleep(self.backoff_s(attempt - 1))
             started = time.perf_counter()
             try:
-                value = validate(self._post_once(url, base, payload))
+                value = validate(self.send(url, payload))
             except Retryable as error:
                 last = str(error)
-                log.info("http.retry", url=url, attempt=attempt + 1, error=last)
                 continue
             except CallFailed as error:
                 raise self.make_error(str(error), attempt + 1) from None
@@ -91,33 +89,3 @@ class JsonPoster:
             f"{self.what} {base} failed {self.policy.max_attempts} attempts; last error: {last}",
             self.policy.max_attempts,
         )
-
-    def _post_once(self, url: str, base: str, payload: Any) -> Any:
-        try:
-            response = self.client.post(url, json=payload)
-        except httpx.TimeoutException as error:
-            raise Retryable(f"timed out ({type(error).__name__})") from None
-        except httpx.TransportError as error:
-            raise Retryable(f"cannot reach it ({type(error).__name__}: {error})") from None
-        if response.status_code in RETRY_STATUS:
-            raise Retryable(f"HTTP {response.status_code}: {response_detail(response)}")
-        if response.status_code != 200:
-            raise CallFailed(
-                f"{self.what} {base} refused the request: HTTP {response.status_code}: "
-                f"{response_detail(response)}"
-            )
-        try:
-            return response.json()
-        except ValueError:
-            raise CallFailed(f"{self.what} {base} sent a body that is not JSON") from None
-
-
-def response_detail(response: httpx.Response) -> str:
-    """One line of an error response (its JSON ``detail`` or text), at most 200 chars."""
-    try:
-        body = response.json()
-    except ValueError:
-        text = response.text
-    else:
-        text = str(body.get("detail", body) if isinstance(body, dict) else body)
-    return " ".join(text.split())[:200]  # one line, even of an HTML error page

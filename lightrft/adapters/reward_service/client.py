@@ -27,6 +27,7 @@ import structlog
 import torch
 
 from lightrft.adapters.common.http_retry import CallFailed, JsonPoster, RetryPolicy
+from lightrft.adapters.reward_service.http_send import httpx_send
 from lightrft.adapters.reward_service.protocol import wire_samples
 from lightrft.domain.ports import RewardSourceUnavailableError
 from lightrft.domain.types import RewardResult, RewardSample
@@ -82,7 +83,7 @@ class RemoteRewardSource:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers, transport=transport)
         self._poster = JsonPoster(
-            self._client,
+            httpx_send(self._client, "reward service"),
             RetryPolicy(max_attempts, backoff_base_s, backoff_max_s),
             "reward service",
             RemoteRewardError,

@@ -3,11 +3,11 @@ multi-turn engine that wraps the configured engine when ``rollout.environment`` 
 
 from __future__ import annotations
 
+from typing import Any
+
 from lightrft.adapters.agents.calculator import CalculatorTool
-from lightrft.adapters.agents.http_environment import HttpEnvironments
 from lightrft.adapters.agents.python_tool import PythonTool
 from lightrft.adapters.agents.tool_environment import ToolEnvironment
-from lightrft.adapters.common.http_retry import RetryPolicy
 from lightrft.adapters.hf.chat_turns import HfTurnRenderer
 from lightrft.adapters.rewards import MathAnswerGrader
 from lightrft.adapters.rewards.environment_reward import EnvironmentReward
@@ -68,9 +68,11 @@ def build_tool_environment(
 
 
 @ENVIRONMENTS.register("http")
-def build_http_environment(
-    section: HttpEnvironmentConfig, context: BuildContext
-) -> HttpEnvironments:
+def build_http_environment(section: HttpEnvironmentConfig, context: BuildContext) -> Any:
+    # httpx comes with the "serve" extra: imported only when an HTTP environment is asked for
+    from lightrft.adapters.agents.http_environment import HttpEnvironments
+    from lightrft.adapters.common.http_retry import RetryPolicy
+
     return HttpEnvironments(
         section.url,
         token=section.token,
