@@ -56,14 +56,14 @@ def build_rollout_tensors(
         attention_mask[i, p - len(prompt) : p + n] = 1
         if n:
             input_ids[i, p : p + n] = torch.tensor(c.token_ids, dtype=torch.long)
-            response_mask[i, :n] = 1
+            response_mask[i, :n] = torch.tensor(c.trained_mask, dtype=torch.long)
             if have_logprobs and c.logprobs is not None:
                 logprobs[i, :n] = torch.tensor(c.logprobs, dtype=torch.float32)
     lengths = response_mask.sum(dim=1)
     if bool((lengths == 0).any()):
         raise ValueError(
-            f"completion {int((lengths == 0).nonzero()[0])} has no tokens; an engine must "
-            "return at least the stop token"
+            f"completion {int((lengths == 0).nonzero()[0])} has no tokens (none trained); an engine "
+            "must return at least the stop token"
         )
     return RolloutTensors(
         sequences=SequenceBatch(

@@ -8,6 +8,7 @@ from math import comb
 
 import torch
 
+from lightrft.application.agent_metrics import episode_metrics
 from lightrft.application.phases import Phase, PhaseSwitcher
 from lightrft.application.reward_scoring import score_completions
 from lightrft.domain.ports import PromptSource, RewardSource, RolloutEngine
@@ -65,7 +66,7 @@ class Evaluator:
                 scores = score_completions(self.reward_sources, batch, completions, self.weights)
             totals.append(scores.total.view(len(batch), sampling.n))
             lengths.extend(len(c.token_ids) for c in completions)
-            source_metrics.append((scores.metrics, len(completions)))
+            source_metrics.append((scores.metrics | episode_metrics(completions), len(completions)))
         rewards = torch.cat(totals)  # [prompts, n]
         correct = rewards >= self.correct_threshold
         metrics = {

@@ -12,6 +12,7 @@ import structlog
 import torch
 from torch import Tensor
 
+from lightrft.application.agent_metrics import episode_metrics
 from lightrft.application.batching import (
     RolloutTensors,
     build_rollout_tensors,
@@ -423,4 +424,5 @@ def _rollout_metrics(
             "rollout/samples": float(len(rollout.completions)),
         }
     )
+    metrics.update(episode_metrics(rollout.completions))
     return metrics

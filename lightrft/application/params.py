@@ -219,3 +219,34 @@ class HealthParams:
         if not 0 < self.rollback_lr_factor <= 1:
             raise ValueError(f"rollback_lr_factor must be in (0, 1], got {self.rollback_lr_factor}")
         _non_negative("max_rollbacks", self.max_rollbacks)
+
+
+@dataclass(frozen=True)
+class AgentParams:
+    """Multi-turn episodes (``rollout.agent``; see docs/agents.md).
+
+    An episode ends when the environment says done, after ``max_turns`` model turns, when
+    the next turn or observation would pass ``max_response_tokens`` (generated plus
+    observation tokens after the prompt), or at ``episode_timeout_s`` of wall-clock time.
+    One environment call (reset or step) that takes longer than ``step_timeout_s`` ends its
+    episode (counted as ``agent/env_timeouts``). After the first environment step of a turn
+    finishes, the rollout waits at most ``straggler_wait_s`` for the others before it
+    generates the next turn of the episodes that are ready, so one slow environment does
+    not hold the rest. ``stop_strings`` end a model turn besides the end-of-turn token
+    (the tool-call format's closing tag).
+    """
+
+    max_turns: int = 4
+    max_response_tokens: int | None = None
+    episode_timeout_s: float = 300.0
+    step_timeout_s: float = 30.0
+    straggler_wait_s: float = 0.05
+    stop_strings: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _positive("max_turns", self.max_turns)
+        if self.max_response_tokens is not None:
+            _positive("max_response_tokens", self.max_response_tokens)
+        _positive("episode_timeout_s", self.episode_timeout_s)
+        _positive("step_timeout_s", self.step_timeout_s)
+        _non_negative("straggler_wait_s", self.straggler_wait_s)

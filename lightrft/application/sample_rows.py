@@ -6,7 +6,9 @@ source, the advantage (of the first token, and per token), the response length a
 reason, the token ids, and per-token log-probs and entropies of the policy that sampled
 (a no-grad forward before the update) plus the engine's own log-probs when it reports them
 (their difference is the rollout/training mismatch). Floats are rounded to 4 decimals so
-sample files stay small; per-token lists hold at most R (max_new_tokens) entries.
+sample files stay small; per-token lists hold at most R (max_new_tokens) entries. A
+multi-turn sample also carries its per-token ``loss_mask`` and its turns (see
+:func:`_episode_fields`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from torch import Tensor
 
 from lightrft.application.experience_maker import ExperienceBatch
 from lightrft.domain.ports import Policy
+from lightrft.domain.trajectory import Episode
 
 DIGITS = 4
 
@@ -71,8 +74,25 @@ def sample_rows(
                 row["entropy"] = _per_token(traces.entropy[i], n)
         if exp.rollout_logprobs is not None:
             row["rollout_logprobs"] = _per_token(exp.rollout_logprobs[i], n)
+        if completion.episode is not None:
+            row.update(_episode_fields(completion.episode))
         out.append(row)
     return out
+
+
+def _episode_fields(episode: Episode) -> dict[str, Any]:
+    """A multi-turn sample: its per-token ``loss_mask`` (1: generated and trained, 0: an
+    observation) and its turns (text, whether trained, token count), rewards and counters."""
+    return {
+        "loss_mask": list(episode.loss_mask),
+        "turns": [
+            {"text": s.text, "trained": s.trained, "tokens": len(s.token_ids)}
+            for s in episode.segments
+        ],
+        "turn_rewards": [round(r, DIGITS) for r in episode.turn_rewards],
+        "end_reason": episode.end_reason,
+        "counters": {k: round(v, DIGITS) for k, v in episode.counters.items()},
+    }
 
 
 def _round(value: Tensor | float) -> float:

@@ -2,7 +2,8 @@
 
 Every port is a ``typing.Protocol``; adapters (``lightrft.adapters``) implement them on
 Hugging Face, DeepSpeed, FSDP2, vLLM ..., and ``lightrft.adapters.fakes`` holds small honest
-CPU implementations for tests. Shape letters as in :mod:`lightrft.domain.types`.
+CPU implementations for tests. Shape letters as in :mod:`lightrft.domain.types`. The ports of
+multi-turn agents (``Environment``, ``Tool``, ``TurnRenderer``) are in :mod:`lightrft.domain.agent`.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from torch import Tensor
 
 from lightrft.domain.checks import check_non_negative, check_positive, check_shape
 from lightrft.domain.modality import Payload, batch_payloads
+from lightrft.domain.trajectory import Episode
 
 FinishReason = Literal["stop", "length"]
 
@@ -82,6 +83,11 @@ class Completion:
 
     ``logprobs`` are the engine's log-probs of ``token_ids`` under the distribution it
     actually sampled from (after temperature), one per token.
+
+    A multi-turn episode (:mod:`lightrft.domain.trajectory`) is one completion too:
+    ``token_ids`` are all its turns and observations, ``loss_mask`` is 1 on the generated
+    ones (``None``: every token was generated), ``logprobs`` are 0.0 on observation tokens and
+    ``episode`` keeps the turns, rewards and counters.
     """
 
     prompt_index: int
@@ -89,12 +95,23 @@ class Completion:
     text: str
     finish_reason: FinishReason
     logprobs: tuple[float, ...] | None = None
+    loss_mask: tuple[int, ...] | None = None
+    episode: Episode | None = None
 
     def __post_init__(self) -> None:
-        if self.logprobs is not None and len(self.logprobs) != len(self.token_ids):
-            raise ValueError(
-                f"completion has {len(self.token_ids)} tokens but {len(self.logprobs)} logprobs"
-            )
+        for name in ("logprobs", "loss_mask"):
+            values = getattr(self, name)
+            if values is not None and len(values) != len(self.token_ids):
+                raise ValueError(
+                    f"completion has {len(self.token_ids)} tokens but {len(values)} {name}"
+                )
+        if self.loss_mask is not None and not set(self.loss_mask) <= {0, 1}:
+            raise ValueError("loss_mask holds values other than 0 and 1")
+
+    @property
+    def trained_mask(self) -> tuple[int, ...]:
+        """1 where a token counts in the loss: ``loss_mask``, or all ones."""
+        return self.loss_mask if self.loss_mask is not None else (1,) * len(self.token_ids)
 
 
 @dataclass(frozen=True)

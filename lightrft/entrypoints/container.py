@@ -12,7 +12,7 @@ from dependency_injector import containers, providers
 
 from lightrft.application.cycle import ColocatedRLCycle, CycleComponents
 from lightrft.application.phases import DEFAULT_PLAN, engine_on_policy_plan
-from lightrft.entrypoints.wiring import data, models
+from lightrft.entrypoints.wiring import agents, data, models
 
 
 def _pad_token_id(tokenizer: object) -> int:
@@ -44,7 +44,10 @@ class Container(containers.DeclarativeContainer):
     )
     reference = providers.Singleton(models.build_reference, context)
     critic = providers.Singleton(models.build_critic, context)
-    engine = providers.Singleton(models.build_engine, context)
+    # with rollout.environment: the multi-turn engine over the configured one
+    engine = providers.Singleton(
+        agents.with_environment, context, providers.Singleton(models.build_engine, context)
+    )
     policy_strategy = providers.Singleton(models.build_strategy, context, policy.provided.module)
     critic_strategy = providers.Singleton(
         lambda context, critic: models.build_strategy(

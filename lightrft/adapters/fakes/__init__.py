@@ -13,6 +13,7 @@ from lightrft.adapters.fakes.batches import completions_batch, make_sequence_bat
 from lightrft.adapters.fakes.checkpoint_store import InMemoryCheckpointStore, SimulatedCrash
 from lightrft.adapters.fakes.collective import FakeCollective
 from lightrft.adapters.fakes.critic import FakeCritic
+from lightrft.adapters.fakes.environment import FakeRetryEnvironment, FakeTurnRenderer
 from lightrft.adapters.fakes.policy import FakePolicy
 from lightrft.adapters.fakes.prompt_source import FakePromptSource
 from lightrft.adapters.fakes.reference import FakeReferenceModel
@@ -30,9 +31,11 @@ __all__ = [
     "FakePolicy",
     "FakePromptSource",
     "FakeReferenceModel",
+    "FakeRetryEnvironment",
     "FakeRolloutEngine",
     "FakeRuleReward",
     "FakeStrategy",
+    "FakeTurnRenderer",
     "InMemoryCheckpointStore",
     "InMemoryTracker",
     "SimulatedCrash",

@@ -3,7 +3,8 @@
 Per step: reward and length histograms of the logged samples, the rollout/training log-prob
 mismatch histogram (engine log-prob minus the policy's, per token, when both were recorded),
 and every sample (prompt, response, reward and per-source scores, advantage, length, finish
-reason). Response tokens can be shaded by log-prob, entropy or advantage. Filters (step,
+reason; a multi-turn sample as its turns, observations marked as not trained). Response
+tokens can be shaded by log-prob, entropy or advantage. Filters (step,
 reward band) and shading switches are CSS only (``:target`` and radio buttons): the page's
 Content-Security-Policy forbids every script. All run data goes through ``html.escape``.
 """
@@ -17,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lightrft.adapters.report.svg_histogram import svg_histogram
+from lightrft.adapters.report.turns import TURN_STYLE, turns_html
 
 CSP = "script-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'"
 BANDS = (("neg", "reward \u2264 0"), ("mid", "0 < reward < 1"), ("pos", "reward \u2265 1"))
@@ -34,6 +36,7 @@ def _style() -> str:
         ".hist{display:inline-block;margin:.3em}.hist rect{fill:#4a78b5}",
         "figcaption{font-size:80%}nav a{margin-right:.4em}.t{border-radius:2px}",
         "label{margin-right:.8em}",
+        TURN_STYLE,
     ]
     for band, _ in BANDS:
         rules.append(f"#band-{band}:checked~#steps article:not(.b-{band}){{display:none}}")
@@ -145,7 +148,7 @@ def _sample(row: Mapping[str, Any], max_chars: int) -> str:
     return (
         f'<article class="b-{band}"><header>{header}</header>'
         f"<details><summary>prompt</summary><pre>{_esc(prompt)}</pre></details>"
-        f"<pre>{_response(row, max_chars)}</pre></article>"
+        f"{turns_html(row, max_chars) or f'<pre>{_response(row, max_chars)}</pre>'}</article>"
     )
 
 

@@ -18,7 +18,6 @@ requests), ``latency_mean_s`` and ``latency_max_s`` (of the successful attempts)
 from __future__ import annotations
 
 import math
-import random
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -27,6 +26,8 @@ import httpx
 import structlog
 import torch
 
+from lightrft.adapters.common.http_retry import CallFailed, JsonPoster, RetryPolicy
+from lightrft.adapters.reward_service.http_send import httpx_send
 from lightrft.adapters.reward_service.protocol import wire_samples
 from lightrft.domain.ports import RewardSourceUnavailableError
 from lightrft.domain.types import RewardResult, RewardSample
@@ -34,7 +35,6 @@ from lightrft.domain.types import RewardResult, RewardSample
 log = structlog.get_logger(__name__)
 
 FailurePolicy = Literal["raise", "score"]
-RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
 class RemoteRewardError(RewardSourceUnavailableError):
@@ -44,10 +44,6 @@ class RemoteRewardError(RewardSourceUnavailableError):
     def __init__(self, message: str, attempts: int = 1) -> None:
         super().__init__(message)
         self.attempts = attempts
-
-
-class _Retryable(Exception):
-    """One attempt failed in a way worth retrying."""
 
 
 class RemoteRewardSource:
@@ -84,10 +80,16 @@ class RemoteRewardSource:
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.request_batch = request_batch
         self.on_failure, self.failure_score = on_failure, failure_score
-        self._rng = random.Random(seed)
-        self._sleep = sleep
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers, transport=transport)
+        self._poster = JsonPoster(
+            httpx_send(self._client, "reward service"),
+            RetryPolicy(max_attempts, backoff_base_s, backoff_max_s),
+            "reward service",
+            RemoteRewardError,
+            seed=seed,
+            sleep=sleep,
+        )
 
     @property
     def name(self) -> str:
@@ -126,59 +128,21 @@ class RemoteRewardSource:
 
     def backoff_s(self, attempt: int) -> float:
         """The wait after failed attempt ``attempt`` (0-based): full jitter."""
-        return self._rng.uniform(0.0, min(self.backoff_max_s, self.backoff_base_s * 2**attempt))
+        return self._poster.backoff_s(attempt)
 
     def _request(self, chunk: Sequence[RewardSample]) -> tuple[list[float], int, float]:
         """(scores, attempts used, latency of the successful attempt)."""
         payload = {"samples": wire_samples(chunk)}
-        last = ""
-        for attempt in range(self.max_attempts):
-            if attempt:
-                self._sleep(self.backoff_s(attempt - 1))
-            started = time.perf_counter()
-            try:
-                response = self._post(payload)
-                values = self._validated(response, len(chunk))
-            except _Retryable as error:
-                last = str(error)
-                log.info("reward.remote.retry", url=self.url, attempt=attempt + 1, error=last)
-                continue
-            except RemoteRewardError as error:
-                error.attempts = attempt + 1
-                raise
-            return values, attempt + 1, time.perf_counter() - started
-        raise RemoteRewardError(
-            f"reward service {self.url} failed {self.max_attempts} attempts; last error: {last}",
-            attempts=self.max_attempts,
+        return self._poster.post(
+            f"{self.url}/score", payload, lambda body: self._validated(body, len(chunk))
         )
-
-    def _post(self, payload: dict[str, Any]) -> Any:
-        try:
-            response = self._client.post(f"{self.url}/score", json=payload)
-        except httpx.TimeoutException as error:
-            raise _Retryable(f"timed out ({type(error).__name__})") from None
-        except httpx.TransportError as error:
-            raise _Retryable(f"cannot reach it ({type(error).__name__}: {error})") from None
-        if response.status_code in RETRY_STATUS:
-            raise _Retryable(f"HTTP {response.status_code}: {_detail(response)}")
-        if response.status_code != 200:
-            raise RemoteRewardError(
-                f"reward service {self.url} refused the request: HTTP {response.status_code}: "
-                f"{_detail(response)}"
-            )
-        try:
-            return response.json()
-        except ValueError:
-            raise RemoteRewardError(
-                f"reward service {self.url} sent a body that is not JSON"
-            ) from None
 
     def _validated(self, body: Any, expected: int) -> list[float]:
         scores = body.get("scores") if isinstance(body, dict) else None
         if not isinstance(scores, list):
-            raise RemoteRewardError(f"reward service {self.url} sent no 'scores' list")
+            raise CallFailed(f"reward service {self.url} sent no 'scores' list")
         if len(scores) != expected:
-            raise RemoteRewardError(
+            raise CallFailed(
                 f"reward service {self.url} returned {len(scores)} scores for {expected} samples"
             )
         for i, value in enumerate(scores):
@@ -187,7 +151,7 @@ class RemoteRewardSource:
                 or not isinstance(value, int | float)
                 or not math.isfinite(value)
             ):
-                raise RemoteRewardError(
+                raise CallFailed(
                     f"reward service {self.url} returned a non-finite or non-numeric score "
                     f"{value!r} for sample {i}"
                 )
@@ -202,13 +166,3 @@ class RemoteRewardSource:
     def close(self) -> None:
         """Closes the HTTP connection pool."""
         self._client.close()
-
-
-def _detail(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        text = response.text
-    else:
-        text = str(body.get("detail", body) if isinstance(body, dict) else body)
-    return " ".join(text.split())[:200]  # one line, even of an HTML error page

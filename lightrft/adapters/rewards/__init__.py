@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from lightrft.adapters.rewards.answer_grader import MathAnswerGrader
     from lightrft.adapters.rewards.choice_answer import ChoiceAnswerReward
+    from lightrft.adapters.rewards.environment_reward import EnvironmentReward
     from lightrft.adapters.rewards.format_reward import FormatReward
     from lightrft.adapters.rewards.length_reward import LengthReward
     from lightrft.adapters.rewards.majority_vote import MajorityVoteReward
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "MathAnswerGrader": "answer_grader",
     "ChoiceAnswerReward": "choice_answer",
+    "EnvironmentReward": "environment_reward",
     "FormatReward": "format_reward",
     "LengthReward": "length_reward",
     "MajorityVoteReward": "majority_vote",
@@ -31,6 +33,7 @@ _EXPORTS = {
 
 __all__ = [
     "ChoiceAnswerReward",
+    "EnvironmentReward",
     "FormatReward",
     "LengthReward",
     "MajorityVoteReward",

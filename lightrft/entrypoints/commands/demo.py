@@ -15,8 +15,8 @@ from lightrft.entrypoints.commands.resume_flags import add_resume_changing, with
 
 NAME = "demo"
 HELP = (
-    "the main jobs on the embedded model: GRPO (default), 'rlhf' (reward model, then GRPO) or "
-    "'ttrl' (label-free majority-vote reward)"
+    "the main jobs on the embedded model: GRPO (default), 'rlhf' (reward model, then GRPO), "
+    "'ttrl' (label-free majority-vote reward) or 'agent' (multi-turn RL with a calculator tool)"
 )
 
 
@@ -37,6 +37,8 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, rest: list[str]) -> int:
     if rest and rest[0] == "rlhf":
         return _run_rlhf(args, with_stated_keys(args, rest[1:]))
+    if rest and rest[0] == "agent":
+        return _run_agent(args, with_stated_keys(args, rest[1:]))
     from lightrft.entrypoints.jobs.demo import run_grpo_demo
     from lightrft.entrypoints.recipes.demo import DEMO_OVERRIDES
 
@@ -69,4 +71,26 @@ def _run_rlhf(args: argparse.Namespace, rest: list[str]) -> int:
     accuracy = summary["reward_model"].get("held_out_accuracy")
     if accuracy is not None:
         print(f"reward model held-out accuracy: {accuracy:.3f}")
+    return 0
+
+
+def _run_agent(args: argparse.Namespace, rest: list[str]) -> int:
+    from lightrft.entrypoints.recipes.agent import AgentDemoOptions, run_agent_demo
+
+    # the seed and the run directory are the demo's own (its stages live under it)
+    seed = [int(o.split("=", 1)[1]) for o in rest if o.startswith("train.seed=")]
+    run_dir = [Path(o.split("=", 1)[1]) for o in rest if o.startswith("logging.run_dir=")]
+    rest = [o for o in rest if not o.startswith(("train.seed=", "logging.run_dir="))]
+    options = AgentDemoOptions(
+        run_dir=(run_dir or [args.run_dir or Path("runs/demo_agent")])[-1],
+        seed=(seed or [0])[-1],
+    )
+    summary = run_agent_demo(options, rest)
+    print(json.dumps(summary, indent=2))
+    print(
+        f"held-out success: before {summary['eval_accuracy_before']:.3f} -> after SFT "
+        f"{summary['eval_accuracy_after_sft']:.3f} -> after RL {summary['eval_accuracy_after']:.3f}"
+        f"; tool use: {summary['tool_use_rate_before']:.3f} -> "
+        f"{summary['tool_use_rate_after_sft']:.3f} -> {summary['tool_use_rate_after']:.3f}"
+    )
     return 0

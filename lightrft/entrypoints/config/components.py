@@ -60,6 +60,8 @@ class RewardSourceSection(ComponentSection):
 ENGINE_CONFIGS: Registry[type[ComponentSection]] = Registry("rollout engine")
 REWARD_SOURCE_CONFIGS: Registry[type[ComponentSection]] = Registry("reward source type")
 STRATEGY_CONFIGS: Registry[type[ComponentSection]] = Registry("training strategy")
+ENVIRONMENT_CONFIGS: Registry[type[ComponentSection]] = Registry("environment")
+TOOL_CONFIGS: Registry[type[ComponentSection]] = Registry("tool")
 
 S = TypeVar("S", bound=type[ComponentSection])
 

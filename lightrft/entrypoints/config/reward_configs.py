@@ -4,34 +4,21 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from lightrft.adapters.rewards.answer_extraction import ANSWER_EXTRACTORS, DEFAULT_EXTRACTORS
 from lightrft.entrypoints.config.components import (
     REWARD_SOURCE_CONFIGS,
     RewardSourceSection,
     RunView,
     register_config,
 )
+from lightrft.entrypoints.config.extractor_field import ExtractorNames, extractors_field
 
 
 class AnswerExtractorsSection(RewardSourceSection):
     """Base of reward sources that extract a final answer from the response."""
 
-    extractors: list[str] = Field(
-        default_factory=lambda: list(DEFAULT_EXTRACTORS),
-        description="Answer extractors tried in order; the first answer found is checked "
-        "(gsm8k '#### x', boxed, answer_is 'the answer is x', last_number).",
-    )
-
-    @field_validator("extractors")
-    @classmethod
-    def _known_extractors(cls, names: list[str]) -> list[str]:
-        if not names:
-            raise ValueError("needs at least one extractor")
-        for name in names:
-            ANSWER_EXTRACTORS.get(name)  # names the valid choices when unknown
-        return names
+    extractors: ExtractorNames = extractors_field()
 
 
 @register_config(REWARD_SOURCE_CONFIGS, "math")

@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 
 from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_MODE, CorrectionMode
 from lightrft.entrypoints.config import (
+    agent_configs,
     engine_configs,
     reward_configs,
     reward_model_configs,  # noqa: F401  (registers)
@@ -21,6 +22,7 @@ from lightrft.entrypoints.config import (
 from lightrft.entrypoints.config.base import Section
 from lightrft.entrypoints.config.components import (
     ENGINE_CONFIGS,
+    ENVIRONMENT_CONFIGS,
     REWARD_SOURCE_CONFIGS,
     STRATEGY_CONFIGS,
     RewardSourceSection,
@@ -299,6 +301,27 @@ class RolloutConfig(Section):
         description="FP8 rollout: the engine's weights quantized block-wise to e4m3 at each "
         "sync (vLLM on CUDA only; turns on algorithm.tis_cap=2 unless set).",
     )
+    environment: component_field(ENVIRONMENT_CONFIGS) | None = Field(  # type: ignore[valid-type]
+        None,
+        description="Multi-turn episodes: the environment each sample talks to (a section "
+        "with its type: tools, http, ...); None: one model turn per sample.",
+    )
+    max_turns: int = Field(
+        1, gt=0, description="Model turns per episode at most (with rollout.environment)."
+    )
+    agent: agent_configs.AgentConfig = Field(
+        default_factory=agent_configs.AgentConfig,
+        description="Token and time limits of a multi-turn episode.",
+    )
+
+    @model_validator(mode="after")
+    def _turns_need_an_environment(self) -> RolloutConfig:
+        if self.max_turns > 1 and self.environment is None:
+            raise ValueError(
+                f"rollout.max_turns={self.max_turns} needs rollout.environment (e.g. "
+                "rollout.environment=tools)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _fp8_needs_vllm(self) -> RolloutConfig:

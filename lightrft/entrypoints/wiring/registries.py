@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from lightrft.domain.agent import EnvironmentFactory, Tool
 from lightrft.domain.ports import (
     Critic,
     Policy,
@@ -32,8 +33,10 @@ from lightrft.domain.registry import Registry
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.components import (
     ENGINE_CONFIGS,
+    ENVIRONMENT_CONFIGS,
     REWARD_SOURCE_CONFIGS,
     STRATEGY_CONFIGS,
+    TOOL_CONFIGS,
     ComponentSection,
     register_config,
 )
@@ -53,6 +56,8 @@ class BuildContext:
 EngineBuilder = Callable[[Any, BuildContext], RolloutEngine]
 RewardBuilder = Callable[[Any, BuildContext], RewardSource]
 StrategyBuilder = Callable[[Any, BuildContext], Strategy]
+EnvironmentBuilder = Callable[[Any, BuildContext], EnvironmentFactory]
+ToolBuilder = Callable[[Any, BuildContext], Tool]
 
 
 @dataclass(frozen=True)
@@ -81,11 +86,15 @@ ENGINES: Registry[EngineBuilder] = Registry("rollout engine")
 REWARD_SOURCES: Registry[RewardBuilder] = Registry("reward source type")
 STRATEGIES: Registry[StrategyBuilder] = Registry("training strategy")
 MODEL_LOADERS: Registry[ModelLoader] = Registry("model modality")
+ENVIRONMENTS: Registry[EnvironmentBuilder] = Registry("environment")
+TOOLS: Registry[ToolBuilder] = Registry("tool")
 
 _KINDS: dict[str, tuple[Registry[type[ComponentSection]], Registry[Any]]] = {
     "engine": (ENGINE_CONFIGS, ENGINES),
     "reward_source": (REWARD_SOURCE_CONFIGS, REWARD_SOURCES),
     "strategy": (STRATEGY_CONFIGS, STRATEGIES),
+    "environment": (ENVIRONMENT_CONFIGS, ENVIRONMENTS),
+    "tool": (TOOL_CONFIGS, TOOLS),
 }
 
 
@@ -94,7 +103,9 @@ def register_component(
 ) -> None:
     """Registers a component: its config model (``type`` tag ``name``) and its builder.
 
-    ``kind`` is ``"engine"``, ``"reward_source"`` or ``"strategy"``. Register before the
+    ``kind`` is ``"engine"``, ``"reward_source"``, ``"strategy"``, ``"environment"`` (the
+    builder returns an environment factory: a callable giving a fresh ``Environment`` per
+    episode) or ``"tool"``. Register before the
     config is loaded (a module listed in the config's ``plugins`` key is imported first).
     """
     if kind not in _KINDS:

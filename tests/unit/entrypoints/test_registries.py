@@ -12,17 +12,21 @@ import pytest
 from lightrft.entrypoints.config import load_config
 from lightrft.entrypoints.config.components import (
     ENGINE_CONFIGS,
+    ENVIRONMENT_CONFIGS,
     REWARD_SOURCE_CONFIGS,
     STRATEGY_CONFIGS,
+    TOOL_CONFIGS,
 )
 from lightrft.entrypoints.config.loading import ConfigError
 from lightrft.entrypoints.config.sections import ModelConfig
-from lightrft.entrypoints.wiring import models  # noqa: F401  (registers the built-ins)
+from lightrft.entrypoints.wiring import agents, models  # noqa: F401  (registers the built-ins)
 from lightrft.entrypoints.wiring.registries import (
     ENGINES,
+    ENVIRONMENTS,
     MODEL_LOADERS,
     REWARD_SOURCES,
     STRATEGIES,
+    TOOLS,
     register_component,
 )
 
@@ -30,6 +34,8 @@ PAIRS = [
     (ENGINE_CONFIGS, ENGINES),
     (REWARD_SOURCE_CONFIGS, REWARD_SOURCES),
     (STRATEGY_CONFIGS, STRATEGIES),
+    (ENVIRONMENT_CONFIGS, ENVIRONMENTS),
+    (TOOL_CONFIGS, TOOLS),
 ]
 PLUGIN = "tests.helpers.plugin_components"
 
@@ -95,7 +101,9 @@ def test_register_component_refuses_duplicates_and_unknown_kinds() -> None:
 
     with pytest.raises(ValueError, match="already registered"):
         register_component("engine", "hf", HfEngineConfig, lambda s, c: None)
-    with pytest.raises(ValueError, match="valid kinds: engine, reward_source, strategy"):
+    with pytest.raises(
+        ValueError, match="valid kinds: engine, reward_source, strategy, environment, tool"
+    ):
         register_component("tokenizer", "x", HfEngineConfig, lambda s, c: None)
 
 

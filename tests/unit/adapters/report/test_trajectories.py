@@ -135,3 +135,34 @@ def test_render_report_writes_and_links_the_browser(tmp_path: Path) -> None:
     page = (report.parent / "trajectories.html").read_text()
     assert page == build_trajectory_page(tmp_path.name, read_jsonl(tmp_path / "samples.jsonl"))
     assert not any(tag == "script" for tag, _ in parse(page).tags)
+
+
+def test_multi_turn_samples_show_turns_and_mark_observations_as_not_trained() -> None:
+    turns = [
+        {"text": '<tool_call>{"name": "calculator"}</tool_call>', "trained": True, "tokens": 9},
+        {
+            "text": "<|im_end|>\n<|im_start|>tool\n408<script>x</script>",
+            "trained": False,
+            "tokens": 7,
+        },
+        {"text": "The answer is 408.", "trained": True, "tokens": 6},
+    ]
+    sample = row(
+        3,
+        1.0,
+        "The answer is 408.",
+        turns=turns,
+        loss_mask=[1] * 9 + [0] * 7 + [1] * 6,
+        turn_rewards=[0.0, 1.0],
+        end_reason="done",
+        counters={"tool_calls": 1.0},
+    )
+    page = build_trajectory_page("run", [sample])
+    checker = parse(page)
+    blocks = [attrs.get("class") for tag, attrs in checker.tags if tag == "div"]
+    assert blocks.count("turn gen") == 2 and blocks.count("turn obs") == 1
+    text = "".join(checker.text)
+    assert "observation \u00b7 7 tokens \u00b7 not trained (loss mask 0)" in text
+    assert "model turn 2 \u00b7 6 tokens \u00b7 trained (loss mask 1)" in text
+    assert "ended: done" in text and "tool_calls: 1" in text
+    assert "<script>" not in page.split("<body>")[1].replace("&lt;script&gt;", "")

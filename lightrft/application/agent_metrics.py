@@ -1,0 +1,35 @@
+"""Step metrics of multi-turn episodes (``agent/*``), from the completions of a step."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lightrft.domain.trajectory import END_REASONS, Episode, sum_counters
+from lightrft.domain.types import Completion
+
+
+def episode_metrics(completions: Sequence[Completion]) -> dict[str, float]:
+    """Means over the step's episodes: turns, generated and observation tokens, reward, the
+    fraction that called a tool at least once (``agent/tool_use_rate``), the fraction ended
+    by each reason, and every counter (per episode), e.g.
+    ``agent/tool_calls``, ``agent/tool_errors/malformed``, ``agent/env_timeouts``. Empty
+    when no completion is an episode."""
+    episodes: list[Episode] = [c.episode for c in completions if c.episode is not None]
+    if not episodes:
+        return {}
+    n = float(len(episodes))
+    generated = sum(sum(e.loss_mask) for e in episodes)
+    total = sum(len(e.token_ids) for e in episodes)
+    metrics = {
+        "agent/episodes": n,
+        "agent/turns_mean": sum(e.turns for e in episodes) / n,
+        "agent/generated_tokens_mean": generated / n,
+        "agent/observation_tokens_mean": (total - generated) / n,
+        "agent/env_reward_mean": sum(e.reward for e in episodes) / n,
+        "agent/tool_use_rate": sum(e.counters.get("tool_calls", 0) > 0 for e in episodes) / n,
+    }
+    for reason in END_REASONS:
+        metrics[f"agent/end/{reason}"] = sum(e.end_reason == reason for e in episodes) / n
+    for key, value in sum_counters([e.counters for e in episodes]).items():
+        metrics[f"agent/{key}"] = value / n
+    return metrics

@@ -1,0 +1,128 @@
+"""Multi-turn agents: the environment, tool and turn-rendering ports and their values.
+
+An episode alternates model turns and observations. The model generates until a stop (end
+of its turn or the end of a tool call); the environment reads that action and answers with
+an observation (tool results, a user message), a reward and whether the episode is done. The
+observation is rendered into token ids once, with the model's chat template
+(:class:`TurnRenderer`), and appended after the generated ids, which stay exactly as
+generated. Only generated tokens are trained (:mod:`lightrft.domain.trajectory`).
+
+Every wait on an environment or a tool has a deadline; a missed deadline is an
+:class:`AgentTimeoutError` naming what was awaited, which the rollout turns into an error
+observation or the end of the episode, and a counted metric, never a hang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from lightrft.domain.types import FinishReason, PromptRecord
+
+
+class AgentTimeoutError(TimeoutError):
+    """A wait on an environment or a tool ran past its deadline; the message names it."""
+
+
+class ToolError(RuntimeError):
+    """A tool could not answer (bad arguments, a failed program); the message is shown to
+    the model as the tool's result."""
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One message of a conversation, as a chat template reads it."""
+
+    role: str  # "user", "tool", "system", ...
+    content: str
+    name: str | None = None  # the tool's name for role "tool"
+
+
+@dataclass(frozen=True)
+class Action:
+    """What the model produced in one turn: its exact token ids and their text."""
+
+    token_ids: tuple[int, ...]
+    text: str
+    finish_reason: FinishReason  # "stop": end of turn or a stop string; "length": cut off
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """The environment's answer to an action.
+
+    ``observation`` is appended to the conversation (empty when ``done``); ``reward`` is this
+    turn's reward (an episode's reward is the sum over its turns); ``counters`` are numbers
+    summed per episode and logged as ``agent/<key>`` (e.g. ``tool_calls``,
+    ``tool_errors/malformed``).
+    """
+
+    observation: tuple[ChatMessage, ...]
+    reward: float = 0.0
+    done: bool = False
+    counters: Mapping[str, float] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Environment(Protocol):
+    """One episode's environment (a fresh instance per episode; never shared by threads)."""
+
+    def reset(self, prompt: PromptRecord) -> PromptRecord:
+        """Starts an episode on the prompt row; returns the first observation: the first
+        model input, rendered and tokenized (usually ``prompt`` itself; an environment may
+        return another rendering, e.g. with its tools' descriptions)."""
+        ...
+
+    def step(self, action: Action) -> StepOutcome:
+        """Reacts to the model's turn."""
+        ...
+
+    def close(self) -> None:
+        """Releases what the episode held (processes, connections)."""
+        ...
+
+
+EnvironmentFactory = Callable[[], Environment]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What the model is told about a tool: its name, purpose and JSON-schema parameters."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A function the model may call. Must return within its own time limit or raise."""
+
+    @property
+    def spec(self) -> ToolSpec:
+        """Name, description and parameter schema."""
+        ...
+
+    def call(self, arguments: Mapping[str, Any]) -> str:
+        """The result text; raises :class:`ToolError` for anything the model should see
+        as an error (bad arguments, a failed program)."""
+        ...
+
+
+@runtime_checkable
+class TurnRenderer(Protocol):
+    """Renders observations into token ids with the model's chat template."""
+
+    def observation_ids(
+        self, messages: Sequence[ChatMessage], generated: Sequence[int]
+    ) -> tuple[int, ...]:
+        """The ids that follow a model turn whose ids were ``generated``: the rest of the
+        assistant turn the model did not generate itself (e.g. the end-of-turn token after
+        a tool call cut at a stop string), ``messages`` as the template renders them, and
+        the header of the next assistant turn."""
+        ...
+
+    def decode(self, token_ids: Sequence[int]) -> str:
+        """Text of ``token_ids`` (special tokens kept, for reports)."""
+        ...

@@ -1,0 +1,175 @@
+"""`lightrft demo agent`: multi-turn RL with a calculator tool on the embedded model.
+
+The task (:mod:`lightrft.adapters.datasets.tool_arithmetic`) is a 3-digit times a 2-digit
+number, which SmolLM2-135M-Instruct almost never multiplies right by itself; the calculator
+tool makes it easy. The base model does not emit tool calls on its own, so the demo starts
+with a short SFT warm-up on generated tool-use traces (``lightrft sft`` on multi-turn chats
+with ``tool`` messages), then GRPO with the tool environment (``rollout.environment=tools``,
+reward: the environment's, 1 for a right final answer). Three held-out measurements
+(greedy, the same episodes limits): the base model, after the SFT warm-up, after RL; each
+with the success rate and the tool-use rate (episodes that called a tool at least once).
+
+Stages write ``base_eval/``, ``sft/`` and ``rl/`` under the run directory, and
+``summary.json`` with ``eval_accuracy_before`` (the base model), ``eval_accuracy_after``
+(after SFT and RL), ``eval_accuracy_after_sft`` and the ``tool_use_rate_*`` of each, plus each
+stage's wall time. ``rl/trajectories.html`` shows the turns, tool calls and observations.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lightrft.adapters.datasets.tool_arithmetic import SYSTEM_PROMPT, tool_problems, tool_use_trace
+from lightrft.adapters.report import render_report
+from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.jobs.eval import evaluate
+from lightrft.entrypoints.jobs.sft import sft
+from lightrft.entrypoints.jobs.training import train
+
+ENVIRONMENT = "{type: tools, tools: [calculator], extractors: [answer_is, last_number]}"
+
+
+@dataclass(frozen=True)
+class AgentDemoOptions:
+    """Sizes of the demo (the defaults fit a 2-core CPU in minutes)."""
+
+    run_dir: Path = Path("runs/demo_agent")
+    seed: int = 0
+    train_rows: int = 512
+    eval_rows: int = 32
+    sft_rows: int = 24
+    sft_epochs: int = 1
+    sft_lr: float = 5e-5
+    model_path: Path | None = None  # None: the embedded model
+
+
+def _model(options: AgentDemoOptions) -> list[str]:
+    return [] if options.model_path is None else [f"model.path={options.model_path}"]
+
+
+def episode_overrides(options: AgentDemoOptions, train: Path, held_out: Path) -> list[str]:
+    """Data, environment and limits shared by every stage's config."""
+    return [
+        *_model(options),
+        f"data.train.path={train}",
+        f"data.eval.path={held_out}",
+        f"data.train.system_prompt={SYSTEM_PROMPT}",
+        f"data.eval.system_prompt={SYSTEM_PROMPT}",
+        f"rollout.environment={ENVIRONMENT}",
+        "rollout.max_turns=3",
+        "rollout.max_new_tokens=40",
+        "rollout.agent.max_response_tokens=160",
+        # a batch's episodes share one clock: on a busy 2-core CPU one turn of 32 episodes
+        # can take minutes, and the default 300 s would cut episodes for the machine's load
+        "rollout.agent.episode_timeout_s=3600",
+        "reward.sources=[{type: environment}]",
+        f"eval.max_prompts={options.eval_rows}",
+        "logging.progress=false",
+        "logging.overwrite=true",
+    ]
+
+
+RL_OVERRIDES = [
+    "rollout.prompts_per_step=4",
+    "rollout.n_samples_per_prompt=4",
+    "rollout.temperature=1.0",
+    "train.total_steps=4",
+    "train.micro_batch_size=8",
+    "optim.lr=2e-5",
+    "eval.every=4",
+    "checkpoint.every=null",
+    "checkpoint.export_final=false",
+]
+"""GRPO from the SFT model (``key=value`` arguments override them)."""
+
+
+def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def _eval_rows(run_dir: Path) -> list[dict[str, Any]]:
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [row for row in map(json.loads, lines) if "eval/accuracy" in row]
+
+
+def run_agent_demo(options: AgentDemoOptions, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """Runs the three stages; returns (and writes) the summary."""
+    out = options.run_dir
+    out.mkdir(parents=True, exist_ok=True)
+    train_rows = tool_problems(options.train_rows, seed=0)
+    train_path = _write_jsonl(out / "train.jsonl", train_rows)
+    eval_path = _write_jsonl(out / "heldout.jsonl", tool_problems(options.eval_rows, seed=1))
+    traces = [tool_use_trace(r) for r in train_rows[-options.sft_rows :]]
+    traces_path = _write_jsonl(out / "tool_traces.jsonl", traces)
+    shared = episode_overrides(options, train_path, eval_path)
+    times: dict[str, float] = {}
+
+    start = time.monotonic()
+    base = evaluate(load_config(None, [*shared, f"logging.run_dir={out / 'base_eval'}"]))
+    times["base_eval_s"] = time.monotonic() - start
+
+    start = time.monotonic()
+    sft_config = load_config(
+        None,
+        [
+            *_model(options),
+            f"logging.run_dir={out / 'sft'}",
+            "logging.overwrite=true",
+            "logging.progress=false",
+            f"sft.train_data.path={traces_path}",
+            "sft.eval_data=null",
+            f"sft.epochs={options.sft_epochs}",
+            "sft.batch_size=8",
+            "sft.micro_batch_size=8",
+            f"sft.seed={options.seed}",
+            f"optim.lr={options.sft_lr}",
+            "checkpoint.every=null",
+        ],
+    )
+    sft_summary = sft(sft_config)
+    times["sft_s"] = time.monotonic() - start
+
+    start = time.monotonic()
+    rl_config = load_config(
+        None,
+        [
+            *shared,
+            *RL_OVERRIDES,
+            f"model.path={out / 'sft' / 'final_model'}",
+            f"logging.run_dir={out / 'rl'}",
+            f"train.seed={options.seed}",
+            *overrides,
+        ],
+        algorithm="grpo",
+    )
+    train(rl_config)
+    times["rl_s"] = time.monotonic() - start
+    render_report(out / "rl")
+    evals = _eval_rows(out / "rl")
+    first, last = evals[0], evals[-1]
+    tool_use = "eval/agent/tool_use_rate"
+    summary: dict[str, Any] = {
+        "seed": options.seed,
+        "eval_accuracy_before": base["metrics"]["eval/accuracy"],
+        "eval_accuracy_after_sft": first["eval/accuracy"],
+        "eval_accuracy_after": last["eval/accuracy"],
+        "tool_use_rate_before": base["metrics"].get(tool_use, 0.0),
+        "tool_use_rate_after_sft": first.get(tool_use, 0.0),
+        "tool_use_rate_after": last.get(tool_use, 0.0),
+        "eval_prompts": options.eval_rows,
+        "sft_rows": options.sft_rows,
+        "sft_steps": sft_summary.get("steps"),
+        "rl_steps": rl_config.train.total_steps,
+        "times": {k: round(v, 1) for k, v in times.items()},
+        "run_dir": str(out),
+        "report": str(out / "rl" / "report" / "report.html"),
+        "trajectories": str(out / "rl" / "report" / "trajectories.html"),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary

@@ -1,0 +1,111 @@
+"""Built-in agent components: tools, environments, the environment reward, and the
+multi-turn engine that wraps the configured engine when ``rollout.environment`` is set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lightrft.adapters.agents.calculator import CalculatorTool
+from lightrft.adapters.agents.python_tool import PythonTool
+from lightrft.adapters.agents.tool_environment import ToolEnvironment
+from lightrft.adapters.hf.chat_turns import HfTurnRenderer
+from lightrft.adapters.rewards import MathAnswerGrader
+from lightrft.adapters.rewards.environment_reward import EnvironmentReward
+from lightrft.adapters.sandbox import open_sandbox
+from lightrft.application.agent_rollout import AgentRolloutEngine
+from lightrft.application.params import AgentParams
+from lightrft.domain.agent import EnvironmentFactory, Tool
+from lightrft.domain.ports import RolloutEngine
+from lightrft.domain.tool_calls import TOOL_CALL_FORMATS
+from lightrft.entrypoints.config.agent_configs import (
+    CalculatorToolConfig,
+    EnvironmentRewardConfig,
+    EnvironmentSection,
+    HttpEnvironmentConfig,
+    PythonToolConfig,
+    ToolEnvironmentConfig,
+)
+from lightrft.entrypoints.wiring.registries import (
+    ENVIRONMENTS,
+    REWARD_SOURCES,
+    TOOLS,
+    BuildContext,
+    build,
+)
+
+
+@TOOLS.register("calculator")
+def build_calculator(section: CalculatorToolConfig, context: BuildContext) -> CalculatorTool:
+    return CalculatorTool()
+
+
+@TOOLS.register("python")
+def build_python_tool(section: PythonToolConfig, context: BuildContext) -> PythonTool:
+    return PythonTool(
+        open_sandbox(section.sandbox), timeout_s=section.timeout_s, memory_mb=section.memory_mb
+    )
+
+
+@ENVIRONMENTS.register("tools")
+def build_tool_environment(
+    section: ToolEnvironmentConfig, context: BuildContext
+) -> EnvironmentFactory:
+    tools: list[Tool] = [build(TOOLS, t, context) for t in section.tools]
+    grader = MathAnswerGrader(tuple(section.extractors))
+    tool_format = TOOL_CALL_FORMATS.get(section.format)
+
+    def make() -> ToolEnvironment:
+        return ToolEnvironment(
+            tools,
+            tool_format,
+            grader,
+            call_timeout_s=section.call_timeout_s,
+            correct_reward=section.correct_reward,
+            wrong_reward=section.wrong_reward,
+        )
+
+    return make
+
+
+@ENVIRONMENTS.register("http")
+def build_http_environment(section: HttpEnvironmentConfig, context: BuildContext) -> Any:
+    # httpx comes with the "serve" extra: imported only when an HTTP environment is asked for
+    from lightrft.adapters.agents.http_environment import HttpEnvironments
+    from lightrft.adapters.common.http_retry import RetryPolicy
+
+    return HttpEnvironments(
+        section.url,
+        token=section.token,
+        timeout_s=section.timeout_s,
+        retry=RetryPolicy(section.max_attempts, section.backoff_base_s, section.backoff_max_s),
+    )
+
+
+@REWARD_SOURCES.register("environment")
+def build_environment_reward(
+    section: EnvironmentRewardConfig, context: BuildContext
+) -> EnvironmentReward:
+    return EnvironmentReward(name=section.label, missing_score=section.missing_score)
+
+
+def agent_params(context: BuildContext, environment: EnvironmentSection) -> AgentParams:
+    rollout = context.config.rollout
+    limits = rollout.agent
+    return AgentParams(
+        max_turns=rollout.max_turns,
+        max_response_tokens=limits.max_response_tokens,
+        episode_timeout_s=limits.episode_timeout_s,
+        step_timeout_s=limits.step_timeout_s,
+        straggler_wait_s=limits.straggler_wait_s,
+        stop_strings=environment.stop_strings(),
+    )
+
+
+def with_environment(context: BuildContext, engine: RolloutEngine) -> RolloutEngine:
+    """``engine`` itself, or with ``rollout.environment`` the multi-turn engine over it."""
+    section = context.config.rollout.environment
+    if section is None:
+        return engine
+    environments: EnvironmentFactory = build(ENVIRONMENTS, section, context)
+    renderer = HfTurnRenderer(context.tokenizer)
+    return AgentRolloutEngine(engine, environments, renderer, agent_params(context, section))

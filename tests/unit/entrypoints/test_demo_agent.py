@@ -1,0 +1,42 @@
+"""`lightrft demo agent`'s stages run end to end (on the tiny model, tiny sizes) and write
+the summary, the samples with loss masks and the trajectory page with marked turns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lightrft.entrypoints.recipes.agent import AgentDemoOptions, run_agent_demo
+
+
+def test_the_agent_demo_runs_its_three_stages(tiny_dir: Path, tmp_path: Path) -> None:
+    options = AgentDemoOptions(
+        run_dir=tmp_path / "demo", train_rows=16, eval_rows=4, sft_rows=8, model_path=tiny_dir
+    )
+    summary = run_agent_demo(
+        options,
+        [
+            "train.total_steps=1",
+            "eval.every=1",
+            "rollout.prompts_per_step=2",
+            "rollout.n_samples_per_prompt=2",
+            "rollout.max_new_tokens=8",
+        ],
+    )
+    for key in (
+        "eval_accuracy_before",
+        "eval_accuracy_after_sft",
+        "eval_accuracy_after",
+        "tool_use_rate_before",
+        "tool_use_rate_after_sft",
+        "tool_use_rate_after",
+    ):
+        assert 0.0 <= summary[key] <= 1.0, key
+    assert summary["sft_steps"] == 1 and summary["rl_steps"] == 1
+    assert json.loads((tmp_path / "demo" / "summary.json").read_text()) == summary
+    rows = (tmp_path / "demo" / "rl" / "samples.jsonl").read_text().splitlines()
+    assert rows and all("loss_mask" in json.loads(r) for r in rows)
+    assert Path(summary["trajectories"]).exists() and Path(summary["report"]).exists()
+    traces = (tmp_path / "demo" / "tool_traces.jsonl").read_text().splitlines()
+    roles = [m["role"] for m in json.loads(traces[0])["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "assistant"]
