@@ -289,17 +289,17 @@ class ColocatedRLCycle:
     def produce_rollout(self, step: int) -> Tagged[CollectedRollout]:
         """Generates and scores the batch of ``step`` with the engine synced to the current
         policy (colocated placement), tagged with that policy version."""
-        c = self.components
-        indices, balance = self._step_prompts(step)
         self._sync_engine()
-        collected = self.maker.collect(
-            [c.prompts[i] for i in indices],
-            # the same on every rank: engines derive per-prompt streams from it, so a sample
-            # does not depend on which rank draws it
-            seed=self.rollout_seed(step),
-        )
-        metrics = {**collected.metrics, **balance}
-        return Tagged(step, self.policy_version, replace(collected, metrics=metrics))
+        return Tagged(step, self.policy_version, self.collect_batch(step, self.maker))
+
+    def collect_batch(self, step: int, maker: ExperienceMaker) -> CollectedRollout:
+        """The batch of ``step`` (this rank's prompts, the step's seed) from ``maker``'s
+        engine, with the schedule's balance metrics."""
+        prompts, balance = self.step_prompts(step)
+        # the seed is the same on every rank: engines derive per-prompt streams from it, so
+        # a sample does not depend on which rank draws it
+        collected = maker.collect(prompts, seed=self.rollout_seed(step))
+        return replace(collected, metrics={**collected.metrics, **balance})
 
     def rollout_seed(self, step: int) -> int:
         """The sampling seed of the batch of ``step``."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from lightrft.adapters.fakes import (
@@ -28,6 +28,7 @@ from lightrft.application.params import (
     RolloutParams,
     TrainParams,
 )
+from lightrft.application.rollout_feed import RolloutFeed
 from lightrft.domain.ports import RewardSource
 from lightrft.domain.types import OptimizerParams, SamplingParams
 
@@ -95,6 +96,7 @@ def build_rig(
     off_policy: OffPolicyParams | None = None,
     engine: FakeRolloutEngine | None = None,
     extra_rewards: Sequence[RewardSource] = (),
+    feed: Callable[[ColocatedRLCycle], RolloutFeed] | None = None,
 ) -> FakeRig:
     params = ALGORITHMS[algorithm] if isinstance(algorithm, str) else algorithm
     if algorithm == "dapo":
@@ -155,7 +157,7 @@ def build_rig(
         health=health if health is not None else HealthParams(),
         off_policy=off_policy if off_policy is not None else OffPolicyParams(),
     )
-    cycle = ColocatedRLCycle(components, settings)
+    cycle = ColocatedRLCycle(components, settings, feed=feed)
     return FakeRig(
         cycle,
         policy,
