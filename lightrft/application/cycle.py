@@ -424,7 +424,10 @@ class ColocatedRLCycle:
 
     def _speed_metrics(self, batch: ExperienceBatch, elapsed: float) -> dict[str, float]:
         metrics = self.phases.take_metrics()
-        rollout_time = metrics.get("time/rollout_s", 0.0)
+        # split placement: the producer generated, not this process's rollout phase
+        rollout_time = metrics.get("time/rollout_s") or batch.metrics.get(
+            "async/producer_generate_s", 0.0
+        )
         metrics["time/step_s"] = elapsed
         metrics["throughput/generated_tokens_per_s"] = (
             batch.generated_tokens / rollout_time if rollout_time > 0 else 0.0

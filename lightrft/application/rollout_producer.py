@@ -111,6 +111,11 @@ class ThreadedRolloutFeed:
     def step_metrics(self) -> dict[str, float]:
         return dict(self._metrics)
 
+    @property
+    def running(self) -> bool:
+        """Whether the producer thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
     def close(self) -> None:
         """Stops the producer after its current call (bounded by the engine's deadlines)."""
         thread = self._thread

@@ -47,15 +47,18 @@ class RolloutQueue(Generic[T]):
         self.max_length = 0
 
     def put(self, tagged: Tagged[T], timeout_s: float) -> None:
-        """Adds a batch; waits (at most ``timeout_s``) while the queue is full."""
+        """Adds a batch; waits (at most ``timeout_s``) while the queue is full; raises
+        ``RuntimeError`` once the queue has failed or was closed (``fail``)."""
         with self._cond:
             waited = self._wait(
-                lambda: len(self._items) < self.capacity,
+                lambda: len(self._items) < self.capacity or self._failure is not None,
                 timeout_s,
                 f"room in the rollout queue for the batch of step {tagged.step} "
                 f"(capacity {self.capacity}; the trainer did not take a batch)",
             )
             self.producer_idle_s += waited
+            if self._failure is not None:
+                raise RuntimeError(f"the rollout queue is closed: {self._failure!r}")
             if tagged.step in self._items:
                 raise ValueError(f"the batch of step {tagged.step} is already queued")
             self._items[tagged.step] = tagged

@@ -65,3 +65,11 @@ def test_the_staleness_bound() -> None:
         staleness(4, 5)
     with pytest.raises(ValueError, match="max_staleness"):
         may_start(1, 1, -1)
+
+
+def test_a_closed_queue_frees_a_producer_waiting_for_room() -> None:
+    queue: RolloutQueue[str] = RolloutQueue(1)
+    queue.put(Tagged(0, 0, "b0"), timeout_s=1)
+    threading.Timer(0.05, queue.fail, args=(RuntimeError("closed"), None)).start()
+    with pytest.raises(RuntimeError, match="closed"):
+        queue.put(Tagged(1, 0, "b1"), timeout_s=10)

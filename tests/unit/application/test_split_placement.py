@@ -12,6 +12,7 @@ import torch
 
 from lightrft.adapters.fakes import FakeRolloutEngine
 from lightrft.application.off_policy_params import OffPolicyParams
+from lightrft.application.rollout_producer import ThreadedRolloutFeed
 from lightrft.application.split_placement import split_feed
 from lightrft.domain.async_errors import DeadlineExceededError, ProducerDiedError
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
@@ -77,3 +78,12 @@ def test_a_stalled_producer_ends_in_a_named_deadline() -> None:
     with pytest.raises(DeadlineExceededError, match="batch of step 1"):
         rig.cycle.run()
     assert rig.checkpoints.steps() == [1]
+
+
+def test_a_run_cut_short_stops_a_producer_blocked_on_a_full_queue() -> None:
+    rig = off_policy_rig("async", 2, feed=split_feed(FakeRolloutEngine(seed=1)))
+    started = time.monotonic()
+    rig.cycle.run(max_steps=1)  # the producer fills the queue ahead, then must stop
+    assert time.monotonic() - started < 60
+    assert rig.cycle.state.step == 1
+    assert isinstance(rig.cycle.feed, ThreadedRolloutFeed) and not rig.cycle.feed.running
