@@ -283,7 +283,7 @@ class ColocatedRLCycle:
         metrics.update(self._speed_metrics(batch, time.perf_counter() - started))
         metrics.update(self._async_metrics())
         metrics = self._mean_over_ranks(metrics)
-        self._log_samples(batch, step + 1, traces)
+        self._log_samples(batch, step + 1, traces, tagged.version)
         return metrics
 
     def produce_rollout(self, step: int) -> Tagged[CollectedRollout]:
@@ -478,10 +478,15 @@ class ColocatedRLCycle:
         # every rank runs this forward (a sharded policy needs all ranks); rank 0 logs it
         return token_traces(self.components.policy, batch, self._logged_rows(batch))
 
-    def _log_samples(self, batch: ExperienceBatch, step: int, traces: TokenTraces | None) -> None:
+    def _log_samples(
+        self, batch: ExperienceBatch, step: int, traces: TokenTraces | None, version: int
+    ) -> None:
         rows = self._logged_rows(batch)
         if rows and self.components.collective.rank == 0:
-            self.components.tracker.log_samples(sample_rows(batch, rows, traces), step)
+            samples = sample_rows(batch, rows, traces)
+            if self.settings.off_policy.mode != "sync":  # the version each sample came from
+                samples = [{**row, "policy_version": version} for row in samples]
+            self.components.tracker.log_samples(samples, step)
 
 
 def _switches(c: CycleComponents) -> dict[str, Switch]:

@@ -48,6 +48,8 @@ def test_one_step_off_generates_batch_k_plus_1_with_the_policy_of_step_k() -> No
     # synchronous cycle would have used versions[:STEPS] (test above)
     assert used == [versions[max(0, step - 1)] for step in range(STEPS)]
     assert used != versions[:STEPS]
+    logged = [(step, row["policy_version"]) for step, rows in rig.tracker.samples for row in rows]
+    assert {step: version for step, version in logged} == {1: 0, 2: 0, 3: 1}
 
 
 @pytest.mark.slow
