@@ -16,7 +16,9 @@ arithmetic problems, 8 prompts x 8 samples) and only the mode changed:
 
 Workloads: ``main`` is the main job (<= 16 new tokens, evaluated before and after on the
 100 held-out problems), ``long`` a long-generation one (4 prompts x 4 samples x <= 128
-tokens, no evaluation). One markdown table (``--json``: raw numbers). On a 2-core CPU
+tokens, no evaluation). One markdown table (``--json``: raw numbers). Trailing ``key=value``
+arguments override every side (``model.path=DIR`` runs another model, e.g. a tiny one for a
+smoke test). On a 2-core CPU
 overlap cannot add compute: the two processes of a split side share the same cores, so
 expect no speed-up here; the idle columns show what overlap would hide on separate devices.
 """
@@ -50,7 +52,9 @@ WORKLOADS = {
 }
 
 
-def run_side(mode: str, workload: str, steps: int, threads: int, run_dir: Path) -> dict[str, float]:
+def run_side(
+    mode: str, workload: str, steps: int, threads: int, run_dir: Path, extra: list[str]
+) -> dict[str, float]:
     """Trains one side in this process; returns its figures."""
     import torch
 
@@ -70,6 +74,7 @@ def run_side(mode: str, workload: str, steps: int, threads: int, run_dir: Path) 
         "logging.progress=false",
         "checkpoint.every=null",
         "checkpoint.export_final=false",
+        *extra,
     ]
     if split:
         overrides.append(f"rollout.engine_threads={max(1, threads - trainer_threads)}")
@@ -102,7 +107,7 @@ def run_side(mode: str, workload: str, steps: int, threads: int, run_dir: Path) 
 
 
 def _side_in_subprocess(
-    mode: str, workload: str, steps: int, threads: int, root: Path
+    mode: str, workload: str, steps: int, threads: int, root: Path, extra: list[str]
 ) -> dict[str, float]:
     out = root / f"{workload}-{mode}.json"
     command = [
@@ -120,6 +125,7 @@ def _side_in_subprocess(
         str(out),
         "--root",
         str(root),
+        *extra,
     ]
     env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": str(threads)}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=7200)
@@ -153,13 +159,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10, help="training steps per side")
     parser.add_argument("--threads", type=int, default=2, help="torch threads per side")
     parser.add_argument("--json", action="store_true", help="print raw numbers")
+    parser.add_argument(
+        "extra", nargs="*", help="key=value overrides for every side (e.g. model.path=DIR)"
+    )
     parser.add_argument("--side", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--root", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
         root = Path(args.root)
-        figures = run_side(args.side, args.workloads, args.steps, args.threads, root / args.side)
+        figures = run_side(
+            args.side, args.workloads, args.steps, args.threads, root / args.side, args.extra
+        )
         Path(args.out).write_text(json.dumps(figures))
         return
     results: dict[str, dict[str, dict[str, float]]] = {}
@@ -170,7 +181,7 @@ def main() -> None:
                 root = Path(tmp) / workload
                 root.mkdir(exist_ok=True)
                 results[workload][mode] = _side_in_subprocess(
-                    mode, workload, args.steps, args.threads, root
+                    mode, workload, args.steps, args.threads, root, args.extra
                 )
                 print(f"{workload}/{mode}: {results[workload][mode]}", file=sys.stderr)
     print(json.dumps(results, indent=2) if args.json else _table(results))
