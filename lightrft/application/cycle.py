@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import structlog
@@ -19,8 +19,13 @@ from lightrft.application.checkpoint_resume import load_newest_intact
 from lightrft.application.collapse_rollback import CollapseGuard
 from lightrft.application.data_schedule import balanced_prompt_indices, prompt_indices
 from lightrft.application.evaluator import Evaluator
-from lightrft.application.experience_maker import ExperienceBatch, ExperienceMaker
+from lightrft.application.experience_maker import (
+    CollectedRollout,
+    ExperienceBatch,
+    ExperienceMaker,
+)
 from lightrft.application.health_watch import HealthWatch
+from lightrft.application.off_policy_params import OffPolicyParams
 from lightrft.application.params import (
     AlgorithmParams,
     CycleParams,
@@ -36,7 +41,11 @@ from lightrft.application.reward_failures import (
     RewardFailurePolicy,
     RewardSourceFailingError,
 )
+from lightrft.application.rollout_feed import InlineRolloutFeed, RolloutFeed
+from lightrft.application.rollout_queue import Tagged
 from lightrft.application.sample_rows import TokenTraces, sample_rows, token_traces
+from lightrft.application.weight_sync import sync_engine_weights
+from lightrft.domain.async_errors import DeadlineExceededError, ProducerDiedError
 from lightrft.domain.kl import KLController, make_kl_controller
 from lightrft.domain.modality import media_cost
 from lightrft.domain.ports import (
@@ -53,6 +62,7 @@ from lightrft.domain.ports import (
     Tracker,
 )
 from lightrft.domain.rewards import RunningMoments
+from lightrft.domain.types import PromptRecord
 
 log = structlog.get_logger(__name__)
 
@@ -87,6 +97,7 @@ class CycleSettings:
     cycle: CycleParams = field(default_factory=CycleParams)
     reward_failures: RewardFailurePolicy = field(default_factory=RewardFailurePolicy)
     health: HealthParams = field(default_factory=HealthParams)
+    off_policy: OffPolicyParams = field(default_factory=OffPolicyParams)
 
 
 @dataclass(frozen=True)
@@ -106,7 +117,11 @@ class ColocatedRLCycle:
         components: CycleComponents,
         settings: CycleSettings,
         plan: Mapping[str, frozenset[str]] = DEFAULT_PLAN,
+        feed: Callable[[ColocatedRLCycle], RolloutFeed] | None = None,
     ) -> None:
+        """``feed`` builds where rollouts come from (default: the colocated
+        :class:`InlineRolloutFeed` with ``settings.off_policy.max_staleness``; the split
+        placement passes a producer's feed, see ``application/rollout_producer.py``)."""
         c, s = components, settings
         self.components, self.settings = c, s
         self.phases = PhaseSwitcher(_switches(c), plan, c.accelerator)
@@ -151,6 +166,14 @@ class ColocatedRLCycle:
         self.policy_version = 0
         self.engine_version: int | None = None  # unknown: sync before the first rollout
         self.history: list[dict[str, float]] = []
+        self.feed: RolloutFeed = (
+            feed(self)
+            if feed is not None
+            else InlineRolloutFeed(
+                self.produce_rollout, s.off_policy.max_staleness, s.cycle.total_steps - 1
+            )
+        )
+        self._dropped_on_resume = 0
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -205,6 +228,7 @@ class ColocatedRLCycle:
                 log.warning("run.stopped", step=step, reason=reason)
                 break
         self.phases.rest()
+        self.feed.close()
         return self.history
 
     def _step_or_save_and_raise(self) -> dict[str, float]:
@@ -213,7 +237,7 @@ class ColocatedRLCycle:
         rng = torch.get_rng_state()
         try:
             return self.train_step()
-        except RewardSourceFailingError:
+        except (RewardSourceFailingError, ProducerDiedError, DeadlineExceededError):
             torch.set_rng_state(rng)
             if self.components.checkpoints is not None:
                 with self.phases.phase(Phase.TRAIN):
@@ -237,18 +261,11 @@ class ColocatedRLCycle:
 
     def train_step(self) -> dict[str, float]:
         """One RL step; returns its metrics (the state's step is advanced)."""
-        c, s = self.components, self.settings
         started = time.perf_counter()
         step = self.state.step
-        indices, balance = self._step_prompts(step)
-        self._sync_engine()
-        batch = self.maker.make(
-            [c.prompts[i] for i in indices],
-            # the same on every rank: engines derive per-prompt streams from it, so a sample
-            # does not depend on which rank draws it
-            seed=s.cycle.seed * 1_000_003 + step,
-            kl_coef=self.state.kl.value,
-            moments=self.state.reward_moments,
+        tagged = self.feed.take(step, self.policy_version)
+        batch = self.maker.annotate(
+            tagged.item, kl_coef=self.state.kl.value, moments=self.state.reward_moments
         )
         self.reward_failures.observe(step + 1, batch.metrics)  # numbered as logged
         self.health.before_update(step + 1, batch.metrics)  # may keep this state as the best
@@ -263,11 +280,35 @@ class ColocatedRLCycle:
         metrics["kl/coef"] = self.state.kl.value
         self.state = CycleState(step + 1, kl, batch.reward_moments)
         metrics.update(batch.metrics)
-        metrics.update(balance)
         metrics.update(self._speed_metrics(batch, time.perf_counter() - started))
+        metrics.update(self._async_metrics())
         metrics = self._mean_over_ranks(metrics)
-        self._log_samples(batch, step + 1, traces)
+        self._log_samples(batch, step + 1, traces, tagged.version)
         return metrics
+
+    def produce_rollout(self, step: int) -> Tagged[CollectedRollout]:
+        """Generates and scores the batch of ``step`` with the engine synced to the current
+        policy (colocated placement), tagged with that policy version."""
+        self._sync_engine()
+        return Tagged(step, self.policy_version, self.collect_batch(step, self.maker))
+
+    def collect_batch(self, step: int, maker: ExperienceMaker) -> CollectedRollout:
+        """The batch of ``step`` (this rank's prompts, the step's seed) from ``maker``'s
+        engine, with the schedule's balance metrics."""
+        prompts, balance = self.step_prompts(step)
+        # the seed is the same on every rank: engines derive per-prompt streams from it, so
+        # a sample does not depend on which rank draws it
+        collected = maker.collect(prompts, seed=self.rollout_seed(step))
+        return replace(collected, metrics={**collected.metrics, **balance})
+
+    def rollout_seed(self, step: int) -> int:
+        """The sampling seed of the batch of ``step``."""
+        return self.settings.cycle.seed * 1_000_003 + step
+
+    def step_prompts(self, step: int) -> tuple[list[PromptRecord], dict[str, float]]:
+        """This rank's prompts of ``step`` and the balance metrics of the schedule."""
+        indices, balance = self._step_prompts(step)
+        return [self.components.prompts[i] for i in indices], balance
 
     def evaluate(self) -> dict[str, float]:
         """Evaluation metrics of the current policy on the held-out prompts."""
@@ -286,7 +327,12 @@ class ColocatedRLCycle:
             return
         c = self.components
         with self.phases.phase(Phase.WEIGHT_SYNC):
-            c.engine.load_weights(c.policy.weights_for_sync(c.policy_strategy.full_state()))
+            sync_engine_weights(
+                c.engine,
+                c.policy.weights_for_sync(c.policy_strategy.full_state()),
+                self.policy_version,
+                verify=self.settings.off_policy.verify_weight_sync,
+            )
         self.engine_version = self.policy_version
 
     # -- checkpoints ------------------------------------------------------------------
@@ -305,6 +351,9 @@ class ColocatedRLCycle:
         }
         if c.critic_strategy is not None:
             state["critic_strategy"] = c.critic_strategy.state_dict()
+        if self.settings.off_policy.mode != "sync":
+            # batches generated ahead are not saved: a resumed run drops and regenerates them
+            state["async_in_flight"] = [list(x) for x in self.feed.in_flight()]
         return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -331,6 +380,15 @@ class ColocatedRLCycle:
         torch.set_rng_state(state["torch_rng"])
         if "health" in state:  # absent from checkpoints of older versions
             self.health.load_state_dict(state["health"])
+        self.feed.restart(self.state.step)
+        self._dropped_on_resume = len(state.get("async_in_flight", ()))
+        if self._dropped_on_resume:
+            log.warning(
+                "async.dropped_on_resume",
+                step=self.state.step,
+                batches=self._dropped_on_resume,
+                versions=[v for _, v in state["async_in_flight"]],
+            )
 
     def save_checkpoint(self) -> None:
         """Saves the run state at the current step (atomic, through the store)."""
@@ -355,9 +413,21 @@ class ColocatedRLCycle:
 
     # -- metrics ----------------------------------------------------------------------
 
+    def _async_metrics(self) -> dict[str, float]:
+        """The feed's ``async/*`` metrics (none in ``sync`` mode: its metrics stay as they were)."""
+        if self.settings.off_policy.mode == "sync":
+            return {}
+        metrics = self.feed.step_metrics()
+        metrics["async/dropped_on_resume"] = float(self._dropped_on_resume)
+        self._dropped_on_resume = 0
+        return metrics
+
     def _speed_metrics(self, batch: ExperienceBatch, elapsed: float) -> dict[str, float]:
         metrics = self.phases.take_metrics()
-        rollout_time = metrics.get("time/rollout_s", 0.0)
+        # split placement: the producer generated, not this process's rollout phase
+        rollout_time = metrics.get("time/rollout_s") or batch.metrics.get(
+            "async/producer_generate_s", 0.0
+        )
         metrics["time/step_s"] = elapsed
         metrics["throughput/generated_tokens_per_s"] = (
             batch.generated_tokens / rollout_time if rollout_time > 0 else 0.0
@@ -408,10 +478,15 @@ class ColocatedRLCycle:
         # every rank runs this forward (a sharded policy needs all ranks); rank 0 logs it
         return token_traces(self.components.policy, batch, self._logged_rows(batch))
 
-    def _log_samples(self, batch: ExperienceBatch, step: int, traces: TokenTraces | None) -> None:
+    def _log_samples(
+        self, batch: ExperienceBatch, step: int, traces: TokenTraces | None, version: int
+    ) -> None:
         rows = self._logged_rows(batch)
         if rows and self.components.collective.rank == 0:
-            self.components.tracker.log_samples(sample_rows(batch, rows, traces), step)
+            samples = sample_rows(batch, rows, traces)
+            if self.settings.off_policy.mode != "sync":  # the version each sample came from
+                samples = [{**row, "policy_version": version} for row in samples]
+            self.components.tracker.log_samples(samples, step)
 
 
 def _switches(c: CycleComponents) -> dict[str, Switch]:

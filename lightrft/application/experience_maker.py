@@ -71,6 +71,16 @@ class _Rollout:
     scores: Scores
 
 
+@dataclass(frozen=True)
+class CollectedRollout:
+    """What :meth:`ExperienceMaker.collect` produced: completions with their scores, the
+    collection metrics and (ReMax) the greedy baseline rewards (B,)."""
+
+    rollout: _Rollout
+    metrics: dict[str, float]
+    baseline: Tensor | None = None
+
+
 class ExperienceMaker:
     """Builds one step's :class:`Experience` from a batch of prompts through the ports."""
 
@@ -106,7 +116,21 @@ class ExperienceMaker:
         self, prompts: Sequence[PromptRecord], *, seed: int, kl_coef: float, moments: RunningMoments
     ) -> ExperienceBatch:
         """One step's experience from ``prompts`` (each sampled ``sampling.n`` times)."""
+        return self.annotate(self.collect(prompts, seed=seed), kl_coef=kl_coef, moments=moments)
+
+    def collect(self, prompts: Sequence[PromptRecord], *, seed: int) -> CollectedRollout:
+        """The generation half of :meth:`make`: samples and scores (and the greedy
+        baseline when the estimator needs one); uses the engine and reward sources only."""
         rollout, metrics = self._collect(list(prompts), seed)
+        baseline = self._greedy_baseline(rollout) if self.estimator.needs_baseline_rewards else None
+        return CollectedRollout(rollout, metrics, baseline)
+
+    def annotate(
+        self, collected: CollectedRollout, *, kl_coef: float, moments: RunningMoments
+    ) -> ExperienceBatch:
+        """The training half of :meth:`make`: rewards shaped, log-probs, advantages."""
+        rollout, baseline = collected.rollout, collected.baseline
+        metrics = dict(collected.metrics)
         tensors = build_rollout_tensors(
             rollout.prompts, rollout.completions, self.rollout.pad_token_id
         )
@@ -119,7 +143,6 @@ class ExperienceMaker:
             moments,
             self.collective.all_reduce_sum,
         )
-        baseline = self._greedy_baseline(rollout) if self.estimator.needs_baseline_rewards else None
         with self.phases.phase(Phase.REFERENCE):
             experience, ref_metrics = self._annotate(
                 tensors, rewards, group_index, baseline, kl_coef

@@ -8,10 +8,18 @@ cycle; :mod:`lightrft.entrypoints.api` does this for keyword arguments.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
 from dependency_injector import containers, providers
 
+from lightrft.adapters.engine_process import ProcessRolloutEngine
 from lightrft.application.cycle import ColocatedRLCycle, CycleComponents
 from lightrft.application.phases import DEFAULT_PLAN, engine_on_policy_plan
+from lightrft.application.rollout_feed import RolloutFeed
+from lightrft.application.split_placement import split_feed
+from lightrft.domain.ports import RolloutEngine
 from lightrft.entrypoints.wiring import agents, data, models
 
 
@@ -100,4 +108,31 @@ class Container(containers.DeclarativeContainer):
         lambda engine: engine_on_policy_plan() if engine.shares_policy_weights else DEFAULT_PLAN,
         engine,
     )
-    cycle = providers.Singleton(ColocatedRLCycle, components, settings, plan)
+    # rollout.placement=split: the engine in its own process, fed by a producer thread
+    feed = providers.Singleton(lambda config: build_feed(config), config)
+    cycle = providers.Singleton(ColocatedRLCycle, components, settings, plan, feed)
+
+
+def build_feed(config: Any) -> Callable[[ColocatedRLCycle], RolloutFeed] | None:
+    """The cycle's rollout feed: ``None`` (colocated, built by the cycle) or, for
+    ``rollout.placement=split``, a producer driving a :class:`ProcessRolloutEngine` that
+    builds the configured engine in a child process with its own weight copy."""
+    r = config.rollout
+    if r.placement != "split":
+        return None
+    engine_config = r.engine
+    if "share_policy_weights" in type(engine_config).model_fields:
+        engine_config = engine_config.model_copy(update={"share_policy_weights": "off"})
+    child = config.model_copy(update={"rollout": r.model_copy(update={"engine": engine_config})})
+    engine = ProcessRolloutEngine(
+        partial(engine_in_child, child),
+        threads=r.engine_threads,
+        call_timeout_s=r.queue_timeout_s,
+        weight_timeout_s=r.weight_sync_timeout_s,
+    )
+    return split_feed(engine)
+
+
+def engine_in_child(config: Any) -> RolloutEngine:
+    """Builds ``config``'s rollout engine (runs in the split engine's process)."""
+    return Container(config=config).engine()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from lightrft.adapters.fakes import (
@@ -19,6 +20,7 @@ from lightrft.adapters.fakes import (
     synthetic_prompts,
 )
 from lightrft.application.cycle import ColocatedRLCycle, CycleComponents, CycleSettings
+from lightrft.application.off_policy_params import OffPolicyParams
 from lightrft.application.params import (
     AlgorithmParams,
     CycleParams,
@@ -26,6 +28,8 @@ from lightrft.application.params import (
     RolloutParams,
     TrainParams,
 )
+from lightrft.application.rollout_feed import RolloutFeed
+from lightrft.domain.ports import RewardSource
 from lightrft.domain.types import OptimizerParams, SamplingParams
 
 ALGORITHMS: dict[str, AlgorithmParams] = {
@@ -89,6 +93,10 @@ def build_rig(
     with_reference: bool | None = None,
     model_reward_weight: float = 0.0,
     health: HealthParams | None = None,
+    off_policy: OffPolicyParams | None = None,
+    engine: FakeRolloutEngine | None = None,
+    extra_rewards: Sequence[RewardSource] = (),
+    feed: Callable[[ColocatedRLCycle], RolloutFeed] | None = None,
 ) -> FakeRig:
     params = ALGORITHMS[algorithm] if isinstance(algorithm, str) else algorithm
     if algorithm == "dapo":
@@ -96,7 +104,8 @@ def build_rig(
     policy = FakePolicy(seed=seed)
     strategy = FakeStrategy(OptimizerParams(lr=lr, max_grad_norm=1.0))
     strategy.prepare(policy.module)
-    engine = FakeRolloutEngine(seed=seed + 1)  # differs from the policy until the first sync
+    if engine is None:  # differs from the policy until the first sync
+        engine = FakeRolloutEngine(seed=seed + 1)
     critic = critic_strategy = None
     if params.advantage_estimator == "gae":
         critic = FakeCritic(seed=seed)
@@ -112,7 +121,7 @@ def build_rig(
         engine=engine,
         policy=policy,
         policy_strategy=strategy,
-        reward_sources=[rule, model_reward],
+        reward_sources=[rule, model_reward, *extra_rewards],
         collective=FakeCollective(),
         tracker=tracker,
         checkpoints=store,
@@ -146,8 +155,9 @@ def build_rig(
             checkpoint_every=checkpoint_every,
         ),
         health=health if health is not None else HealthParams(),
+        off_policy=off_policy if off_policy is not None else OffPolicyParams(),
     )
-    cycle = ColocatedRLCycle(components, settings)
+    cycle = ColocatedRLCycle(components, settings, feed=feed)
     return FakeRig(
         cycle,
         policy,

@@ -18,6 +18,7 @@ from lightrft.adapters.fakes.token_sampling import sample_tokens
 from lightrft.domain.ports import NamedTensors
 from lightrft.domain.sampling import token_temperature
 from lightrft.domain.types import Completion, FinishReason, PromptRecord, SamplingParams
+from lightrft.domain.weight_checksum import weights_checksum
 
 
 @dataclass
@@ -174,6 +175,16 @@ class FakeRolloutEngine(RolloutEngineBase):
                     )
                 params[name].copy_(tensor)
         self.weight_syncs += 1
+
+    @property
+    def weights_dtype(self) -> torch.dtype | None:
+        """Synced weights are stored as sent (copied into float32 parameters)."""
+        return torch.float32
+
+    def weights_checksum(self, names: Sequence[str]) -> str:
+        """Checksum of the engine's current tensors under ``names`` (unknown: ``KeyError``)."""
+        params = dict(self._module.named_parameters())
+        return weights_checksum((name, params[name]) for name in names)
 
     def sleep(self) -> None:
         """Marks weights and cache as released (CPU: nothing moves)."""

@@ -54,6 +54,7 @@ from lightrft.domain.modality import Payload
 from lightrft.domain.ports import NamedTensors
 from lightrft.domain.sampling import token_temperature
 from lightrft.domain.types import Completion, FinishReason, PromptRecord, SamplingParams
+from lightrft.domain.weight_checksum import weights_checksum
 
 SleepMode = Literal["offload", "discard"]
 
@@ -191,6 +192,15 @@ class HfRolloutEngine(GuardedGenerate):
         else:
             self._weights.load(weights)
         self.weight_loads += 1
+
+    @property
+    def weights_dtype(self) -> torch.dtype | None:
+        """The engine model's dtype: synced tensors are cast to it."""
+        return self._weights.dtype
+
+    def weights_checksum(self, names: Sequence[str]) -> str:
+        """Checksum of the tensors the engine generates with, under ``names``."""
+        return weights_checksum(self._weights.named(names))
 
     def sleep(self) -> None:
         """Frees device memory: weights to host memory or dropped (see ``sleep_mode``)."""

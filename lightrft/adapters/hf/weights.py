@@ -58,6 +58,22 @@ class ModelWeights:
                 target.copy_(tensor)
                 self.missing.discard(canonical.get(id(target), name))
 
+    def named(self, names: Iterable[str]) -> Iterable[tuple[str, Tensor]]:
+        """The current parameter or buffer of each name (``KeyError`` for an unknown one)."""
+        params = dict(self._model.named_parameters(remove_duplicate=False))
+        buffers = dict(self._model.named_buffers())
+        for name in names:
+            found = params.get(name)
+            if found is None:
+                found = buffers[name]
+            yield name, found
+
+    @property
+    def dtype(self) -> torch.dtype | None:
+        """The dtype of the parameters (loaded tensors are cast to it)."""
+        first = next(iter(self._model.parameters()), None)
+        return None if first is None else first.dtype
+
     def offload(self) -> None:
         """Moves everything to host memory."""
         self._model.to(HOST)

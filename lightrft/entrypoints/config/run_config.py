@@ -151,8 +151,9 @@ class RunConfig(Section):
                 "dual_clip": a.dual_clip,
                 "agg": a.agg,
                 "tis_cap": a.tis_cap
-                if a.tis_cap is not None or not self.rollout.fp8
-                else DEFAULT_CORRECTION_CAP,  # FP8 rollout: correction on by default
+                if a.tis_cap is not None
+                or not (self.rollout.fp8 or self.rollout.corrects_staleness())
+                else DEFAULT_CORRECTION_CAP,  # FP8 or stale rollouts: correction on by default
                 "drift_coef": a.drift_coef,
                 "correction_mode": a.correction_mode,
             }.items()
@@ -177,9 +178,7 @@ class RunConfig(Section):
         shaping = RewardShapingParams(
             weights={s.label: s.weight for s in rw.typed_sources},
             gates={
-                s.label: s.gate_threshold
-                for s in rw.typed_sources
-                if s.gate_threshold is not None
+                s.label: s.gate_threshold for s in rw.typed_sources if s.gate_threshold is not None
             },
             gate_value=rw.gate_value,
             truncated_reward=rw.truncated_reward,
@@ -237,4 +236,5 @@ class RunConfig(Section):
                 rollback_lr_factor=t.rollback_lr_factor,
                 max_rollbacks=t.max_rollbacks,
             ),
+            off_policy=r.off_policy(),
         )

@@ -29,6 +29,7 @@ from lightrft.entrypoints.config.components import (
     component_field,
 )
 from lightrft.entrypoints.config.health_section import HealthConfig
+from lightrft.entrypoints.config.off_policy_section import OffPolicyFields
 from lightrft.entrypoints.config.switches import AutoOnOff, AutoOrBool
 
 AdvantageName = Literal[
@@ -258,7 +259,7 @@ class AlgorithmConfig(Section):
         return self
 
 
-class RolloutConfig(Section):
+class RolloutConfig(OffPolicyFields):
     engine: component_field(ENGINE_CONFIGS, "hf") = Field(  # type: ignore[valid-type]
         default_factory=engine_configs.HfEngineConfig,
         description="Generation engine: a section with its type (hf, ...) and that type's "

@@ -23,7 +23,9 @@ COMPLETIONS = [
 
 def test_truncated_totals_are_replaced_and_sources_kept() -> None:
     math = TableReward("math", [1.0, 0.0, 1.0, 0.0])
-    scores = score_truncated_as(score_completions([math], PROMPTS, COMPLETIONS, {}), COMPLETIONS, -1.0)
+    scores = score_truncated_as(
+        score_completions([math], PROMPTS, COMPLETIONS, {}), COMPLETIONS, -1.0
+    )
     # finished: scored as written (1, 0); truncated: -1 whatever their score was
     torch.testing.assert_close(scores.total, torch.tensor([1.0, -1.0, -1.0, 0.0]))
     torch.testing.assert_close(scores.by_source["math"], torch.tensor([1.0, 0.0, 1.0, 0.0]))
