@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 
 import httpx
 
-from lightrft.adapters.agents.http_send import httpx_send
 from lightrft.adapters.agents.http_wire import (
     action_to_wire,
     first_input_from_wire,
@@ -28,6 +27,7 @@ from lightrft.adapters.agents.http_wire import (
     prompt_to_wire,
 )
 from lightrft.adapters.common.http_retry import JsonPoster, RetryPolicy
+from lightrft.adapters.httpx_send import httpx_send
 from lightrft.domain.agent import Action, StepOutcome
 from lightrft.domain.types import PromptRecord
 

@@ -27,7 +27,7 @@ import structlog
 import torch
 
 from lightrft.adapters.common.http_retry import CallFailed, JsonPoster, RetryPolicy
-from lightrft.adapters.reward_service.http_send import httpx_send
+from lightrft.adapters.httpx_send import httpx_send
 from lightrft.adapters.reward_service.protocol import wire_samples
 from lightrft.domain.ports import RewardSourceUnavailableError
 from lightrft.domain.types import RewardResult, RewardSample

@@ -1,4 +1,5 @@
-"""One JSON POST over httpx for :class:`~lightrft.adapters.common.http_retry.JsonPoster`:
+"""One JSON POST over httpx, shared by the HTTP client adapters (the remote reward source,
+the HTTP environment) for :class:`~lightrft.adapters.common.http_retry.JsonPoster`:
 timeouts, connection errors, 5xx and 429 are retryable, other HTTP errors and bodies that
 are not JSON are not."""
 
