@@ -88,13 +88,20 @@ class EnvironmentService:
         return answers[turn]
 
 
-def create_app(service: EnvironmentService) -> Any:
-    """A Starlette app serving ``service`` (``POST /reset``, ``/step``, ``/close``)."""
+def create_app(
+    service: EnvironmentService, *, token: str | None = None, max_request_bytes: int = 1 << 20
+) -> Any:
+    """A Starlette app serving ``service`` (``POST /reset``, ``/step``, ``/close``). With a
+    ``token`` every request needs ``Authorization: Bearer <token>`` (401 otherwise); bodies
+    declared larger than ``max_request_bytes`` get 413 (the reward service's guard,
+    :mod:`lightrft.adapters.service_access`; serve it on 127.0.0.1, or with a token)."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
     from starlette.responses import JSONResponse
     from starlette.routing import Route
+
+    from lightrft.adapters.service_access import AccessGuard
 
     async def endpoint(request: Request) -> JSONResponse:
         try:
@@ -109,4 +116,6 @@ def create_app(service: EnvironmentService) -> Any:
         except Exception as error:  # noqa: BLE001 - the environment failed: a 500 to retry
             return JSONResponse({"detail": repr(error)}, status_code=500)
 
-    return Starlette(routes=[Route("/{verb}", endpoint, methods=["POST"])])
+    app = Starlette(routes=[Route("/{verb}", endpoint, methods=["POST"])])
+    app.add_middleware(AccessGuard, token=token, max_request_bytes=max_request_bytes)
+    return app

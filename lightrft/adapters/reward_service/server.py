@@ -3,7 +3,7 @@
 ``create_app(source)`` builds the app: ``POST /score`` (micro-batched across concurrent
 requests, :mod:`~lightrft.adapters.reward_service.batcher`) and ``GET /health``. With a
 ``token`` every request must carry ``Authorization: Bearer <token>`` (compared in constant
-time), else 401 (:mod:`~lightrft.adapters.reward_service.access`). Bodies are counted while
+time), else 401 (:mod:`~lightrft.adapters.service_access`). Bodies are counted while
 they stream in: at ``max_request_bytes`` the request gets 413 and the rest is never read
 (chunked bodies included; a declared ``Content-Length`` over the limit is refused before
 reading); more than ``max_batch`` samples get 413 too; a malformed body gets 422 naming the
@@ -28,9 +28,9 @@ import uvicorn
 from fastapi import FastAPI, HTTPException, Request, Response
 from pydantic import ValidationError
 
-from lightrft.adapters.reward_service.access import AccessGuard, check_exposure
 from lightrft.adapters.reward_service.batcher import MicroBatcher
 from lightrft.adapters.reward_service.protocol import ScoreRequest, ScoreResponse
+from lightrft.adapters.service_access import AccessGuard, check_exposure
 from lightrft.domain.ports import RewardSource
 
 log = structlog.get_logger(__name__)

@@ -66,7 +66,7 @@ def build_served_source(config: RunConfig, name: str | None) -> RewardSource:
 def service_token(options: ServeOptions) -> str | None:
     """The bearer token, or ``None`` where serving without one is allowed (``--no-auth`` on a
     loopback host); raises ``ConfigError`` otherwise (see the module docstring)."""
-    from lightrft.adapters.reward_service.access import is_loopback
+    from lightrft.adapters.service_access import is_loopback
 
     token = os.environ.get(options.token_env) or None
     if token is not None:

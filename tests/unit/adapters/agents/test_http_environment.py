@@ -220,3 +220,24 @@ def test_the_service_answers_a_repeated_turn_without_stepping_again() -> None:
     assert service.handle("step", step) == first and made[0].steps == 1
     service.handle("step", {**step, "turn": 1})
     assert made[0].steps == 2
+
+
+def test_the_starlette_app_refuses_requests_without_its_token() -> None:
+    from starlette.testclient import TestClient
+
+    from lightrft.adapters.agents.http_wire import prompt_to_wire
+
+    app = create_app(
+        EnvironmentService(FakeRetryEnvironment), token="s3cret", max_request_bytes=4096
+    )
+    client = TestClient(app)
+    body = {"episode": "e", "prompt": prompt_to_wire(synthetic_prompts(1)[0])}
+    assert client.post("/reset", json=body).status_code == 401
+    assert (
+        client.post("/reset", json=body, headers={"Authorization": "Bearer wrong"}).status_code
+        == 401
+    )
+    good = {"Authorization": "Bearer s3cret"}
+    assert client.post("/reset", json=body, headers=good).status_code == 200
+    big = {**good, "Content-Type": "application/json"}
+    assert client.post("/reset", content=b"x" * 5000, headers=big).status_code == 413

@@ -16,7 +16,7 @@ import torch
 
 from lightrft.adapters.reward_models import HfScalarRewardModel
 from lightrft.adapters.reward_service import BackgroundServer, RemoteRewardSource, create_app
-from lightrft.adapters.reward_service.access import ServiceExposureError, is_loopback
+from lightrft.adapters.service_access import ServiceExposureError, is_loopback
 from lightrft.domain.types import Completion, PromptRecord, RewardResult, RewardSample
 from tests.unit.adapters.hf.hf_tiny import tiny_tokenizer
 from tests.unit.adapters.reward_models.rm_tiny import tiny_classifier

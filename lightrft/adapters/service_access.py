@@ -1,4 +1,4 @@
-"""Who may talk to the reward service: the bearer token, and where it may listen.
+"""Who may talk to a service the product runs (reward service, environment service): the bearer token, and where it may listen.
 
 :class:`AccessGuard` is a plain ASGI middleware (it leaves ``receive`` untouched, so the
 handlers see client disconnects): every HTTP request needs ``Authorization: Bearer
