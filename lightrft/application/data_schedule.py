@@ -8,6 +8,7 @@ data position is the step number, and resuming needs no sampler state.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -50,32 +51,16 @@ def prompt_indices(
 
 
 def balanced_prompt_indices(
-    step: int,
-    *,
-    per_rank: int,
-    rank: int,
-    world_size: int,
-    num_prompts: int,
-    seed: int,
-    cost: Callable[[int], int],
-    shuffle: bool = True,
+    step: int, *, rank: int, cost: Callable[[int], int], **schedule: Any
 ) -> tuple[list[int], dict[str, float]]:
     """Dataset indices for ``rank`` at ``step`` when the step's prompts (the same set as
-    :func:`prompt_indices` over all ranks) are spread by ``cost(index)``; every rank gets
-    ``per_rank`` of them. Also returns ``balance/imbalance_before`` (contiguous slices) and
-    ``balance/imbalance_after`` (max / mean rank cost - 1). A pure function of its inputs."""
+    :func:`prompt_indices` over all ranks; ``schedule`` is its other keywords) are spread by
+    ``cost(index)``; every rank gets ``per_rank`` of them. Also returns
+    ``balance/imbalance_before`` (contiguous slices) and ``balance/imbalance_after`` (max /
+    mean rank cost - 1). A pure function of its inputs."""
+    world_size = int(schedule["world_size"])
     step_prompts = [
-        index
-        for r in range(world_size)
-        for index in prompt_indices(
-            step,
-            per_rank=per_rank,
-            rank=r,
-            world_size=world_size,
-            num_prompts=num_prompts,
-            seed=seed,
-            shuffle=shuffle,
-        )
+        index for r in range(world_size) for index in prompt_indices(step, rank=r, **schedule)
     ]
     costs = [cost(index) for index in step_prompts]
     assignment = balanced_assignment(costs, world_size)

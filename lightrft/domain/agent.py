@@ -94,6 +94,13 @@ class ToolSpec:
     description: str
     parameters: Mapping[str, Any]
 
+    @classmethod
+    def one_string(cls, name: str, description: str, argument: str, hint: str) -> ToolSpec:
+        """A tool taking one required string argument, ``hint`` describing its value."""
+        properties = {argument: {"type": "string", "description": hint}}
+        schema = {"type": "object", "properties": properties, "required": [argument]}
+        return cls(name=name, description=description, parameters=schema)
+
 
 @runtime_checkable
 class Tool(Protocol):

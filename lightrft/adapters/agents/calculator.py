@@ -24,14 +24,11 @@ MAX_CHARS = 256
 MAX_NODES = 64
 MAX_DIGITS = 100
 
-SPEC = ToolSpec(
-    name="calculator",
-    description="Evaluates an arithmetic expression exactly (+, -, *, /, //, %, **, parentheses).",
-    parameters={
-        "type": "object",
-        "properties": {"expression": {"type": "string", "description": "e.g. 1234 * 5678"}},
-        "required": ["expression"],
-    },
+SPEC = ToolSpec.one_string(
+    "calculator",
+    "Evaluates an arithmetic expression exactly (+, -, *, /, //, %, **, parentheses).",
+    "expression",
+    "e.g. 1234 * 5678",
 )
 
 

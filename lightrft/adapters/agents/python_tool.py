@@ -21,14 +21,11 @@ from lightrft.domain.sandbox import SandboxLimits
 
 MAX_CODE_CHARS = 16_384
 
-SPEC = ToolSpec(
-    name="python",
-    description="Runs a Python program in a sandbox and returns what it prints.",
-    parameters={
-        "type": "object",
-        "properties": {"code": {"type": "string", "description": "a complete program"}},
-        "required": ["code"],
-    },
+SPEC = ToolSpec.one_string(
+    "python",
+    "Runs a Python program in a sandbox and returns what it prints.",
+    "code",
+    "a complete program",
 )
 
 

@@ -19,15 +19,14 @@ from typing import Any, NamedTuple
 
 from lightrft.adapters.datasets.bad_rows import BadRowPolicy
 from lightrft.adapters.datasets.json_check import check_json_file
+from lightrft.adapters.datasets.prepared_source import PreparedPromptSource
 from lightrft.adapters.datasets.prompt_rows import (
+    PreparedPrompt,
     RowRef,
     RowSpec,
-    check_index,
-    multimodal_of,
     prepare_prompts,
 )
 from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
-from lightrft.domain.types import PromptRecord
 
 PathLike = str | os.PathLike[str]
 
@@ -112,7 +111,7 @@ def _load_file(datasets: Any, builder: str, file: Path, cache_dir: PathLike | No
             datasets.enable_progress_bars()
 
 
-class HfPromptDataset:
+class HfPromptDataset(PreparedPromptSource):
     """Prompt records from one or more local files (rows concatenated in the given order).
 
     ``uid`` is ``"<name>:<row>"`` (``"<name>:<file stem>:<row>"`` with several files); the
@@ -164,16 +163,8 @@ class HfPromptDataset:
                     base_dir=self._dirs[table_index],
                 )
 
-    def __len__(self) -> int:
-        return len(self._prepared)
-
-    def __getitem__(self, index: int) -> PromptRecord:
-        """Prompt number ``index`` (negative indices count from the end)."""
-        prepared = self._prepared[check_index(index, len(self._prepared))]
-        if not self.spec.has_media:
-            return prepared.record
+    def _media_ref(self, prepared: PreparedPrompt) -> RowRef:
         table_index, row_index = prepared.position
         row = self._tables[table_index][row_index]
         where = prepared.record.metadata["where"]
-        ref = RowRef(prepared.record.uid, where, row, base_dir=self._dirs[table_index])
-        return replace(prepared.record, multimodal=multimodal_of(ref, self.spec))
+        return RowRef(prepared.record.uid, where, row, base_dir=self._dirs[table_index])

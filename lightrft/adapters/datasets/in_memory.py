@@ -7,21 +7,19 @@ Same reading, rendering and tokenization as :class:`HfPromptDataset` (see
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
+from lightrft.adapters.datasets.prepared_source import PreparedPromptSource
 from lightrft.adapters.datasets.prompt_rows import (
+    PreparedPrompt,
     RowRef,
     RowSpec,
-    check_index,
-    multimodal_of,
     prepare_prompts,
 )
 from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
-from lightrft.domain.types import PromptRecord
 
 
-class InMemoryPromptSource:
+class InMemoryPromptSource(PreparedPromptSource):
     """Prompt records from ``rows``; ``uid`` is ``"<name>:<row>"``, ``stats`` as for files."""
 
     def __init__(
@@ -45,14 +43,6 @@ class InMemoryPromptSource:
         if not self._prepared:
             raise ValueError(f"no usable prompts in {name}: {self.stats}")
 
-    def __len__(self) -> int:
-        return len(self._prepared)
-
-    def __getitem__(self, index: int) -> PromptRecord:
-        """Prompt number ``index`` (negative indices count from the end)."""
-        prepared = self._prepared[check_index(index, len(self._prepared))]
-        if not self.spec.has_media:
-            return prepared.record
+    def _media_ref(self, prepared: PreparedPrompt) -> RowRef:
         row = self._rows[prepared.position]
-        ref = RowRef(prepared.record.uid, prepared.record.metadata["where"], row)
-        return replace(prepared.record, multimodal=multimodal_of(ref, self.spec))
+        return RowRef(prepared.record.uid, prepared.record.metadata["where"], row)

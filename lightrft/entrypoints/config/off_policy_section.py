@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 
 from lightrft.application.off_policy_params import OffPolicyParams
 from lightrft.entrypoints.config.base import Section
+from lightrft.entrypoints.field_copy import copy_fields
 
 DEFAULT_STALENESS = {"sync": 0, "one_step_off": 1, "async": 2}
 
@@ -71,11 +72,9 @@ class OffPolicyFields(Section):
 
     def off_policy(self) -> OffPolicyParams:
         """The service parameters of these keys."""
-        return OffPolicyParams(
-            mode=self.mode,
+        return copy_fields(
+            OffPolicyParams,
+            self,
+            "mode placement queue_timeout_s weight_sync_timeout_s verify_weight_sync",
             max_staleness=self.staleness,
-            placement=self.placement,
-            queue_timeout_s=self.queue_timeout_s,
-            weight_sync_timeout_s=self.weight_sync_timeout_s,
-            verify_weight_sync=self.verify_weight_sync,
         )

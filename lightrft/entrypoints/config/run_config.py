@@ -7,15 +7,8 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from lightrft.application import params as service_params
 from lightrft.application.cycle import CycleSettings
-from lightrft.application.params import (
-    AlgorithmParams,
-    CycleParams,
-    HealthParams,
-    RewardShapingParams,
-    RolloutParams,
-    TrainParams,
-)
 from lightrft.application.reward_failures import RewardFailurePolicy
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageParams
 from lightrft.domain.policy_losses import POLICY_LOSSES
@@ -159,7 +152,7 @@ class RunConfig(Section):
             }.items()
             if value is not None
         }
-        algorithm = AlgorithmParams(
+        algorithm = service_params.AlgorithmParams(
             advantage_estimator=a.advantage_estimator,
             advantage=AdvantageParams(gamma=a.gamma, lam=a.lam),
             policy_loss=a.policy_loss,
@@ -175,7 +168,7 @@ class RunConfig(Section):
             max_response_length=self.rollout.max_new_tokens,
         )
         rw = self.reward
-        shaping = RewardShapingParams(
+        shaping = service_params.RewardShapingParams(
             weights={s.label: s.weight for s in rw.typed_sources},
             gates={
                 s.label: s.gate_threshold for s in rw.typed_sources if s.gate_threshold is not None
@@ -191,7 +184,7 @@ class RunConfig(Section):
         )
         r, t, e = self.rollout, self.train, self.eval
         return CycleSettings(
-            rollout=RolloutParams(
+            rollout=service_params.RolloutParams(
                 prompts_per_step=r.prompts_per_step,
                 sampling=self.sampling(),
                 dynamic_sampling=r.dynamic_sampling,
@@ -205,11 +198,11 @@ class RunConfig(Section):
             algorithm=algorithm,
             shaping=shaping,
             train=copy_fields(
-                TrainParams,
+                service_params.TrainParams,
                 t,
                 "epochs mini_batch_size micro_batch_size max_tokens_per_micro_batch shuffle seed",
             ),
-            cycle=CycleParams(
+            cycle=service_params.CycleParams(
                 total_steps=t.total_steps,
                 seed=t.seed,
                 eval_every=e.every if self.data.eval is not None else None,
@@ -230,7 +223,7 @@ class RunConfig(Section):
                 threshold=rw.failure_threshold,
                 patience=rw.failure_patience,
             ),
-            health=HealthParams(
+            health=service_params.HealthParams(
                 thresholds=t.health.thresholds(),
                 on_collapse=t.on_collapse,
                 rollback_lr_factor=t.rollback_lr_factor,

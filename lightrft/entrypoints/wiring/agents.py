@@ -25,6 +25,7 @@ from lightrft.entrypoints.config.agent_configs import (
     PythonToolConfig,
     ToolEnvironmentConfig,
 )
+from lightrft.entrypoints.field_copy import copy_fields
 from lightrft.entrypoints.wiring.registries import (
     ENVIRONMENTS,
     REWARD_SOURCES,
@@ -90,13 +91,11 @@ def build_environment_reward(
 
 def agent_params(context: BuildContext, environment: EnvironmentSection) -> AgentParams:
     rollout = context.config.rollout
-    limits = rollout.agent
-    return AgentParams(
+    return copy_fields(
+        AgentParams,
+        rollout.agent,
+        "max_response_tokens episode_timeout_s step_timeout_s straggler_wait_s",
         max_turns=rollout.max_turns,
-        max_response_tokens=limits.max_response_tokens,
-        episode_timeout_s=limits.episode_timeout_s,
-        step_timeout_s=limits.step_timeout_s,
-        straggler_wait_s=limits.straggler_wait_s,
         stop_strings=environment.stop_strings(),
     )
 
