@@ -90,6 +90,13 @@ class MajorityVoteRewardConfig(AnswerExtractorsSection):
     disagree_score: float = Field(
         0.0, description="Score otherwise (also: no extractable answer, no majority)."
     )
+    min_share: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="A majority held by fewer than this fraction of the group is not used as "
+        "a label: the group scores disagree_score throughout (0: TTRL as published).",
+    )
 
     def check_in_run(self, run: RunView) -> None:
         if run.rollout.n_samples_per_prompt < 2:

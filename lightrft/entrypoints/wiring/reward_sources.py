@@ -65,4 +65,5 @@ def build_ttrl(section: MajorityVoteRewardConfig, context: BuildContext) -> Majo
         name=section.label,
         agree_score=section.agree_score,
         disagree_score=section.disagree_score,
+        min_share=section.min_share,
     )

@@ -59,3 +59,28 @@ def test_references_never_change_the_scores() -> None:
     with_labels = MajorityVoteReward().score(samples(texts, ["4"])).scores
     without = MajorityVoteReward().score(samples(texts, [None])).scores
     assert with_labels.tolist() == without.tolist() == [0, 1, 1]
+
+
+def test_a_majority_below_min_share_is_not_a_label() -> None:
+    # group 0: "4" holds 2 of 4 votes (0.5); group 1: "1" holds 3 of 4 (0.75)
+    batch = samples(
+        [["#### 4", "#### 4", "#### 5", "#### 6"], ["#### 1", "#### 1", "#### 1", "#### 2"]],
+        [None, None],
+    )
+    strict = MajorityVoteReward(disagree_score=-1.0, min_share=0.6).score(batch)
+    assert strict.scores.tolist() == [-1, -1, -1, -1, 1, 1, 1, -1]
+    assert float(strict.metrics["untrusted_groups"]) == 0.5
+    assert float(strict.metrics["majority_ratio"]) == pytest.approx((0.5 + 0.75) / 2)
+    # at exactly the share the majority counts
+    assert MajorityVoteReward(min_share=0.5).score(batch).scores.tolist() == [
+        1,
+        1,
+        0,
+        0,
+        1,
+        1,
+        1,
+        0,
+    ]
+    with pytest.raises(ValueError, match="min_share"):
+        MajorityVoteReward(min_share=1.5)
