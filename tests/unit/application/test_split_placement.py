@@ -132,3 +132,32 @@ def test_partial_rollouts_continue_a_batch_with_the_weights_published_meanwhile(
         assert 0.0 < row["async/staleness_mean"] < 1.0 and row["async/staleness_max"] == 1.0
         assert row["async/multi_version_fraction"] > 0.0
     assert engine.weight_syncs == 3  # version 0, then 1 and 2 in the middle of a batch
+
+
+@pytest.mark.slow
+def test_a_split_resume_drops_the_batch_generated_ahead_and_counts_it() -> None:
+    first = off_policy_rig("one_step_off", 1, feed=split_feed(FakeRolloutEngine(seed=1)))
+    feed = first.cycle.feed
+    assert isinstance(feed, ThreadedRolloutFeed)
+
+    def save_once_batch_2_is_queued() -> bool:
+        if first.cycle.state.step < 2:
+            return False
+        deadline = time.monotonic() + 30
+        while feed.in_flight() != [(2, 1)] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        first.cycle.save_checkpoint()  # batch 2 (from version 1) is waiting in the queue
+        return True
+
+    first.cycle.run(should_stop=save_once_batch_2_is_queued)
+    assert first.checkpoints.load(2)["async_in_flight"] == [[2, 1]]
+    second = off_policy_rig(
+        "one_step_off",
+        1,
+        feed=split_feed(FakeRolloutEngine(seed=1)),
+        checkpoints=first.checkpoints,
+    )
+    history = second.cycle.run()
+    assert [row["async/dropped_on_resume"] for row in history] == [1.0]
+    assert history[0]["async/staleness_max"] == 0.0  # regenerated with the restored policy
+    assert second.cycle.state.step == STEPS
