@@ -26,6 +26,7 @@ call the producer is stuck in) and, if the thread still runs, a
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 from collections.abc import Callable
@@ -147,9 +148,7 @@ class ThreadedRolloutFeed:
             self._queue.fail(RuntimeError("the feed was closed"), None)  # frees a blocked put
             thread.join(deadline)
         if close_engine:  # a process engine is killed: a call stuck in it ends
-            closing = getattr(self.ports.engine, "close", None)
-            if callable(closing):
-                closing(timeout_s=min(deadline, 5.0))
+            _close_engine(self.ports.engine, min(deadline, 5.0))
             if thread is not None and thread.is_alive():
                 thread.join(min(deadline, 5.0))
         if thread is not None and thread.is_alive():
@@ -230,6 +229,17 @@ class ThreadedRolloutFeed:
                 self._cond.wait(left)
             self._queue.producer_idle_s += time.monotonic() - start
             return not self._stop
+
+
+def _close_engine(engine: RolloutEngine, timeout_s: float) -> None:
+    """Closes an engine that can be closed (``close(timeout_s=...)`` when it takes one)."""
+    closing = getattr(engine, "close", None)
+    if not callable(closing):
+        return
+    if "timeout_s" in inspect.signature(closing).parameters:
+        closing(timeout_s=timeout_s)
+    else:
+        closing()
 
 
 def _staleness(trained_version: int, tagged: Tagged[CollectedRollout]) -> dict[str, float]:
