@@ -154,8 +154,11 @@ class ThreadedRolloutFeed:
         if thread is not None and thread.is_alive():
             with self._cond:
                 doing = self._producing
-            what = "" if doing is None else f" (generating the batch of step {doing[0]}"
-            what += "" if doing is None else f" with policy version {doing[1]})"
+            what = (
+                ""
+                if doing is None
+                else f" (generating the batch of step {doing[0]} with policy version {doing[1]})"
+            )
             raise DeadlineExceededError(
                 f"the rollout producer thread to stop{what}", time.monotonic() - started
             )
