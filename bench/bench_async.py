@@ -9,6 +9,7 @@ arithmetic problems, 8 prompts x 8 samples) and only the mode changed:
 - ``sync``: today's cycle;
 - ``one_step_off``: colocated, the batch of step k+1 generated with the policy of step k
   (time-sliced: nothing overlaps, the schedule only);
+- ``async``: colocated with ``max_staleness`` 2 (batches up to two versions old);
 - ``one_step_off_split``: the engine in its own process (``rollout.placement=split``), the
   trainer and the engine each with half of ``--threads``, a producer thread filling the
   queue while the trainer trains;
@@ -37,6 +38,7 @@ from pathlib import Path
 MODES = {
     "sync": ["rollout.mode=sync"],
     "one_step_off": ["rollout.mode=one_step_off"],
+    "async": ["rollout.mode=async", "rollout.max_staleness=2"],
     "one_step_off_split": ["rollout.mode=one_step_off", "rollout.placement=split"],
     "async_split": ["rollout.mode=async", "rollout.max_staleness=2", "rollout.placement=split"],
 }

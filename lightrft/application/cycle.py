@@ -204,32 +204,45 @@ class ColocatedRLCycle:
             if max_steps is None
             else min(cycle.total_steps, self.state.step + max_steps)
         )
-        while self.state.step < budget:
-            metrics = self._step_or_save_and_raise()
-            step = self.state.step
-            last = step == cycle.total_steps
-            if self._evaluating and cycle.eval_every and (step % cycle.eval_every == 0 or last):
-                metrics.update(self.evaluate())
-                self.health.after_eval(step, metrics)
-            collapsed = self._watch_health(step, metrics)
-            # logged before the checkpoint: a crash in between repeats the step on resume
-            # (its rows are trimmed then), never loses its row
-            self._log(metrics, step=step)
-            self.history.append(metrics)
-            every = cycle.checkpoint_every
-            saved = every is not None and every > 0 and (last or step % every == 0)
-            if saved:
-                self.save_checkpoint()
-            if collapsed or (should_stop is not None and should_stop()):
-                if not saved and self.components.checkpoints is not None:
+        try:
+            while self.state.step < budget:
+                metrics = self._step_or_save_and_raise()
+                step = self.state.step
+                last = step == cycle.total_steps
+                if self._evaluating and cycle.eval_every and (step % cycle.eval_every == 0 or last):
+                    metrics.update(self.evaluate())
+                    self.health.after_eval(step, metrics)
+                collapsed = self._watch_health(step, metrics)
+                # logged before the checkpoint: a crash in between repeats the step on resume
+                # (its rows are trimmed then), never loses its row
+                self._log(metrics, step=step)
+                self.history.append(metrics)
+                every = cycle.checkpoint_every
+                saved = every is not None and every > 0 and (last or step % every == 0)
+                if saved:
                     self.save_checkpoint()
-                self.stopped_early = not (last or collapsed)  # a collapse stop is an ending
-                reason = "train.on_collapse=stop" if collapsed else "stop requested"
-                log.warning("run.stopped", step=step, reason=reason)
-                break
+                if collapsed or (should_stop is not None and should_stop()):
+                    if not saved and self.components.checkpoints is not None:
+                        self.save_checkpoint()
+                    self.stopped_early = not (last or collapsed)  # a collapse stop is an ending
+                    reason = "train.on_collapse=stop" if collapsed else "stop requested"
+                    log.warning("run.stopped", step=step, reason=reason)
+                    break
+        except BaseException as error:
+            self._close_feed_after(error)
+            raise
         self.phases.rest()
         self.feed.close()
         return self.history
+
+    def _close_feed_after(self, error: BaseException) -> None:
+        """Stops the feed (its producer thread, its engine process) after ``error``; a feed
+        that cannot stop in time is logged and noted on ``error``, which stays the one raised."""
+        try:
+            self.feed.close()
+        except Exception as close_error:
+            log.error("async.feed_close_failed", error=repr(close_error))
+            error.add_note(f"while stopping the rollout feed after it: {close_error}")
 
     def _step_or_save_and_raise(self) -> dict[str, float]:
         """:meth:`train_step`; when a reward source is over its failure limit, the state

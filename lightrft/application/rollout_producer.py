@@ -10,13 +10,23 @@ at each step, publishes its weights when its policy version changed, then takes 
 With S = 0 batch j is generated with exactly the weights that train on it: the synchronous
 cycle, through the asynchronous path.
 
+With partial rollouts (``partial_rollouts``, :mod:`partial_generation`) the producer's
+engine generates in chunks and calls :meth:`ThreadedRolloutFeed.load_newest_weights` between
+them: a version the trainer published meanwhile is loaded (verified) and the unfinished
+samples continue with it; the step's ``async/staleness_*`` are then over tokens.
+
 Every wait has a deadline (``queue_timeout_s``); a producer error (a dead engine process, a
 checksum mismatch, a deadline) is handed to the trainer, whose ``take`` raises
-:class:`~lightrft.domain.async_errors.ProducerDiedError` with it as the cause.
+:class:`~lightrft.domain.async_errors.ProducerDiedError` with it as the cause. ``close``
+stops the producer deterministically: a stop flag, a join bounded by
+``shutdown_timeout_s``, then the engine is closed (a process engine is killed, which ends a
+call the producer is stuck in) and, if the thread still runs, a
+:class:`~lightrft.domain.async_errors.DeadlineExceededError` names what it was doing.
 """
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 from collections.abc import Callable
@@ -30,12 +40,17 @@ from lightrft.application.off_policy_params import OffPolicyParams
 from lightrft.application.rollout_queue import RolloutQueue, Tagged
 from lightrft.application.weight_sync import sync_engine_weights
 from lightrft.domain.async_errors import DeadlineExceededError
+from lightrft.domain.partial_rollout import token_staleness_metrics
 from lightrft.domain.ports import RolloutEngine
 from lightrft.domain.staleness import may_start, staleness, staleness_metrics
 
 log = structlog.get_logger(__name__)
 
 Snapshot = list[tuple[str, Tensor]]
+
+
+class ProducerStoppedError(RuntimeError):
+    """Raised in the producer thread, between chunks, once the feed is closing."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +72,7 @@ class ThreadedRolloutFeed:
         self._queue: RolloutQueue[CollectedRollout] = RolloutQueue(params.max_staleness + 1)
         self._thread: threading.Thread | None = None
         self._stop = False
+        self._closed = False
         self._reached = -1
         self._published: tuple[int, Snapshot] | None = None
         self._engine_version: int | None = None
@@ -68,6 +84,8 @@ class ThreadedRolloutFeed:
 
     def take(self, step: int, policy_version: int) -> Tagged[CollectedRollout]:
         """Publishes the trainer's weights if they changed, then waits for batch ``step``."""
+        if self._closed:
+            raise RuntimeError("the rollout feed was closed (its engine too); build a new one")
         if self._thread is None:
             self._start(step)
         if self._published is None or self._published[0] != policy_version:
@@ -80,8 +98,7 @@ class ThreadedRolloutFeed:
         idle_before = self._queue.producer_idle_s
         wait_before = self._queue.consumer_idle_s
         tagged = self._queue.take(step, self.params.queue_timeout_s)
-        lag = staleness(policy_version, tagged.version)
-        self._metrics = {k: float(v) for k, v in staleness_metrics([lag]).items()}
+        self._metrics = _staleness(policy_version, tagged)
         with self._cond:
             busy, self._busy_s = self._busy_s, 0.0
         self._metrics.update(
@@ -103,8 +120,7 @@ class ThreadedRolloutFeed:
 
     def restart(self, step: int) -> int:
         dropped = len(self.in_flight())
-        self.close()
-        self._queue = RolloutQueue(self.params.max_staleness + 1)
+        self._stop_producer(close_engine=False)
         self._reached = step - 1
         return dropped
 
@@ -117,21 +133,55 @@ class ThreadedRolloutFeed:
         return self._thread is not None and self._thread.is_alive()
 
     def close(self) -> None:
-        """Stops the producer after its current call (bounded by the engine's deadlines)."""
-        thread = self._thread
-        if thread is None:
-            return
-        with self._cond:
-            self._stop = True
-            self._cond.notify_all()
-        self._queue.fail(RuntimeError("the feed was closed"), None)  # frees a blocked put
-        thread.join(self.params.queue_timeout_s)
-        if thread.is_alive():
-            raise DeadlineExceededError(
-                "the rollout producer thread to stop", self.params.queue_timeout_s
+        """Stops the producer and closes its engine (see the module docstring); the feed
+        cannot run again."""
+        self._closed = True
+        self._stop_producer(close_engine=True)
+
+    def _stop_producer(self, *, close_engine: bool) -> None:
+        thread, deadline = self._thread, self.params.shutdown_timeout_s
+        started = time.monotonic()
+        if thread is not None:
+            with self._cond:
+                self._stop = True
+                self._cond.notify_all()
+            self._queue.fail(RuntimeError("the feed was closed"), None)  # frees a blocked put
+            thread.join(deadline)
+        if close_engine:  # a process engine is killed: a call stuck in it ends
+            _close_engine(self.ports.engine, min(deadline, 5.0))
+            if thread is not None and thread.is_alive():
+                thread.join(min(deadline, 5.0))
+        if thread is not None and thread.is_alive():
+            with self._cond:
+                doing = self._producing
+            what = (
+                ""
+                if doing is None
+                else f" (generating the batch of step {doing[0]} with policy version {doing[1]})"
             )
-        self._thread = None
+            raise DeadlineExceededError(
+                f"the rollout producer thread to stop{what}", time.monotonic() - started
+            )
+        self._thread, self._producing = None, None
         self._queue = RolloutQueue(self.params.max_staleness + 1)
+
+    def load_newest_weights(self) -> int:
+        """Producer thread: loads the newest published weights into the engine when they are
+        newer than what it holds (verified); returns the version the engine holds. Raises
+        :class:`ProducerStoppedError` once the feed is closing."""
+        with self._cond:
+            if self._stop:
+                raise ProducerStoppedError("the rollout feed is closing")
+            published = self._published
+        if published is None:
+            raise RuntimeError("the trainer has published no weights yet")
+        version, weights = published
+        if self._engine_version != version:
+            sync_engine_weights(
+                self.ports.engine, weights, version, verify=self.params.verify_weight_sync
+            )
+            self._engine_version = version
+        return version
 
     # -- producer side ------------------------------------------------------------------
 
@@ -147,15 +197,9 @@ class ThreadedRolloutFeed:
         step: int | None = first
         try:
             for step in range(first, self.last_step + 1):
-                published = self._wait_for_turn(step)
-                if published is None:
+                if not self._wait_for_turn(step):
                     return
-                version, weights = published
-                if self._engine_version != version:
-                    sync_engine_weights(
-                        self.ports.engine, weights, version, verify=self.params.verify_weight_sync
-                    )
-                    self._engine_version = version
+                version = self.load_newest_weights()
                 with self._cond:
                     self._producing = (step, version)
                 started = time.perf_counter()
@@ -171,8 +215,8 @@ class ThreadedRolloutFeed:
                 log.error("async.producer_failed", step=step, error=repr(error))
                 self._queue.fail(error, step)
 
-    def _wait_for_turn(self, step: int) -> tuple[int, Snapshot] | None:
-        """The weights to generate batch ``step`` with, once the bound allows (``None``: stop)."""
+    def _wait_for_turn(self, step: int) -> bool:
+        """Waits until the bound allows batch ``step`` and weights exist (``False``: stop)."""
         S = self.params.max_staleness
         with self._cond:
             start = time.monotonic()
@@ -187,4 +231,26 @@ class ThreadedRolloutFeed:
                     )
                 self._cond.wait(left)
             self._queue.producer_idle_s += time.monotonic() - start
-            return None if self._stop else self._published
+            return not self._stop
+
+
+def _close_engine(engine: RolloutEngine, timeout_s: float) -> None:
+    """Closes an engine that can be closed (``close(timeout_s=...)`` when it takes one)."""
+    closing = getattr(engine, "close", None)
+    if not callable(closing):
+        return
+    if "timeout_s" in inspect.signature(closing).parameters:
+        closing(timeout_s=timeout_s)
+    else:
+        closing()
+
+
+def _staleness(trained_version: int, tagged: Tagged[CollectedRollout]) -> dict[str, float]:
+    """``async/staleness_*`` of a batch: over its tokens when they carry versions (partial
+    rollouts), else of the batch's one version."""
+    tags = [c.token_versions for c in tagged.item.rollout.completions]
+    if tags and all(t is not None for t in tags):
+        metrics = token_staleness_metrics(trained_version, [t for t in tags if t is not None])
+    else:
+        metrics = staleness_metrics([staleness(trained_version, tagged.version)])
+    return {k: float(v) for k, v in metrics.items()}

@@ -88,6 +88,9 @@ class Completion:
     ``token_ids`` are all its turns and observations, ``loss_mask`` is 1 on the generated
     ones (``None``: every token was generated), ``logprobs`` are 0.0 on observation tokens and
     ``episode`` keeps the turns, rewards and counters.
+
+    ``token_versions`` (partial rollouts, :mod:`lightrft.domain.partial_rollout`) is the
+    policy version that sampled each token (``None``: one version, the batch's).
     """
 
     prompt_index: int
@@ -97,9 +100,10 @@ class Completion:
     logprobs: tuple[float, ...] | None = None
     loss_mask: tuple[int, ...] | None = None
     episode: Episode | None = None
+    token_versions: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        for name in ("logprobs", "loss_mask"):
+        for name in ("logprobs", "loss_mask", "token_versions"):
             values = getattr(self, name)
             if values is not None and len(values) != len(self.token_ids):
                 raise ValueError(

@@ -11,8 +11,19 @@ from pathlib import Path
 import lightrft
 
 PACKAGE = Path(lightrft.__file__).parent
-HEAVY = ["transformers", "deepspeed", "vllm", "sglang", "peft", "datasets", "flash_attn",
-         "torch_npu", "wandb", "pydantic", "structlog"]
+HEAVY = [
+    "transformers",
+    "deepspeed",
+    "vllm",
+    "sglang",
+    "peft",
+    "datasets",
+    "flash_attn",
+    "torch_npu",
+    "wandb",
+    "pydantic",
+    "structlog",
+]
 
 
 def _modules_after_import(statement: str) -> dict[str, object]:
@@ -28,7 +39,9 @@ def _modules_after_import(statement: str) -> dict[str, object]:
 
 
 def test_import_domain_pulls_no_framework_and_no_cuda() -> None:
-    domain_modules = sorted(p.stem for p in (PACKAGE / "domain").glob("*.py") if p.stem != "__init__")
+    domain_modules = sorted(
+        p.stem for p in (PACKAGE / "domain").glob("*.py") if p.stem != "__init__"
+    )
     statement = "import lightrft, lightrft.domain\n" + "\n".join(
         f"import lightrft.domain.{name}" for name in domain_modules
     )
@@ -39,7 +52,9 @@ def test_import_domain_pulls_no_framework_and_no_cuda() -> None:
 
 
 def test_import_application_pulls_no_framework() -> None:
-    app_modules = sorted(p.stem for p in (PACKAGE / "application").glob("*.py") if p.stem != "__init__")
+    app_modules = sorted(
+        p.stem for p in (PACKAGE / "application").glob("*.py") if p.stem != "__init__"
+    )
     statement = "import lightrft.application\n" + "\n".join(
         f"import lightrft.application.{name}" for name in app_modules
     )
@@ -57,7 +72,11 @@ def _device_or_collective_uses(path: Path) -> list[str]:
             if node.value.id == "torch" and node.attr in ("cuda", "distributed", "npu"):
                 found.append(f"{path.name}:{node.lineno}: torch.{node.attr}")
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+            )
             for name in names:
                 if name.startswith(("torch.cuda", "torch.distributed", "torch_npu")):
                     found.append(f"{path.name}:{node.lineno}: import {name}")

@@ -79,6 +79,8 @@ def make_python_function_reward() -> RewardSubject:
 def make_majority_vote_reward() -> RewardSubject:
     # one group (prompt_index 0): answers 7, 7, 7, 8, none, none -> the majority 7 agrees
     return RewardSubject(MajorityVoteReward(), reward_samples(), (1.0, 1.0, 1.0, 0.0, 0.0, 0.0))
+
+
 def make_scalar_reward_model() -> RewardSubject:
     from lightrft.adapters.reward_models import HfScalarRewardModel
     from tests.unit.adapters.hf.hf_tiny import tiny_tokenizer

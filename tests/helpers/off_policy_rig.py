@@ -3,6 +3,7 @@ policy), an engine that records the weights it generated with, trainer version c
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import torch
@@ -46,6 +47,24 @@ class RecordingEngine(FakeRolloutEngine):
     ) -> list[Completion]:
         names = list(self.named_parameters())
         self.generated_with.append((sampling.seed, self.weights_checksum(names)))
+        return super().generate(prompts, sampling)
+
+
+class FailingEngine(FakeRolloutEngine):
+    """Fails (or stalls ``stall_s``) at generate call number ``at`` (1-based); picklable,
+    so a process engine can build it in its child."""
+
+    def __init__(self, at: int, stall_s: float = 0.0) -> None:
+        super().__init__(seed=1)
+        self.at, self.stall_s = at, stall_s
+
+    def generate(
+        self, prompts: Sequence[PromptRecord], sampling: SamplingParams
+    ) -> list[Completion]:
+        if self.generate_calls + 1 == self.at:
+            if not self.stall_s:
+                raise OSError("the engine's device fell off the bus")
+            time.sleep(self.stall_s)
         return super().generate(prompts, sampling)
 
 

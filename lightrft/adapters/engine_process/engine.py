@@ -25,6 +25,7 @@ import torch.multiprocessing as mp
 
 from lightrft.adapters.engine_process.worker import serve
 from lightrft.domain.async_errors import DeadlineExceededError, ProducerDiedError
+from lightrft.domain.partial_rollout import ChunkProgress
 from lightrft.domain.ports import NamedTensors, RolloutEngine
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
 
@@ -97,6 +98,24 @@ class ProcessRolloutEngine:
         """Never: the child holds its own copy."""
         return False
 
+    # -- partial rollouts (ResumableEngine, when the child's engine is one) -------------
+
+    @property
+    def can_resume(self) -> bool:
+        """Whether the child's engine can pause and resume a generation."""
+        return bool(self._properties["can_resume"])
+
+    def begin_generation(self, prompts: Sequence[PromptRecord], sampling: SamplingParams) -> None:
+        self._call("begin_generation", list(prompts), sampling)
+
+    def continue_generation(self, max_new_tokens: int) -> ChunkProgress:
+        progress: ChunkProgress = self._call("continue_generation", max_new_tokens)
+        return progress
+
+    def finish_generation(self) -> list[Completion]:
+        result: list[Completion] = self._call("finish_generation")
+        return result
+
     # -- verification -------------------------------------------------------------------
 
     @property
@@ -115,12 +134,19 @@ class ProcessRolloutEngine:
     # -- lifecycle ----------------------------------------------------------------------
 
     def close(self, timeout_s: float = 30.0) -> None:
-        """Asks the child to exit; kills it when it does not within ``timeout_s``."""
-        if self._process.is_alive():
+        """Asks the child to exit; kills it when it does not within ``timeout_s``. A call in
+        flight from another thread (a stuck ``generate``) is not waited for beyond
+        ``timeout_s``: the child is killed, and that call ends in
+        :class:`EngineProcessDiedError`."""
+        if self._process.is_alive() and self._lock.acquire(timeout=timeout_s):
             try:
-                self._call("close", timeout_s=timeout_s)
-            except (DeadlineExceededError, ProducerDiedError, ConnectionError):
+                self._conn.send(("close", ()))
+                self._reply("close", timeout_s)
+            except (DeadlineExceededError, ProducerDiedError, ConnectionError, OSError):
                 pass  # killed below
+            finally:
+                self._lock.release()
+        if self._process.is_alive():
             self._process.join(timeout_s)
             if self._process.is_alive():
                 self._process.kill()

@@ -16,7 +16,11 @@ import torch
 from lightrft.domain.ports import RolloutEngine
 
 CALLS = frozenset(
-    {"generate", "load_weights", "sleep", "wake_up", "weights_checksum", "properties", "close"}
+    {
+        *("generate", "load_weights", "sleep", "wake_up", "weights_checksum"),
+        *("begin_generation", "continue_generation", "finish_generation"),
+        *("properties", "close"),
+    }
 )
 
 
@@ -24,6 +28,7 @@ def _properties(engine: RolloutEngine) -> dict[str, Any]:
     checksummed = callable(getattr(engine, "weights_checksum", None))
     return {
         "is_awake": engine.is_awake,
+        "can_resume": bool(getattr(engine, "can_resume", False)),
         "checksummed": checksummed,
         "weights_dtype": getattr(engine, "weights_dtype", None) if checksummed else None,
     }

@@ -15,6 +15,7 @@ from lightrft.adapters.common.rollout_engine_base import RolloutEngineBase
 from lightrft.adapters.fakes import task
 from lightrft.adapters.fakes.tiny_lm import TinyGruLm, seeded
 from lightrft.adapters.fakes.token_sampling import sample_tokens
+from lightrft.domain.partial_rollout import ChunkProgress
 from lightrft.domain.ports import NamedTensors
 from lightrft.domain.sampling import token_temperature
 from lightrft.domain.types import Completion, FinishReason, PromptRecord, SamplingParams
@@ -29,6 +30,21 @@ class _Row:
     token_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     finish_reason: FinishReason | None = None
+
+
+@dataclass
+class _Generation:
+    """A generation between chunks: its rows, random stream and decoding state (``logits``
+    ``None``: to be read from the prompts and tokens so far, e.g. after new weights)."""
+
+    prompts: list[PromptRecord]
+    sampling: SamplingParams
+    rows: list[_Row]
+    generator: torch.Generator
+    logits: Tensor | None = None
+    state: Tensor | None = None
+    position: int = 0
+    done: bool = False
 
 
 def _left_pad(prompts: Sequence[Sequence[int]], pad_id: int) -> tuple[Tensor, Tensor]:
@@ -54,7 +70,9 @@ class FakeRolloutEngine(RolloutEngineBase):
 
     Records ``generate_calls``, ``requests`` (number of prompts, sampling) per call,
     ``weight_syncs``, ``sleeps`` and ``wake_ups``. ``generate`` and ``load_weights`` while
-    asleep raise ``RuntimeError``.
+    asleep raise ``RuntimeError``. Partial rollouts: ``begin_generation`` /
+    ``continue_generation`` / ``finish_generation``
+    (:class:`~lightrft.domain.partial_rollout.ResumableEngine`).
     """
 
     def __init__(
@@ -81,6 +99,7 @@ class FakeRolloutEngine(RolloutEngineBase):
         self.weight_syncs = 0
         self.sleeps = 0
         self.wake_ups = 0
+        self._generation: _Generation | None = None
 
     def named_parameters(self) -> dict[str, Tensor]:
         """Detached clones of the engine's weights (for tests)."""
@@ -90,51 +109,90 @@ class FakeRolloutEngine(RolloutEngineBase):
         self, prompts: Sequence[PromptRecord], sampling: SamplingParams
     ) -> list[Completion]:
         """``sampling.n`` completions per prompt, grouped: prompt i owns [i*n, (i+1)*n)."""
-        if not self._awake:
-            raise RuntimeError("FakeRolloutEngine.generate called while asleep; wake_up first")
+        generation = self._begin(prompts, sampling)
+        with torch.no_grad():
+            self._advance(generation, sampling.max_new_tokens)
+        return [self._completion(row, sampling.stop_strings) for row in generation.rows]
+
+    # -- partial rollouts (ResumableEngine) ----------------------------------------------
+
+    @property
+    def can_resume(self) -> bool:
+        """Always: a generation can pause between chunks and resume, also after new weights."""
+        return True
+
+    def begin_generation(self, prompts: Sequence[PromptRecord], sampling: SamplingParams) -> None:
+        """Starts a generation that ``continue_generation`` advances chunk by chunk."""
+        self._generation = self._begin(prompts, sampling)
+
+    def continue_generation(self, max_new_tokens: int) -> ChunkProgress:
+        """At most ``max_new_tokens`` more tokens per unfinished row. After a
+        ``load_weights`` the rows' prompts and tokens so far are read again with the new
+        weights; without one, the chunks together equal one ``generate`` exactly."""
+        if self._generation is None:
+            raise RuntimeError("continue_generation() without begin_generation()")
+        self._require_awake("continue_generation")
+        with torch.no_grad():
+            return self._advance(self._generation, max_new_tokens)
+
+    def finish_generation(self) -> list[Completion]:
+        """The completions of the generation begun last; it must be done."""
+        generation, self._generation = self._generation, None
+        if generation is None or not generation.done:
+            raise RuntimeError("finish_generation() before the generation is done")
+        stop_strings = generation.sampling.stop_strings
+        return [self._completion(row, stop_strings) for row in generation.rows]
+
+    def _begin(self, prompts: Sequence[PromptRecord], sampling: SamplingParams) -> _Generation:
+        self._require_awake("generate")
         self.generate_calls += 1
         self.requests.append((len(prompts), sampling))
-        if not prompts:
-            return []
         generator = self._generator
         if sampling.seed is not None:
             generator = torch.Generator().manual_seed(sampling.seed)
         rows = [_Row(i) for i in range(len(prompts)) for _ in range(sampling.n)]
-        with torch.no_grad():
-            self._decode_rows(prompts, rows, sampling, generator)
-        return [self._completion(row, sampling.stop_strings) for row in rows]
+        return _Generation(list(prompts), sampling, rows, generator, done=not rows)
 
-    def _decode_rows(
-        self,
-        prompts: Sequence[PromptRecord],
-        rows: list[_Row],
-        sampling: SamplingParams,
-        generator: torch.Generator,
-    ) -> None:
-        """Samples tokens for every row until each stops or hits ``max_new_tokens``."""
-        ids, mask = _left_pad([prompts[r.prompt_index].prompt_token_ids for r in rows], self._pad)
-        logits, state = self._module.start(ids.to(self.device), mask.to(self.device))
+    def _advance(self, g: _Generation, budget: int) -> ChunkProgress:
+        """Samples up to ``budget`` positions of every row (all rows draw at each position,
+        finished ones too, as in one uninterrupted generation)."""
+        before = [len(row.token_ids) for row in g.rows]
+        sampling = g.sampling
         stop_ids = {self._eos, *sampling.stop_token_ids}
-        for position in range(sampling.max_new_tokens):
+        if not g.done and g.logits is None:  # first chunk, or new weights: read the rows
+            ids, mask = _left_pad(
+                [g.prompts[r.prompt_index].prompt_token_ids + tuple(r.token_ids) for r in g.rows],
+                self._pad,
+            )
+            g.logits, g.state = self._module.start(ids.to(self.device), mask.to(self.device))
+        for _ in range(budget):
+            if g.done:
+                break
             tokens, logprobs = sample_tokens(
-                logits,
-                token_temperature(sampling, position),
-                generator,
+                g.logits,
+                token_temperature(sampling, g.position),
+                g.generator,
                 top_k=sampling.top_k,
                 top_p=sampling.top_p,
                 min_p=sampling.min_p,
             )
-            for row, token, logprob in zip(rows, tokens.tolist(), logprobs.tolist(), strict=True):
+            for row, token, logprob in zip(g.rows, tokens.tolist(), logprobs.tolist(), strict=True):
                 if row.finish_reason is None:
                     row.token_ids.append(token)
                     row.logprobs.append(logprob)
                     if token in stop_ids or self._hits_stop_string(row, sampling):
                         row.finish_reason = "stop"
-            if all(row.finish_reason is not None for row in rows):
-                return
-            logits, state = self._module.step(tokens, state)
-        for row in rows:
-            row.finish_reason = row.finish_reason or "length"
+            g.position += 1
+            if all(row.finish_reason is not None for row in g.rows):
+                g.done = True
+            elif g.position == sampling.max_new_tokens:
+                for row in g.rows:
+                    row.finish_reason = row.finish_reason or "length"
+                g.done = True
+            else:
+                g.logits, g.state = self._module.step(tokens, g.state)
+        added = tuple(len(row.token_ids) - n for row, n in zip(g.rows, before, strict=True))
+        return ChunkProgress(added, g.done)
 
     def _hits_stop_string(self, row: _Row, sampling: SamplingParams) -> bool:
         """Whether the row's text now contains one of ``sampling.stop_strings``."""
@@ -175,6 +233,8 @@ class FakeRolloutEngine(RolloutEngineBase):
                     )
                 params[name].copy_(tensor)
         self.weight_syncs += 1
+        if self._generation is not None:
+            self._generation.logits = None  # the paused rows continue with the new weights
 
     @property
     def weights_dtype(self) -> torch.dtype | None:

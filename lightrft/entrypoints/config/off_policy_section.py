@@ -56,6 +56,23 @@ class OffPolicyFields(Section):
         "their weights (vLLM, SGLang) are logged as unverified.",
     )
 
+    shutdown_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        description="Deadline of stopping the split producer thread at the end of a run "
+        "(then its engine process is killed; a thread still stuck is a named error).",
+    )
+    partial_rollouts: bool = Field(
+        False,
+        description="Partial rollouts (placement split, mode one_step_off or async): the "
+        "producer generates in chunks of partial_chunk_tokens new tokens and, between "
+        "chunks, loads weights the trainer published meanwhile; unfinished samples continue "
+        "with them and every token is tagged with the version that sampled it.",
+    )
+    partial_chunk_tokens: int = Field(
+        64, gt=0, description="New tokens per sample between two weight checks (partial_rollouts)."
+    )
+
     @model_validator(mode="after")
     def _staleness_fits_mode(self) -> OffPolicyFields:
         self.off_policy()  # raises on a mode/staleness mismatch
@@ -75,6 +92,7 @@ class OffPolicyFields(Section):
         return copy_fields(
             OffPolicyParams,
             self,
-            "mode placement queue_timeout_s weight_sync_timeout_s verify_weight_sync",
+            "mode placement queue_timeout_s weight_sync_timeout_s verify_weight_sync "
+            "shutdown_timeout_s partial_rollouts partial_chunk_tokens",
             max_staleness=self.staleness,
         )

@@ -84,7 +84,9 @@ def test_aggregation_errors() -> None:
 
 @settings(deadline=None, max_examples=40)
 @given(st.integers(1, 6), st.integers(1, 5), st.sampled_from(AGG_MODES), st.integers(0, 2**16))
-def test_micro_batches_accumulate_to_full_batch_gradient(b: int, r: int, mode: str, seed: int) -> None:
+def test_micro_batches_accumulate_to_full_batch_gradient(
+    b: int, r: int, mode: str, seed: int
+) -> None:
     gen = torch.Generator().manual_seed(seed)
     weights = torch.randn(b, r, generator=gen)
     mask = (torch.rand(b, r, generator=gen) > 0.3).int()

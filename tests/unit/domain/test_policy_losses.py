@@ -265,14 +265,20 @@ def random_batch(seed: int, b: int, r: int) -> tuple[torch.Tensor, ...]:
 
 def wide(name: str, agg: str, **kw: object) -> PolicyLossParams:
     """The loss's defaults with a clip range wide enough that some tokens move."""
-    return replace(POLICY_LOSSES.get(name).defaults, clip_eps_low=0.2, clip_eps_high=0.28,
-                   agg=agg, **kw)  # type: ignore[arg-type]
+    return replace(
+        POLICY_LOSSES.get(name).defaults, clip_eps_low=0.2, clip_eps_high=0.28, agg=agg, **kw
+    )  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**31), b=st.integers(1, 4), r=st.integers(1, 5),
-       fill=st.sampled_from(GARBAGE), agg=st.sampled_from(AGG_MODES))
+@given(
+    seed=st.integers(0, 2**31),
+    b=st.integers(1, 4),
+    r=st.integers(1, 5),
+    fill=st.sampled_from(GARBAGE),
+    agg=st.sampled_from(AGG_MODES),
+)
 def test_padding_never_changes_loss_or_gradient(
     name: str, seed: int, b: int, r: int, fill: float, agg: str
 ) -> None:
@@ -309,8 +315,9 @@ def test_padding_never_changes_loss_or_gradient(
 
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31), b=st.integers(2, 6), r=st.integers(1, 5),
-       split=st.integers(1, 3))
+@given(
+    seed=st.integers(0, 2**31), b=st.integers(2, 6), r=st.integers(1, 5), split=st.integers(1, 3)
+)
 def test_micro_batches_accumulate_to_the_full_batch_gradient(
     name: str, seed: int, b: int, r: int, split: int
 ) -> None:
@@ -324,8 +331,9 @@ def test_micro_batches_accumulate_to_the_full_batch_gradient(
         micro = logprobs.clone().requires_grad_(True)
         total = torch.zeros((), dtype=F64)
         for rows in torch.arange(b).tensor_split(min(split, b)):
-            loss = run(name, micro[rows], old[rows], adv[rows], mask[rows], params,
-                       rollout[rows], norm)
+            loss = run(
+                name, micro[rows], old[rows], adv[rows], mask[rows], params, rollout[rows], norm
+            )
             loss.backward()
             total = total + loss.detach()
         torch.testing.assert_close(total, full_loss.detach())
@@ -414,7 +422,10 @@ def test_bad_inputs_raise_errors_that_name_the_argument() -> None:
     with pytest.raises(ValueError, match="dual_clip is not used by policy loss 'cpgd'; only by"):
         run("cpgd", ok, ok, ok, params=PolicyLossParams(dual_clip=3.0))
     assert {n for n in NAMES if POLICY_LOSSES.get(n).supports_dual_clip} == {
-        "ppo", "dapo", "gspo", "gspo_token"
+        "ppo",
+        "dapo",
+        "gspo",
+        "gspo_token",
     }
 
 

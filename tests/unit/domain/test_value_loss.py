@@ -66,9 +66,14 @@ def random_batch(seed: int, b: int, r: int) -> tuple[torch.Tensor, ...]:
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31), b=st.integers(1, 4), r=st.integers(1, 5),
-       fill=st.sampled_from((float("nan"), float("inf"), 1e30)), agg=st.sampled_from(AGG_MODES),
-       clip=st.sampled_from((None, 0.2)))
+@given(
+    seed=st.integers(0, 2**31),
+    b=st.integers(1, 4),
+    r=st.integers(1, 5),
+    fill=st.sampled_from((float("nan"), float("inf"), 1e30)),
+    agg=st.sampled_from(AGG_MODES),
+    clip=st.sampled_from((None, 0.2)),
+)
 def test_padding_never_changes_value_or_entropy_loss(
     seed: int, b: int, r: int, fill: float, agg: str, clip: float | None
 ) -> None:
@@ -77,8 +82,9 @@ def test_padding_never_changes_value_or_entropy_loss(
 
     def losses(pad: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         v = values.masked_fill(~mask, pad).requires_grad_(True)
-        out = value_loss(v, old.masked_fill(~mask, pad), returns.masked_fill(~mask, pad), mask,
-                         clip, agg, norm)
+        out = value_loss(
+            v, old.masked_fill(~mask, pad), returns.masked_fill(~mask, pad), mask, clip, agg, norm
+        )
         ent = entropy_loss(v, mask, 0.1, agg, norm)
         (g,) = torch.autograd.grad(out.loss + ent, v)
         return out.loss, ent, g, torch.stack(list(out.metrics.values()))
@@ -89,8 +95,9 @@ def test_padding_never_changes_value_or_entropy_loss(
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31), b=st.integers(2, 6), r=st.integers(1, 5),
-       split=st.integers(2, 3))
+@given(
+    seed=st.integers(0, 2**31), b=st.integers(2, 6), r=st.integers(1, 5), split=st.integers(2, 3)
+)
 def test_value_micro_batches_accumulate_to_full_batch_gradient(
     seed: int, b: int, r: int, split: int
 ) -> None:
@@ -98,12 +105,16 @@ def test_value_micro_batches_accumulate_to_full_batch_gradient(
     norm = LossNormalizer.from_mask(mask, max_response_length=r)
     for agg in AGG_MODES:
         full = values.clone().requires_grad_(True)
-        (value_loss(full, old, returns, mask, 0.2, agg, norm).loss
-         + entropy_loss(full, mask, 0.1, agg, norm)).backward()
+        (
+            value_loss(full, old, returns, mask, 0.2, agg, norm).loss
+            + entropy_loss(full, mask, 0.1, agg, norm)
+        ).backward()
         micro = values.clone().requires_grad_(True)
         for rows in torch.arange(b).tensor_split(min(split, b)):
-            (value_loss(micro[rows], old[rows], returns[rows], mask[rows], 0.2, agg, norm).loss
-             + entropy_loss(micro[rows], mask[rows], 0.1, agg, norm)).backward()
+            (
+                value_loss(micro[rows], old[rows], returns[rows], mask[rows], 0.2, agg, norm).loss
+                + entropy_loss(micro[rows], mask[rows], 0.1, agg, norm)
+            ).backward()
         torch.testing.assert_close(micro.grad, full.grad)
 
 

@@ -39,6 +39,8 @@ def test_a_staleness_the_mode_cannot_have_is_refused() -> None:
         load_config(overrides={"rollout.mode": "one_step_off", "rollout.max_staleness": 2})
     with pytest.raises(ConfigError, match="placement"):
         load_config(overrides={"rollout.placement": "elsewhere"})
+    with pytest.raises(ConfigError, match="rollout.partial_rollouts needs rollout.placement=split"):
+        load_config(overrides={"rollout.mode": "one_step_off", "rollout.partial_rollouts": True})
 
 
 @pytest.mark.slow
@@ -69,5 +71,30 @@ def test_split_placement_runs_the_configured_engine_in_its_own_process(
         ):
             assert torch.equal(a, b), name
         assert engine.weight_syncs == 2  # one verified sync per policy version
+    finally:
+        engine.close()
+
+
+@pytest.mark.slow
+def test_partial_rollouts_run_with_an_engine_that_cannot_resume(
+    tiny_dir: Path, tmp_path: Path
+) -> None:
+    # the HF engine has no resumable generation: chunks go through generate() continuations
+    overrides = {
+        "reward.sources": [{"type": "python", "function": TOY_REWARD}],
+        "rollout.mode": "one_step_off",
+        "rollout.placement": "split",
+        "rollout.partial_rollouts": True,
+        "rollout.partial_chunk_tokens": 2,
+    }
+    cycle = build_container(config(tiny_dir, tmp_path / "partial", **overrides)).cycle()
+    assert isinstance(cycle.feed, ThreadedRolloutFeed)
+    engine = cycle.feed.ports.engine
+    assert isinstance(engine, ProcessRolloutEngine) and not engine.can_resume
+    try:
+        history = cycle.run(resume=False)
+        assert all(0.0 <= row["async/multi_version_fraction"] <= 1.0 for row in history)
+        assert all(row["async/staleness_max"] <= 1.0 for row in history)
+        assert all("async/mid_generation_weight_loads" in row for row in history)
     finally:
         engine.close()

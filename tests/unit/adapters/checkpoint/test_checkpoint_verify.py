@@ -32,7 +32,10 @@ def test_metadata_records_size_and_xxh3_of_every_file(tmp_path: Path) -> None:
     files = json.loads((directory / "metadata.json").read_text())["files"]
     assert sorted(files) == ["extra/shard_0.bin", "state.pt"]
     shard = (directory / "extra" / "shard_0.bin").read_bytes()
-    assert files["extra/shard_0.bin"] == {"size": 20, "xxh3_128": xxhash.xxh3_128(shard).hexdigest()}
+    assert files["extra/shard_0.bin"] == {
+        "size": 20,
+        "xxh3_128": xxhash.xxh3_128(shard).hexdigest(),
+    }
     state = (directory / "state.pt").read_bytes()
     assert files["state.pt"]["size"] == len(state)
     assert store.verify(1) == [] and store.verify(2) == []

@@ -6,6 +6,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from functools import partial
 
 import pytest
@@ -13,10 +14,14 @@ import torch
 
 from lightrft.adapters.engine_process import EngineProcessDiedError, ProcessRolloutEngine
 from lightrft.adapters.fakes import FakeRolloutEngine, synthetic_prompts
+from lightrft.application.off_policy_params import OffPolicyParams
+from lightrft.application.partial_generation import ChunkedEngine
+from lightrft.application.rollout_producer import ThreadedRolloutFeed
 from lightrft.application.split_placement import split_feed
 from lightrft.domain.async_errors import DeadlineExceededError, ProducerDiedError
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
 from tests.helpers.off_policy_rig import (
+    FailingEngine,
     comparable,
     off_policy_rig,
     policy_weights,
@@ -64,6 +69,14 @@ def test_the_engine_runs_in_another_process_and_matches_the_in_process_one(
     assert engine.weights_dtype == torch.float32 and not engine.shares_policy_weights
 
 
+def test_chunks_in_the_child_equal_one_generate(engine: ProcessRolloutEngine) -> None:
+    assert engine.can_resume  # the fake in the child keeps its generation between chunks
+    prompts, sampling = synthetic_prompts(3, seed=1), SamplingParams(n=2, max_new_tokens=6, seed=2)
+    chunked = ChunkedEngine(engine, 2, refresh=lambda: 0).generate(prompts, sampling)
+    assert [replace(c, token_versions=None) for c in chunked] == engine.generate(prompts, sampling)
+
+
+# the split feed closes its engine at the end: this test is the fixture's last user
 def test_split_process_placement_at_staleness_zero_equals_the_synchronous_cycle(
     engine: ProcessRolloutEngine,
 ) -> None:
@@ -107,3 +120,20 @@ def test_a_call_past_its_deadline_names_the_call() -> None:
 def test_an_engine_that_cannot_start_says_why() -> None:
     with pytest.raises(RuntimeError, match="no such model"):
         ProcessRolloutEngine(_broken_factory)
+
+
+@pytest.mark.slow
+def test_an_engine_process_stuck_in_a_call_is_killed_when_the_run_ends() -> None:
+    engine = ProcessRolloutEngine(
+        partial(FailingEngine, at=2, stall_s=120.0)
+    )  # batch 1 never comes back
+    pid = engine.pid
+    off = OffPolicyParams(
+        mode="one_step_off", max_staleness=1, placement="split", shutdown_timeout_s=0.5
+    )
+    rig = off_policy_rig(feed=split_feed(engine), off_policy_params=off)
+    started = time.monotonic()
+    rig.cycle.run(max_steps=1)  # ends while the producer waits on the stuck child
+    assert time.monotonic() - started < 60
+    assert isinstance(rig.cycle.feed, ThreadedRolloutFeed) and not rig.cycle.feed.running
+    assert not os.path.exists(f"/proc/{pid}")  # killed and reaped
