@@ -295,7 +295,7 @@ class RolloutConfig(OffPolicyFields):
     mismatch_metrics: bool | None = Field(
         None,
         description="Log rollout/* engine-vs-trainer log-prob metrics every step (one extra "
-        "no-grad forward); None: on for every engine but hf.",
+        "no-grad forward); None: on for every engine but hf, and for a quantized hf engine.",
     )
     fp8: bool = Field(
         False,
@@ -332,11 +332,17 @@ class RolloutConfig(OffPolicyFields):
             )
         return self
 
+    def quantized(self) -> bool:
+        """Whether the engine samples from quantized weights (``fp8``, or the hf engine's
+        ``quantization``)."""
+        return self.fp8 or getattr(self.engine, "quantization", "none") != "none"
+
     def measures_mismatch(self) -> bool:
         """Whether the rollout/* mismatch metrics are computed (see ``mismatch_metrics``)."""
         if self.mismatch_metrics is not None:
             return self.mismatch_metrics
-        return self.engine.type != "hf"  # another implementation than the trainer's
+        # another implementation than the trainer's, or other weights
+        return self.engine.type != "hf" or self.quantized()
 
 
 class RewardConfig(Section):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lightrft.adapters.hf import HfRolloutEngine
+from lightrft.adapters.hf.quantized_rollout import QuantizedTargets, quantize_linears
 from lightrft.domain.ports import RolloutEngine
 from lightrft.entrypoints.config.engine_configs import (
     HfEngineConfig,
@@ -21,6 +22,9 @@ def build_hf_engine(section: HfEngineConfig, context: BuildContext) -> HfRollout
     loader = MODEL_LOADERS.get(config.model.modality)
     model = context.policy().module if shared else loader.generation_model(context)
     inputs = None if loader.engine_inputs is None else loader.engine_inputs(model)
+    quantized: QuantizedTargets | None = None
+    if section.quantization == "int8":  # own model (shared is off): quantized in place
+        quantized = quantize_linears(model)  # type: ignore[arg-type]
     return HfRolloutEngine(
         model,  # type: ignore[arg-type]
         context.tokenizer,
@@ -30,6 +34,7 @@ def build_hf_engine(section: HfEngineConfig, context: BuildContext) -> HfRollout
         shares_policy_weights=shared,
         compile_decode=section.compile_decode,
         multimodal=inputs,
+        quantized=quantized,
     )
 
 
