@@ -7,10 +7,12 @@ documented once, in its ``Field(description=...)``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from lightrft.application.off_policy_params import OffPolicyParams
 from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_MODE, CorrectionMode
 from lightrft.entrypoints.config import (
     agent_configs,
@@ -336,6 +338,14 @@ class RolloutConfig(OffPolicyFields):
         """Whether the engine samples from quantized weights (``fp8``, or the hf engine's
         ``quantization``)."""
         return self.fp8 or getattr(self.engine, "quantization", "none") != "none"
+
+    def off_policy(self) -> OffPolicyParams:
+        """The service parameters of the off-policy keys; a quantized engine holds other
+        tensors than the trainer sends, so its syncs are not checksummed."""
+        params = super().off_policy()
+        return replace(
+            params, verify_weight_sync=params.verify_weight_sync and not self.quantized()
+        )
 
     def measures_mismatch(self) -> bool:
         """Whether the rollout/* mismatch metrics are computed (see ``mismatch_metrics``)."""

@@ -50,3 +50,10 @@ def test_int8_rollout_cannot_share_the_policy_weights() -> None:
         load_config(
             overrides=["rollout.engine={type: hf, quantization: int8, share_policy_weights: on}"]
         )
+
+
+def test_int8_rollout_syncs_are_not_checksummed() -> None:
+    # the engine holds int8 tensors, not the float ones the trainer sends
+    quantized = load_config(overrides=["rollout.engine={type: hf, quantization: int8}"])
+    assert not quantized.rollout.off_policy().verify_weight_sync
+    assert load_config().rollout.off_policy().verify_weight_sync
