@@ -13,12 +13,9 @@ from dataclasses import dataclass
 import structlog
 
 from lightrft.domain.ports import RolloutEngine
-from lightrft.entrypoints.config.engine_configs import (
-    AutoEngineConfig,
-    HfEngineConfig,
-    VllmEngineConfig,
-)
-from lightrft.entrypoints.wiring.engines import build_hf_engine, build_vllm_engine
+from lightrft.entrypoints.config.components import ENGINE_CONFIGS
+from lightrft.entrypoints.config.engine_configs import AutoEngineConfig
+from lightrft.entrypoints.wiring import engines  # noqa: F401  (registers hf and vllm)
 from lightrft.entrypoints.wiring.registries import ENGINES, BuildContext
 
 
@@ -50,7 +47,8 @@ def choose_engine(
 
 @ENGINES.register("auto")
 def build_auto_engine(section: AutoEngineConfig, context: BuildContext) -> RolloutEngine:
-    """The engine :func:`choose_engine` picks for this run, with its default options."""
+    """The engine :func:`choose_engine` picks for this run, with its default options (its
+    builder and config model looked up by name in the registries)."""
     choice = choose_engine(
         context.device.type,
         importlib.util.find_spec("vllm") is not None,
@@ -60,6 +58,5 @@ def build_auto_engine(section: AutoEngineConfig, context: BuildContext) -> Rollo
     structlog.get_logger(__name__).info(
         "rollout.engine.auto", chosen=choice.name, reason=choice.reason
     )
-    if choice.name == "vllm":
-        return build_vllm_engine(VllmEngineConfig(), context)
-    return build_hf_engine(HfEngineConfig(), context)
+    build = ENGINES.get(choice.name)
+    return build(ENGINE_CONFIGS.get(choice.name)(), context)  # type: ignore[no-any-return]

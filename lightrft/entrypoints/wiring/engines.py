@@ -39,6 +39,12 @@ def build_hf_engine(section: HfEngineConfig, context: BuildContext) -> HfRollout
 
 
 _ENGINE_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+_MODEL_DTYPE = "auto"  # an engine dtype meaning: the model's training dtype (model.dtype)
+
+
+def _engine_dtype(section_dtype: str, model_dtype: str) -> str:
+    """An own-weights engine's dtype: the section's, or the model's for ``auto``."""
+    return _ENGINE_DTYPES[model_dtype] if section_dtype == _MODEL_DTYPE else section_dtype
 
 
 @ENGINES.register("vllm")
@@ -53,7 +59,7 @@ def build_vllm_engine(section: VllmEngineConfig, context: BuildContext) -> Rollo
         raise ValueError(
             f"rollout.fp8=true needs vLLM on a CUDA device; this run's device is {device_type}"
         )
-    dtype = _ENGINE_DTYPES[config.model.dtype] if section.dtype == "auto" else section.dtype
+    dtype = _engine_dtype(section.dtype, config.model.dtype)
     params = VllmEngineParams(
         model_path=str(context.model_path),
         dtype=dtype,  # type: ignore[arg-type]
@@ -80,7 +86,7 @@ def build_sglang_engine(section: SglangEngineConfig, context: BuildContext) -> R
     from lightrft.adapters.sglang import SglangEngineParams, SglangRolloutEngine, start_sglang
 
     config = context.config
-    dtype = _ENGINE_DTYPES[config.model.dtype] if section.dtype == "auto" else section.dtype
+    dtype = _engine_dtype(section.dtype, config.model.dtype)
     params = SglangEngineParams(
         model_path=str(context.model_path),
         dtype=dtype,
