@@ -2,9 +2,12 @@
 
 Run: ``OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=2 .venv/bin/python bench/profile_decode.py``
 (``--rows 16 --prompt 96 --steps 10``). Prefills N random prompts, then times ``--steps``
-one-token steps the way the HF engine runs them (``DynamicCache``, attention mask grown by
-one column, explicit positions, logits of the last position only) and prints the aten ops
-by self CPU time over five more steps, with the bytes of weights each step reads.
+one-token steps the way the HF engine runs them (a view of a preallocated attention mask,
+explicit positions, logits of the last position only; ``--cache preallocated``, the engine's,
+or ``dynamic``, transformers' ``DynamicCache``) and prints the aten ops by self CPU time
+over five more steps, with the bytes of weights each step reads. ``--quantization int8``
+swaps every linear layer for the engine's weight-only int8 one; ``--dtype bfloat16`` loads
+the model in bf16.
 """
 
 from __future__ import annotations
@@ -17,25 +20,32 @@ from torch.profiler import ProfilerActivity, profile
 from transformers import AutoModelForCausalLM, DynamicCache
 
 from lightrft.adapters.hf import default_model_path
+from lightrft.adapters.hf.preallocated_cache import preallocated_cache
+from lightrft.adapters.hf.quantized_rollout import quantize_linears
 
 
 class Decoder:
     """N rows after a prefill of ``prompt`` tokens; :meth:`step` decodes one token each."""
 
-    def __init__(self, model: torch.nn.Module, rows: int, prompt: int) -> None:
+    def __init__(self, model: torch.nn.Module, rows: int, prompt: int, cache: str) -> None:
         self.model, self.rows, self.position = model, rows, prompt
-        self.cache = DynamicCache(config=model.config)  # type: ignore[attr-defined]
+        capacity = prompt + 64
+        config = model.config  # type: ignore[attr-defined]
+        self.cache = (
+            DynamicCache(config=config)
+            if cache == "dynamic"
+            else preallocated_cache(config, capacity)
+        )
         ids = torch.randint(10, 1000, (rows, prompt))
-        self.mask = torch.ones(rows, prompt, dtype=torch.long)
-        out = model(input_ids=ids, attention_mask=self.mask, past_key_values=self.cache)
+        self.mask = torch.ones(rows, capacity, dtype=torch.long)
+        out = model(input_ids=ids, attention_mask=self.mask[:, :prompt], past_key_values=self.cache)
         self.token = out.logits[:, -1].argmax(-1, keepdim=True)
 
     def step(self) -> None:
-        self.mask = torch.cat([self.mask, self.mask.new_ones(self.rows, 1)], dim=1)
         positions = torch.full((self.rows, 1), self.position)
         out = self.model(
             input_ids=self.token,
-            attention_mask=self.mask,
+            attention_mask=self.mask[:, : self.position + 1],
             position_ids=positions,
             past_key_values=self.cache,
             use_cache=True,
@@ -51,14 +61,21 @@ def main() -> None:
     p.add_argument("--prompt", type=int, default=96)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--cache", choices=("preallocated", "dynamic"), default="preallocated")
+    p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    p.add_argument("--quantization", choices=("none", "int8"), default="none")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     model = AutoModelForCausalLM.from_pretrained(
-        default_model_path(), dtype=torch.float32, attn_implementation="sdpa"
+        default_model_path(), dtype=getattr(torch, a.dtype), attn_implementation="sdpa"
     ).eval()
-    weights = sum(t.numel() * t.element_size() for t in model.parameters())
+    if a.quantization == "int8":
+        quantize_linears(model)
+    weights = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+    if a.steps + 8 > 64:
+        raise SystemExit("--steps: at most 56 (the cache holds 64 new positions)")
     with torch.no_grad():
-        decoder = Decoder(model, a.rows, a.prompt)
+        decoder = Decoder(model, a.rows, a.prompt, a.cache)
         for _ in range(3):
             decoder.step()
         wall, cpu = time.perf_counter(), time.process_time()
@@ -69,8 +86,9 @@ def main() -> None:
             for _ in range(5):
                 decoder.step()
     print(
-        f"decode step, {a.rows} rows after {a.prompt} prompt tokens: wall {wall * 1e3:.0f} ms, "
-        f"CPU {cpu * 1e3:.0f} ms; weights read per step {weights / 1e6:.0f} MB"
+        f"decode step ({a.cache} cache, {a.dtype}, quantization {a.quantization}), "
+        f"{a.rows} rows after {a.prompt} prompt tokens: wall {wall * 1e3:.0f} ms, "
+        f"CPU {cpu * 1e3:.0f} ms; weights held {weights / 1e6:.0f} MB"
     )
     events = prof.key_averages()
     total = sum(e.self_cpu_time_total for e in events)

@@ -42,6 +42,8 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from lightrft.adapters.common.rollout_engine_base import GuardedGenerate
 from lightrft.adapters.hf.logprobs import position_ids_from_mask, suppress_tokens
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
+from lightrft.adapters.hf.preallocated_cache import preallocated_cache
+from lightrft.adapters.hf.quantized_rollout import QuantizedTargets
 from lightrft.adapters.hf.sampling import (
     StopStringMatcher,
     TokenDistribution,
@@ -89,6 +91,10 @@ class HfRolloutEngine(GuardedGenerate):
             row's text positions after its media. Prompts with the same ids but other
             media are prefilled separately. The family's media placeholder tokens are
             never sampled (their logits are suppressed, as in the policy).
+        quantized: the int8 layers of ``model`` (:func:`~lightrft.adapters.hf.quantized_rollout.
+            quantize_linears`, applied by the caller to the engine's own model): synced float
+            weights of those layers are re-quantized. The engine then samples from an
+            approximation of the policy (measure it with the rollout/* mismatch metrics).
     """
 
     def __init__(
@@ -102,16 +108,20 @@ class HfRolloutEngine(GuardedGenerate):
         shares_policy_weights: bool = False,
         compile_decode: bool = False,
         multimodal: MultimodalInputs | None = None,
+        quantized: QuantizedTargets | None = None,
     ) -> None:
         if sleep_mode not in ("offload", "discard"):
             raise ValueError(f"sleep_mode must be 'offload' or 'discard', got {sleep_mode!r}")
         if max_batch_size is not None and max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        if shares_policy_weights and quantized is not None:
+            raise ValueError("a quantized engine needs its own model, not the policy's")
         if shares_policy_weights:
             _check_shareable(model, device)
         else:
             frozen_on(model, device)
         self._shared = shares_policy_weights
+        self._quantized = quantized
         self._multimodal = multimodal
         self._model = model
         self._compile_decode = compile_decode
@@ -189,6 +199,12 @@ class HfRolloutEngine(GuardedGenerate):
         """
         if self._shared:
             self._check_aliases(weights)
+        elif self._quantized is not None:
+            own = frozenset(
+                name for name, _ in self._model.named_parameters(remove_duplicate=False)
+            )
+            own |= frozenset(name for name, _ in self._model.named_buffers())
+            self._weights.load(self._quantized.route(weights, own))
         else:
             self._weights.load(weights)
         self.weight_loads += 1
@@ -200,6 +216,11 @@ class HfRolloutEngine(GuardedGenerate):
 
     def weights_checksum(self, names: Sequence[str]) -> str:
         """Checksum of the tensors the engine generates with, under ``names``."""
+        if self._quantized is not None:
+            raise ValueError(
+                "a quantized engine's weights differ from the policy's by design; their "
+                "checksums cannot match (turn off the sync checksum or the quantization)"
+            )
         return weights_checksum(self._weights.named(names))
 
     def sleep(self) -> None:
@@ -245,45 +266,64 @@ class HfRolloutEngine(GuardedGenerate):
         generator: Sequence[torch.Generator] | None,
         payloads: Sequence[Payload],
     ) -> list[tuple[list[int], list[float], FinishReason]]:
-        """Samples continuations of ``rows`` until each stops or reaches the budget."""
-        cache = DynamicCache(config=self._model.config)
-        logits, mask, positions = self._prefill(rows, cache, payloads)  # [N, V], [N, P] x2
+        """Samples continuations of ``rows`` until each stops or reaches the budget.
+
+        The KV cache and the attention mask are allocated once for prompt + budget (text
+        models; multimodal prefills keep ``DynamicCache``), the sampled ids and log-probs go
+        into (N, budget) tensors, and per-step bookkeeping is a few batched tensor ops:
+        nothing is concatenated per step.
+        """
+        budget = sampling.max_new_tokens
+        width = max(len(r) for r in rows)
+        cache = (
+            preallocated_cache(self._model.config, width + budget)
+            if self._multimodal is None
+            else DynamicCache(config=self._model.config)
+        )
+        logits, prompt_mask, positions = self._prefill(rows, cache, payloads)  # [N, V], [N, P]x2
+        n, width = prompt_mask.shape
+        mask = prompt_mask.new_ones(n, width + budget)  # [N, P + budget]; a step uses a prefix
+        mask[:, :width] = prompt_mask
         next_position = positions[:, -1:] + 1  # [N, 1]
         stop_ids = torch.tensor(self._stop_token_ids(sampling), device=self._device)
         matcher = StopStringMatcher(self._tokenizer, sampling.stop_strings)
-        tokens: list[list[int]] = [[] for _ in rows]
-        logprobs: list[list[float]] = [[] for _ in rows]
-        stopped = [False] * len(rows)
-        active = list(range(len(rows)))  # row of each batch entry
+        out_ids = torch.zeros(n, max(budget, 1), dtype=torch.long, device=self._device)
+        out_logprobs = torch.zeros(n, max(budget, 1), dtype=torch.float32, device=self._device)
+        lengths = torch.zeros(n, dtype=torch.long, device=self._device)  # tokens kept per row
+        stopped = torch.zeros(n, dtype=torch.bool, device=self._device)
+        active = torch.arange(n, device=self._device)  # row of each batch entry
         gens = None if generator is None else list(generator)
-        for step in range(sampling.max_new_tokens):
+        for step in range(budget):
             dist = _distribution(sampling, step)
             step_logprobs = sampling_logprobs(logits, dist)  # [A, V]
             token = draw(step_logprobs, dist.temperature == 0, gens)  # [A]
-            chosen = step_logprobs.gather(-1, token[:, None]).squeeze(-1)  # [A]
-            is_stop = torch.isin(token, stop_ids).tolist()
-            for j, (tok, lp) in enumerate(zip(token.tolist(), chosen.tolist(), strict=True)):
-                i = active[j]
-                if stopped[i]:
-                    continue
-                tokens[i].append(tok)
-                logprobs[i].append(lp)
-                stopped[i] = is_stop[j] or (bool(matcher) and matcher.hit(tokens[i]))
-            done = sum(stopped[i] for i in active)
-            if done == len(active) or step + 1 == sampling.max_new_tokens:
+            live = ~stopped[active]  # [A] rows still generating (finished ones wait to leave)
+            out_ids[active, step] = token
+            out_logprobs[active, step] = step_logprobs.gather(-1, token[:, None]).squeeze(-1)
+            lengths[active] += live
+            now_stopped = live & torch.isin(token, stop_ids)
+            if matcher:
+                for j in live.nonzero().flatten().tolist():
+                    i = int(active[j])
+                    if matcher.hit(out_ids[i, : step + 1].tolist()):
+                        now_stopped[j] = True
+            stopped[active] |= now_stopped
+            done = int(stopped[active].sum())
+            if done == len(active) or step + 1 == budget:
                 break
             if 4 * done >= len(active):  # drop finished rows once they are a quarter
-                keep = [j for j, i in enumerate(active) if not stopped[i]]
-                index = torch.tensor(keep, device=self._device)
-                cache.reorder_cache(index)
-                mask, next_position, token = mask[index], next_position[index], token[index]
-                active = [active[j] for j in keep]
-                gens = None if gens is None else [gens[j] for j in keep]
-            mask = torch.cat([mask, mask.new_ones(len(active), 1)], dim=1)
-            logits = self._step(token[:, None], mask, next_position, cache, self._decoder())
+                keep = (~stopped[active]).nonzero().flatten()
+                cache.reorder_cache(keep)
+                mask, next_position, token = mask[keep], next_position[keep], token[keep]
+                active = active[keep]
+                gens = None if gens is None else [gens[j] for j in keep.tolist()]
+            logits = self._step(
+                token[:, None], mask[:, : width + step + 1], next_position, cache, self._decoder()
+            )
             next_position = next_position + 1
-        reasons: list[FinishReason] = ["stop" if s else "length" for s in stopped]
-        return list(zip(tokens, logprobs, reasons, strict=True))
+        ids, lps, kept = out_ids.tolist(), out_logprobs.tolist(), lengths.tolist()
+        reasons: list[FinishReason] = ["stop" if s else "length" for s in stopped.tolist()]
+        return [(ids[i][: kept[i]], lps[i][: kept[i]], reasons[i]) for i in range(n)]
 
     def _prefill(
         self, rows: Sequence[Sequence[int]], cache: DynamicCache, payloads: Sequence[Payload]

@@ -31,11 +31,23 @@ class HfEngineConfig(ComponentSection):
         description="torch.compile the one-token decode step (minutes of compilation on a "
         "small CPU; faster steps after).",
     )
+    quantization: Literal["none", "int8"] = Field(
+        "none",
+        description="Rollout weights: none (the policy's), or int8 (weight-only, one scale per "
+        "output channel, re-quantized at each sync; the engine keeps its own copy, the "
+        "rollout/* mismatch metrics and algorithm.tis_cap=2 turn on unless set; see "
+        "docs/performance.md for when it pays).",
+    )
 
     def can_share_weights(self, run: RunView) -> bool:
         """Whether the policy is one unsharded copy of plain weights (a LoRA policy syncs
-        merged weights, a sharded one gathers them)."""
-        return not run.backend.strategy.shards_parameters and run.model.lora.rank == 0
+        merged weights, a sharded one gathers them) and the engine samples from them as
+        they are (no quantization)."""
+        return (
+            not run.backend.strategy.shards_parameters
+            and run.model.lora.rank == 0
+            and self.quantization == "none"
+        )
 
     def shares_weights(self, run: RunView) -> bool:
         """Whether this engine runs the policy's own module in ``run``."""
@@ -47,7 +59,8 @@ class HfEngineConfig(ComponentSection):
             raise ValueError(
                 "rollout.engine.share_policy_weights 'on' needs a backend.strategy that does "
                 f"not shard parameters (got {run.backend.strategy.type!r}) and "
-                f"model.lora.rank 0 (got {run.model.lora.rank})"
+                f"model.lora.rank 0 (got {run.model.lora.rank}) and "
+                f"rollout.engine.quantization none (got {self.quantization!r})"
             )
 
 
@@ -113,3 +126,19 @@ class SglangEngineConfig(OwnWeightsEngineConfig):
     context_length: int | None = Field(None, gt=0, description="Longest prompt + response.")
     sync_bucket_mib: float = Field(512.0, gt=0, description="Bound of one weight-sync call.")
     tensor_parallel_size: int = Field(1, ge=1, description="GPUs per engine.")
+
+
+@register_config(ENGINE_CONFIGS, "auto")
+class AutoEngineConfig(ComponentSection):
+    """Picks hf or vllm when the engine is built, by a rule logged as ``rollout.engine.auto``:
+    vllm on a CUDA device when vLLM is installed and rollout.max_new_tokens reaches
+    ``long_generation_tokens``; hf otherwise (each with its default options). Measured basis:
+    docs/performance.md (HF engine vs vLLM)."""
+
+    type: Literal["auto"] = "auto"
+    long_generation_tokens: int = Field(
+        256,
+        gt=0,
+        description="Generation budget (rollout.max_new_tokens) from which vllm is chosen on "
+        "a GPU.",
+    )

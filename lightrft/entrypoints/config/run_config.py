@@ -145,8 +145,8 @@ class RunConfig(Section):
                 "agg": a.agg,
                 "tis_cap": a.tis_cap
                 if a.tis_cap is not None
-                or not (self.rollout.fp8 or self.rollout.corrects_staleness())
-                else DEFAULT_CORRECTION_CAP,  # FP8 or stale rollouts: correction on by default
+                or not (self.rollout.quantized() or self.rollout.corrects_staleness())
+                else DEFAULT_CORRECTION_CAP,  # quantized or stale rollouts: correction on by default
                 "drift_coef": a.drift_coef,
                 "correction_mode": a.correction_mode,
             }.items()

@@ -7,10 +7,12 @@ documented once, in its ``Field(description=...)``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from lightrft.application.off_policy_params import OffPolicyParams
 from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_MODE, CorrectionMode
 from lightrft.entrypoints.config import (
     agent_configs,
@@ -295,7 +297,7 @@ class RolloutConfig(OffPolicyFields):
     mismatch_metrics: bool | None = Field(
         None,
         description="Log rollout/* engine-vs-trainer log-prob metrics every step (one extra "
-        "no-grad forward); None: on for every engine but hf.",
+        "no-grad forward); None: on for every engine but hf, and for a quantized hf engine.",
     )
     fp8: bool = Field(
         False,
@@ -332,11 +334,25 @@ class RolloutConfig(OffPolicyFields):
             )
         return self
 
+    def quantized(self) -> bool:
+        """Whether the engine samples from quantized weights (``fp8``, or the hf engine's
+        ``quantization``)."""
+        return self.fp8 or getattr(self.engine, "quantization", "none") != "none"
+
+    def off_policy(self) -> OffPolicyParams:
+        """The service parameters of the off-policy keys; a quantized engine holds other
+        tensors than the trainer sends, so its syncs are not checksummed."""
+        params = super().off_policy()
+        return replace(
+            params, verify_weight_sync=params.verify_weight_sync and not self.quantized()
+        )
+
     def measures_mismatch(self) -> bool:
         """Whether the rollout/* mismatch metrics are computed (see ``mismatch_metrics``)."""
         if self.mismatch_metrics is not None:
             return self.mismatch_metrics
-        return self.engine.type != "hf"  # another implementation than the trainer's
+        # another implementation than the trainer's, or other weights
+        return self.engine.type != "hf" or self.quantized()
 
 
 class RewardConfig(Section):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lightrft.adapters.hf import HfRolloutEngine
+from lightrft.adapters.hf.quantized_rollout import QuantizedTargets, quantize_linears
 from lightrft.domain.ports import RolloutEngine
 from lightrft.entrypoints.config.engine_configs import (
     HfEngineConfig,
@@ -21,6 +22,9 @@ def build_hf_engine(section: HfEngineConfig, context: BuildContext) -> HfRollout
     loader = MODEL_LOADERS.get(config.model.modality)
     model = context.policy().module if shared else loader.generation_model(context)
     inputs = None if loader.engine_inputs is None else loader.engine_inputs(model)
+    quantized: QuantizedTargets | None = None
+    if section.quantization == "int8":  # own model (shared is off): quantized in place
+        quantized = quantize_linears(model)  # type: ignore[arg-type]
     return HfRolloutEngine(
         model,  # type: ignore[arg-type]
         context.tokenizer,
@@ -30,10 +34,17 @@ def build_hf_engine(section: HfEngineConfig, context: BuildContext) -> HfRollout
         shares_policy_weights=shared,
         compile_decode=section.compile_decode,
         multimodal=inputs,
+        quantized=quantized,
     )
 
 
 _ENGINE_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+_MODEL_DTYPE = "auto"  # an engine dtype meaning: the model's training dtype (model.dtype)
+
+
+def _engine_dtype(section_dtype: str, model_dtype: str) -> str:
+    """An own-weights engine's dtype: the section's, or the model's for ``auto``."""
+    return _ENGINE_DTYPES[model_dtype] if section_dtype == _MODEL_DTYPE else section_dtype
 
 
 @ENGINES.register("vllm")
@@ -48,7 +59,7 @@ def build_vllm_engine(section: VllmEngineConfig, context: BuildContext) -> Rollo
         raise ValueError(
             f"rollout.fp8=true needs vLLM on a CUDA device; this run's device is {device_type}"
         )
-    dtype = _ENGINE_DTYPES[config.model.dtype] if section.dtype == "auto" else section.dtype
+    dtype = _engine_dtype(section.dtype, config.model.dtype)
     params = VllmEngineParams(
         model_path=str(context.model_path),
         dtype=dtype,  # type: ignore[arg-type]
@@ -75,7 +86,7 @@ def build_sglang_engine(section: SglangEngineConfig, context: BuildContext) -> R
     from lightrft.adapters.sglang import SglangEngineParams, SglangRolloutEngine, start_sglang
 
     config = context.config
-    dtype = _ENGINE_DTYPES[config.model.dtype] if section.dtype == "auto" else section.dtype
+    dtype = _engine_dtype(section.dtype, config.model.dtype)
     params = SglangEngineParams(
         model_path=str(context.model_path),
         dtype=dtype,

@@ -40,6 +40,7 @@ from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.sections import DatasetConfig
 from lightrft.entrypoints.wiring import (  # noqa: F401  (registers the built-ins)
     data,
+    engine_choice,
     engines,
     model_loaders,
     multimodal_loaders,

@@ -1,0 +1,62 @@
+"""``rollout.engine: auto``: which engine runs, by a stated rule.
+
+The rule follows the measurements in docs/performance.md: the HF engine (the policy's own
+weights, no sync, no second copy) is faster on CPU and on short generations; vLLM's paged
+attention and CUDA graphs pay on a GPU with long generations.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+import structlog
+
+from lightrft.domain.ports import RolloutEngine
+from lightrft.entrypoints.config.components import ENGINE_CONFIGS
+from lightrft.entrypoints.config.engine_configs import AutoEngineConfig
+from lightrft.entrypoints.wiring import engines  # noqa: F401  (registers hf and vllm)
+from lightrft.entrypoints.wiring.registries import ENGINES, BuildContext
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engine ``auto`` picked and why."""
+
+    name: str
+    reason: str
+
+
+def choose_engine(
+    device_type: str, vllm_installed: bool, max_new_tokens: int, long_from: int
+) -> EngineChoice:
+    """vllm on CUDA with vLLM installed and ``max_new_tokens >= long_from``; else hf."""
+    if device_type != "cuda":
+        return EngineChoice("hf", f"device is {device_type}, not cuda")
+    if not vllm_installed:
+        return EngineChoice("hf", "vllm is not installed")
+    if max_new_tokens < long_from:
+        return EngineChoice(
+            "hf", f"rollout.max_new_tokens {max_new_tokens} < long_generation_tokens {long_from}"
+        )
+    return EngineChoice(
+        "vllm",
+        f"cuda, vllm installed, rollout.max_new_tokens {max_new_tokens} >= {long_from}",
+    )
+
+
+@ENGINES.register("auto")
+def build_auto_engine(section: AutoEngineConfig, context: BuildContext) -> RolloutEngine:
+    """The engine :func:`choose_engine` picks for this run, with its default options (its
+    builder and config model looked up by name in the registries)."""
+    choice = choose_engine(
+        context.device.type,
+        importlib.util.find_spec("vllm") is not None,
+        context.config.rollout.max_new_tokens,
+        section.long_generation_tokens,
+    )
+    structlog.get_logger(__name__).info(
+        "rollout.engine.auto", chosen=choice.name, reason=choice.reason
+    )
+    build = ENGINES.get(choice.name)
+    return build(ENGINE_CONFIGS.get(choice.name)(), context)  # type: ignore[no-any-return]
