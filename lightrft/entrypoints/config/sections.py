@@ -45,6 +45,7 @@ AdvantageName = Literal[
     "cpgd",
     "remax",
     "opo",
+    "opd",
 ]
 PolicyLossName = Literal["ppo", "dapo", "gspo", "gspo_token", "gmpo", "cpgd", "reinforce"]
 KLEstimatorName = Literal["k1", "k2", "k3"]
@@ -249,6 +250,13 @@ class AlgorithmConfig(Section):
     gamma: float = Field(1.0, ge=0, le=1, description="Discount for reinforce_pp and gae.")
     lam: float = Field(0.95, ge=0, le=1, description="GAE lambda.")
     value_clip: float | None = Field(0.2, gt=0, description="Critic value clip range.")
+    opd_weight: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description="opd: alpha in A_t = alpha * A_distill_t + (1 - alpha) * A_grpo; 1 "
+        "distills only (the rewards are measured, not trained on).",
+    )
 
     @model_validator(mode="after")
     def _adaptive_needs_target(self) -> AlgorithmConfig:
