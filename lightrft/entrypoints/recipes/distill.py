@@ -28,6 +28,11 @@ DISTILL_OVERRIDES = [
     "algorithm.advantage_estimator=opd",
     # the student is the base embedded model, the teacher set by --teacher
     "model.path=null",
+    # the advantage needs no group baseline (each token has its own teacher signal): 4
+    # samples per prompt instead of GRPO's 8 halve a step's cost; 10 steps instead of 15
+    "rollout.n_samples_per_prompt=4",
+    "train.total_steps=10",
+    "eval.every=10",
 ]
 """The distillation demo on top of the main job's :data:`DEMO_OVERRIDES`."""
 
