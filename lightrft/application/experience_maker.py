@@ -170,7 +170,13 @@ class ExperienceMaker:
     def _score(self, prompts: Sequence[PromptRecord], completions: Sequence[Completion]) -> Scores:
         s = self.shaping
         scores = score_completions(
-            self.reward_sources, prompts, completions, dict(s.weights), s.gates, s.gate_value
+            self.reward_sources,
+            prompts,
+            completions,
+            dict(s.weights),
+            s.gates,
+            s.gate_value,
+            s.concurrency,
         )
         if s.truncated_reward is None:
             return scores

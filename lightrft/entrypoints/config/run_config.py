@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from lightrft.application import params as service_params
 from lightrft.application.cycle import CycleSettings
 from lightrft.application.reward_failures import RewardFailurePolicy
+from lightrft.application.source_scoring import SourceConcurrency
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageParams
 from lightrft.domain.policy_losses import POLICY_LOSSES
 from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_CAP
@@ -212,6 +213,7 @@ class RunConfig(Section):
             normalize_subtract_mean=rw.normalize_subtract_mean,
             reward_clip=rw.reward_clip,
             advantage_clip=rw.advantage_clip,
+            concurrency=SourceConcurrency(rw.max_concurrent_sources, rw.source_timeout_s),
         )
         r, t, e = self.rollout, self.train, self.eval
         return CycleSettings(

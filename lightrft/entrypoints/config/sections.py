@@ -380,6 +380,15 @@ class RewardConfig(Section):
     failure_patience: int = Field(
         3, ge=1, description="Consecutive failing steps of one source before the run stops."
     )
+    max_concurrent_sources: int = Field(
+        4,
+        ge=1,
+        description="Sources scored at once on threads (rules and remote services; colocated "
+        "reward models always one at a time); 1: one after another.",
+    )
+    source_timeout_s: float = Field(
+        600.0, gt=0, description="Deadline of one source's scoring when scored on a thread."
+    )
 
     @property
     def typed_sources(self) -> list[RewardSourceSection]:
