@@ -110,6 +110,8 @@ def _run_distill(args: argparse.Namespace, rest: list[str]) -> int:
 
     summary = run_distill_demo(args.teacher, rest)
     print(json.dumps(summary, indent=2))
+    if "teacher_accuracy" not in summary:  # stopped early
+        return 0
     print(
         f"held-out accuracy: student before {summary.get('eval_accuracy_before')} -> after "
         f"{summary.get('eval_accuracy_after')}; teacher {summary['teacher_accuracy']}; "

@@ -51,11 +51,14 @@ def distill_overrides(teacher: Path | None, rest: Sequence[str]) -> list[str]:
 
 def run_distill_demo(teacher: Path | None, rest: Sequence[str] = ()) -> dict[str, Any]:
     """Distills, then measures the teacher on the held-out prompts; returns (and writes to
-    the run directory's ``summary.json``) the training summary plus the teacher's figures."""
+    the run directory's ``summary.json``) the training summary plus the teacher's figures.
+    A run that stopped early returns the training summary alone."""
     overrides = distill_overrides(teacher, rest)
     config = load_config(None, overrides, algorithm="grpo")
     summary = train(config)
     run_dir = Path(summary["run_dir"])
+    if summary.get("stopped_early"):  # stopped (Ctrl-C, a failing source): no teacher eval
+        return summary
     teacher_path = config.teacher.weighted()[0][0]
     teacher_config = load_config(
         None,
