@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 import torch
@@ -65,6 +65,7 @@ from lightrft.domain.rewards import RunningMoments
 from lightrft.domain.types import PromptRecord
 
 log = structlog.get_logger(__name__)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class CycleComponents:
     critic_strategy: Strategy | None = None
     accelerator: Accelerator | None = None
     eval_prompts: PromptSource | None = None
+    teachers: Sequence[ReferenceModel] = ()  # on-policy distillation (awake with the reference)
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,7 @@ class ColocatedRLCycle:
             shaping=s.shaping,
             reference=c.reference,
             critic=c.critic,
+            teachers=c.teachers,
             # one epoch, one optimizer step per batch: the old policy is the current one
             recompute_old_logprobs=not (s.train.epochs == 1 and s.train.mini_batch_size is None),
         )
@@ -513,18 +516,21 @@ def _switches(c: CycleComponents) -> dict[str, Switch]:
     }
     if c.reference is not None:
         switches["reference"] = Switch(on=c.reference.onload, off=c.reference.offload)
+    if c.teachers:
+        switches["teachers"] = Switch(
+            on=_each(c.teachers, lambda teacher: teacher.onload()),
+            off=_each(c.teachers, lambda teacher: teacher.offload()),
+        )
     if c.critic_strategy is not None:
         switches["critic"] = Switch(on=c.critic_strategy.onload, off=c.critic_strategy.offload)
     return switches
 
 
-def _each(
-    sources: Sequence[RewardSource], action: Callable[[RewardSource], None]
-) -> Callable[[], None]:
-    """A switch action that applies ``action`` to every reward source."""
+def _each(items: Sequence[_T], action: Callable[[_T], None]) -> Callable[[], None]:
+    """A switch action that applies ``action`` to every item (reward sources, teachers)."""
 
     def run() -> None:
-        for source in sources:
-            action(source)
+        for item in items:
+            action(item)
 
     return run

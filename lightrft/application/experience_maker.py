@@ -98,19 +98,26 @@ class ExperienceMaker:
         reference: ReferenceModel | None = None,
         critic: Critic | None = None,
         recompute_old_logprobs: bool = True,
+        teachers: Sequence[ReferenceModel] = (),
     ) -> None:
         if not reward_sources:
             raise ValueError("reward_sources is empty; need at least one reward source")
         self.engine, self.policy, self.reward_sources = engine, policy, list(reward_sources)
         self.collective, self.phases = collective, phases
         self.rollout, self.algorithm, self.shaping = rollout, algorithm, shaping
-        self.reference, self.critic = reference, critic
+        self.reference, self.critic, self.teachers = reference, critic, list(teachers)
         self.recompute_old_logprobs = recompute_old_logprobs
         self.estimator = algorithm.estimator
         if self.estimator.needs_values and critic is None:
             raise ValueError(f"advantage estimator {self.estimator.name!r} needs a critic")
         if algorithm.kl_coef > 0 and reference is None:
             raise ValueError("kl_coef > 0 needs a reference model")
+        weights = algorithm.advantage.teacher_weights
+        if self.estimator.needs_teachers and len(self.teachers) != len(weights):
+            raise ValueError(
+                f"advantage estimator {self.estimator.name!r} weighs {len(weights)} teacher(s) "
+                f"but {len(self.teachers)} teacher model(s) were given"
+            )
 
     def make(
         self, prompts: Sequence[PromptRecord], *, seed: int, kl_coef: float, moments: RunningMoments
@@ -163,7 +170,13 @@ class ExperienceMaker:
     def _score(self, prompts: Sequence[PromptRecord], completions: Sequence[Completion]) -> Scores:
         s = self.shaping
         scores = score_completions(
-            self.reward_sources, prompts, completions, dict(s.weights), s.gates, s.gate_value
+            self.reward_sources,
+            prompts,
+            completions,
+            dict(s.weights),
+            s.gates,
+            s.gate_value,
+            s.concurrency,
         )
         if s.truncated_reward is None:
             return scores
@@ -301,6 +314,15 @@ class ExperienceMaker:
                     got_entropy = True
         return logprobs, entropies if got_entropy else None
 
+    def _teacher_logprobs(self, seq: SequenceBatch, batches: list[Tensor]) -> Tensor | None:
+        """Each teacher's log-probs of the sampled tokens (K, B, R), or None without
+        teachers (the estimator needs none)."""
+        if not self.estimator.needs_teachers:
+            return None
+        return torch.stack(
+            [self._forward_no_grad(t, seq, batches, False)[0] for t in self.teachers]
+        )
+
     def _values_no_grad(self, critic: Critic, seq: SequenceBatch, batches: list[Tensor]) -> Tensor:
         """Values (B, R) over the micro-batches."""
         values = torch.zeros(tuple(seq.response_mask.shape))
@@ -324,6 +346,7 @@ class ExperienceMaker:
         kl_in_reward = self.estimator.kl_in_reward and kl_coef > 0 and self.reference is not None
         need_old = (
             self.recompute_old_logprobs
+            or self.estimator.needs_teachers
             or kl_in_reward
             or need_entropy
             or self.algorithm.resolved_loss.tis_cap is not None
@@ -336,6 +359,7 @@ class ExperienceMaker:
         ref = None
         if self.reference is not None and kl_coef > 0:
             ref, _ = self._forward_no_grad(self.reference, seq, batches, False)
+        teacher = self._teacher_logprobs(seq, batches)
         values = None
         if self.critic is not None:
             values = self._values_no_grad(self.critic, seq, batches)
@@ -367,6 +391,8 @@ class ExperienceMaker:
                 values=values,
                 kl=kl if use_kl_in_reward else None,
                 baseline_rewards=baseline,
+                logprobs=old if teacher is not None else None,
+                teacher_logprobs=teacher,
             ),
             params,
             self.collective.all_reduce_sum,

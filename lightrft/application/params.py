@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal, get_args
 
+from lightrft.application.source_scoring import SourceConcurrency
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator, AdvantageParams
 from lightrft.domain.health_checks import HealthThresholds
 from lightrft.domain.kl import KL_CONTROLLERS, KL_ESTIMATORS
@@ -49,6 +50,7 @@ class RewardShapingParams:
     normalize_subtract_mean: bool = True
     reward_clip: float | None = None
     advantage_clip: float | None = None
+    concurrency: SourceConcurrency = field(default_factory=SourceConcurrency)  # scoring threads
 
     def __post_init__(self) -> None:
         if self.overlong_buffer is not None:

@@ -18,7 +18,7 @@ from lightrft.domain.ports import Accelerator
 
 log = structlog.get_logger(__name__)
 
-COMPONENTS = frozenset({"engine", "policy", "critic", "reference", "reward_models"})
+COMPONENTS = frozenset({"engine", "policy", "critic", "reference", "teachers", "reward_models"})
 
 
 class Phase:
@@ -37,7 +37,7 @@ class Phase:
 DEFAULT_PLAN: Mapping[str, frozenset[str]] = {
     Phase.ROLLOUT: frozenset({"engine"}),
     Phase.REWARD: frozenset({"reward_models"}),
-    Phase.REFERENCE: frozenset({"policy", "reference", "critic"}),
+    Phase.REFERENCE: frozenset({"policy", "reference", "teachers", "critic"}),
     Phase.TRAIN: frozenset({"policy", "critic"}),
     Phase.WEIGHT_SYNC: frozenset({"engine", "policy"}),
     Phase.EVAL: frozenset({"engine"}),

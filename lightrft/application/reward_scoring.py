@@ -5,7 +5,6 @@ Shapes: B samples.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -13,12 +12,9 @@ import torch
 from torch import Tensor
 
 from lightrft.application.params import RewardShapingParams
-from lightrft.application.reward_failures import (
-    FAILURES_METRIC,
-    RewardSourceFailingError,
-    failure_rate_key,
-)
-from lightrft.domain.ports import RewardSource, RewardSourceUnavailableError
+from lightrft.application.reward_failures import FAILURES_METRIC, failure_rate_key
+from lightrft.application.source_scoring import SourceConcurrency, score_sources
+from lightrft.domain.ports import RewardSource
 from lightrft.domain.reduce import AllReduceSum
 from lightrft.domain.rewards import (
     RunningMoments,
@@ -47,25 +43,21 @@ def score_completions(
     weights: dict[str, float],
     gates: Mapping[str, float] | None = None,
     gate_value: float = 0.0,
+    concurrency: SourceConcurrency | None = None,
 ) -> Scores:
     """Asks every source for scores of ``completions`` and combines them with ``weights``;
     samples failing a gate (a source's score below its threshold in ``gates``) get
     ``gate_value``. Metrics per source: mean score, ``seconds`` and the source's own. A source
     that cannot score at all (:class:`RewardSourceUnavailableError`) is a failing source:
-    :class:`RewardSourceFailingError` (the cycle checkpoints the state before the step)."""
+    :class:`RewardSourceFailingError` (the cycle checkpoints the state before the step).
+    Sources that allow it are scored concurrently (``concurrency``, :mod:`.source_scoring`);
+    the results keep the sources' order."""
     samples = [RewardSample(prompts[c.prompt_index], c) for c in completions]
     by_source: dict[str, Tensor] = {}
     metrics: dict[str, float] = {}
-    for source in sources:
-        started = time.perf_counter()
-        try:
-            result = source.score(samples)
-        except RewardSourceUnavailableError as error:  # the failing-source policy applies
-            raise RewardSourceFailingError(
-                f"reward source {source.name!r} cannot score: {error}. Training stopped; "
-                "fix the source, then resume with --resume"
-            ) from error
-        metrics[f"time/reward/{source.name}_s"] = time.perf_counter() - started
+    scored = score_sources(sources, samples, concurrency)
+    for source, (result, seconds) in zip(sources, scored, strict=True):
+        metrics[f"time/reward/{source.name}_s"] = seconds
         scores = result.scores.detach().to(torch.float32).cpu()
         if tuple(scores.shape) != (len(samples),):
             raise ValueError(

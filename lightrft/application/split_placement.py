@@ -74,6 +74,7 @@ def split_feed(engine: RolloutEngine) -> Callable[[ColocatedRLCycle], ThreadedRo
             shaping=s.shaping,
             reference=c.reference,
             critic=c.critic,
+            teachers=c.teachers,
         )
         return feed
 

@@ -33,6 +33,7 @@ from lightrft.domain.checks import (
     check_positive,
     check_shape,
 )
+from lightrft.domain.distillation import check_teacher_weights, teacher_advantages
 from lightrft.domain.groups import GroupStats, dense_group_ids, group_stats
 from lightrft.domain.kl import kl_in_reward
 from lightrft.domain.masked import masked_mean, masked_whiten
@@ -54,6 +55,8 @@ class AdvantageInputs:
     values: Tensor | None = None  # Shape (B, R): critic values V_t (gae only)
     kl: Tensor | None = None  # Shape (B, R): per-token KL estimate k_t (KL-in-reward estimators)
     baseline_rewards: Tensor | None = None  # Shape (B,): reward of a greedy rollout (remax)
+    logprobs: Tensor | None = None  # Shape (B, R): the sampling policy's log-probs (opd)
+    teacher_logprobs: Tensor | None = None  # Shape (K, B, R): each teacher's log-probs (opd)
 
 
 @dataclass(frozen=True)
@@ -65,9 +68,14 @@ class AdvantageParams:
     lam: float = 0.95  # GAE lambda
     kl_coef: float = 0.0  # beta for KL in the reward (reinforce_pp, gae)
     whiten_eps: float = 1e-8  # masked whitening epsilon
+    teacher_weights: tuple[float, ...] = (1.0,)  # opd: w_k per teacher, summing to 1
+    opd_weight: float = 1.0  # opd: alpha, the distillation share; 1 - alpha: GRPO's
 
     def __post_init__(self) -> None:
         check_non_negative("eps", self.eps)
+        check_teacher_weights(self.teacher_weights)
+        if not 0.0 <= self.opd_weight <= 1.0:
+            raise ValueError(f"opd_weight must lie in [0, 1], got {self.opd_weight}")
         check_positive("whiten_eps", self.whiten_eps)
         check_non_negative("kl_coef", self.kl_coef)
         for name, value in (("gamma", self.gamma), ("lam", self.lam)):
@@ -97,6 +105,7 @@ class AdvantageEstimator:
     needs_values: bool = False  # True: needs a critic (gae)
     needs_baseline_rewards: bool = False  # True: needs a greedy rollout reward (remax)
     uses_groups: bool = True  # False: group_index is ignored
+    needs_teachers: bool = False  # True: needs logprobs and teacher_logprobs (opd)
 
 
 ADVANTAGE_ESTIMATORS: Registry[AdvantageEstimator] = Registry("advantage estimator")
@@ -311,6 +320,29 @@ def _gae(
     return _output(advantages, returns, mask, {})
 
 
+def _opd(inputs: AdvantageInputs, params: AdvantageParams, _r: AllReduceSum) -> AdvantageOutput:
+    """alpha * sum_k w_k (log pi_k - log pi_student) + (1 - alpha) * A_grpo, per token.
+
+    On-policy distillation (:mod:`lightrft.domain.distillation`), mixed with the task
+    reward's GRPO advantage when ``opd_weight`` (alpha) < 1; alpha = 1 ignores the rewards
+    and the groups. Shape: (B, R).
+    """
+    mask = inputs.response_mask.bool()
+    student = _as_float(_require("opd", "logprobs", inputs.logprobs))
+    teachers = _require("opd", "teacher_logprobs", inputs.teacher_logprobs)
+    distill = teacher_advantages(teachers, params.teacher_weights, student, mask)
+    alpha = params.opd_weight
+    metrics: dict[str, Tensor] = {"distill/reverse_kl": masked_mean(-distill, mask)}
+    advantages = distill
+    if alpha < 1.0:
+        score, _, group_metrics = _group_scores(
+            inputs, lambda r, g: (r - g.mean) / (g.std + params.eps)
+        )
+        advantages = alpha * distill + (1.0 - alpha) * _per_token(score.to(distill.dtype), mask)
+        metrics.update(group_metrics)
+    return _output(advantages, advantages, mask, metrics)
+
+
 def _register(estimator: AdvantageEstimator, aliases: tuple[str, ...] = ()) -> None:
     ADVANTAGE_ESTIMATORS.add(estimator.name, estimator, aliases=aliases)
 
@@ -330,6 +362,7 @@ _register(  # OpenRLHF's name: reinforce
     aliases=("reinforce",),
 )
 _register(AdvantageEstimator("gae", _gae, kl_in_reward=True, needs_values=True, uses_groups=False))
+_register(AdvantageEstimator("opd", _opd, uses_groups=False, needs_teachers=True))
 
 
 def validate_advantage_inputs(
@@ -354,6 +387,14 @@ def validate_advantage_inputs(
         ("values", inputs.values, mask.shape, estimator.needs_values, mask),
         ("kl", inputs.kl, mask.shape, estimator.kl_in_reward and params.kl_coef > 0, mask),
         ("baseline_rewards", inputs.baseline_rewards, (b,), estimator.needs_baseline_rewards, None),
+        ("logprobs", inputs.logprobs, mask.shape, estimator.needs_teachers, mask),
+        (
+            "teacher_logprobs",
+            inputs.teacher_logprobs,
+            (len(params.teacher_weights), *mask.shape),
+            estimator.needs_teachers,
+            mask,
+        ),
     )
     for field, tensor, shape, required, counted in optional:
         if tensor is None:

@@ -141,6 +141,12 @@ class RewardSource(Protocol):
         """Name used for metrics and for the weight in a composite reward."""
         ...
 
+    @property
+    def runs_concurrently(self) -> bool:
+        """Whether the source may score on a thread beside other sources (rules, remote
+        services); False for a model on this process's device (scored one at a time)."""
+        ...
+
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) for ``samples`` plus detached metrics."""
         ...

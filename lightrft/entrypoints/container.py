@@ -52,6 +52,7 @@ class Container(containers.DeclarativeContainer):
     )
     reference = providers.Singleton(models.build_reference, context)
     critic = providers.Singleton(models.build_critic, context)
+    teachers = providers.Singleton(models.build_teachers, context)
     # with rollout.environment: the multi-turn engine over the configured one
     engine = providers.Singleton(
         agents.with_environment, context, providers.Singleton(models.build_engine, context)
@@ -97,6 +98,7 @@ class Container(containers.DeclarativeContainer):
         critic_strategy=critic_strategy,
         accelerator=accelerator,
         eval_prompts=eval_prompts,
+        teachers=teachers,
     )
     settings = providers.Singleton(
         lambda config, tokenizer: config.to_domain(pad_token_id=_pad_token_id(tokenizer)),

@@ -88,3 +88,29 @@ def test_rlhf_demo_teaches_the_answer_format(tmp_path: Path, seed: int) -> None:
     stage = json.loads((tmp_path / "rlhf" / "summary.json").read_text())["grpo_rm"]["eval"]
     assert stage["answer_format"]["before"] <= 0.1 and stage["answer_format"]["after"] >= 0.6
     assert stage["rm"]["after"] > stage["rm"]["before"]
+
+
+@pytest.fixture(scope="module")
+def main_job_teacher(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The teacher of the distillation demo: the main job's trained model (seed 0), built
+    here by running `lightrft demo` (set LIGHTRFT_DISTILL_TEACHER=DIR to reuse one)."""
+    given = os.environ.get("LIGHTRFT_DISTILL_TEACHER")
+    if given:
+        return Path(given)
+    run_dir = tmp_path_factory.mktemp("teacher") / "demo"
+    _demo(run_dir, "train.seed=0")
+    return run_dir / "final_model"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_distill_demo_closes_most_of_the_gap(
+    tmp_path: Path, seed: int, main_job_teacher: Path
+) -> None:
+    """On-policy distillation of the main job's model into the base model closes >= 70% of
+    the held-out accuracy gap between them (summary.json's gap_closed)."""
+    run_dir = tmp_path / "distill"
+    _demo(run_dir, "distill", "--teacher", str(main_job_teacher), f"train.seed={seed}")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    before, after = summary["eval_accuracy_before"], summary["eval_accuracy_after"]
+    assert summary["teacher_accuracy"] > before + 0.2, summary  # a stronger teacher
+    assert summary["gap_closed"] >= 0.7, (before, after, summary["teacher_accuracy"])

@@ -97,6 +97,7 @@ def build_rig(
     engine: FakeRolloutEngine | None = None,
     extra_rewards: Sequence[RewardSource] = (),
     feed: Callable[[ColocatedRLCycle], RolloutFeed] | None = None,
+    teachers: Sequence[FakeReferenceModel] = (),
 ) -> FakeRig:
     params = ALGORITHMS[algorithm] if isinstance(algorithm, str) else algorithm
     if algorithm == "dapo":
@@ -130,6 +131,7 @@ def build_rig(
         critic_strategy=critic_strategy,
         accelerator=FakeAccelerator(),
         eval_prompts=synthetic_prompts(64, seed=seed + 1000),
+        teachers=teachers,
     )
     settings = CycleSettings(
         rollout=RolloutParams(

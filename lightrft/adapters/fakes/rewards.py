@@ -54,6 +54,11 @@ class FakeRuleReward:
         """Metric prefix and composite-weight key."""
         return self._name
 
+    @property
+    def runs_concurrently(self) -> bool:
+        """True: a rule without a model: may run beside other sources."""
+        return True
+
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) in {0, 1} plus ``accuracy``."""
         self.score_calls += 1
@@ -80,6 +85,11 @@ class FakeModelReward(RecordedPlacement, FakeRuleReward):
     def __init__(self, name: str = "model", *, loaded: bool = False) -> None:
         super().__init__(name)
         self.is_loaded = loaded
+
+    @property
+    def runs_concurrently(self) -> bool:
+        """False: a model on the device, one source at a time."""
+        return False
 
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) in {0, 1} plus ``accuracy``; only while loaded."""

@@ -18,7 +18,8 @@ from lightrft.domain.types import SequenceBatch
 
 
 class HfReferenceModel(HostOffload):
-    """A frozen copy of the initial policy for the KL term.
+    """A frozen copy of the initial policy for the KL term (also a frozen teacher of
+    on-policy distillation, loaded from its own directory).
 
     The weights never require grad, the module stays in eval mode and :meth:`forward` runs
     under ``torch.no_grad``. :meth:`offload` moves the weights to host memory between uses

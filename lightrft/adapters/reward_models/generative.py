@@ -69,6 +69,11 @@ class HfGenerativeRewardModel:
     def name(self) -> str:
         return self._name
 
+    @property
+    def runs_concurrently(self) -> bool:
+        """False: a colocated judge generates on the device: one source at a time."""
+        return False
+
     def judge_prompt(self, sample: RewardSample) -> PromptRecord:
         """The judge's rendered and tokenized prompt for ``sample``."""
         text = self.template.format(

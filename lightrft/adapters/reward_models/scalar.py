@@ -125,6 +125,11 @@ class HfScalarRewardModel(HostOffload):
         return self._name
 
     @property
+    def runs_concurrently(self) -> bool:
+        """False: a colocated model on the device: one source at a time."""
+        return False
+
+    @property
     def module(self) -> nn.Module:
         """The network a training strategy wraps (backbone + head)."""
         return self.net

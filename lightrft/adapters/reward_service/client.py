@@ -95,6 +95,11 @@ class RemoteRewardSource:
     def name(self) -> str:
         return self._name
 
+    @property
+    def runs_concurrently(self) -> bool:
+        """True: an HTTP call: waits on the service, beside other sources."""
+        return True
+
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) float32 in order; see the module docstring for failures."""
         scores: list[float] = []

@@ -34,6 +34,11 @@ class ChoiceAnswerReward:
         """The source's metric name."""
         return self._name
 
+    @property
+    def runs_concurrently(self) -> bool:
+        """True: a rule without a model: may run beside other sources."""
+        return True
+
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,): 1.0 where the first word equals the reference, else 0.0."""
         hits = [

@@ -27,6 +27,11 @@ class EnvironmentReward:
         """Name used for metrics and weights."""
         return self._name
 
+    @property
+    def runs_concurrently(self) -> bool:
+        """True: reads the episodes' rewards: may run beside other sources."""
+        return True
+
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """The episodes' rewards (B,)."""
         episodes = [s.completion.episode for s in samples]

@@ -69,6 +69,11 @@ class FormatReward:
     def name(self) -> str:
         return self._name
 
+    @property
+    def runs_concurrently(self) -> bool:
+        """True: a rule without a model: may run beside other sources."""
+        return True
+
     def matches(self, response: str) -> bool:
         """Whether ``response`` (the completion text alone) has the required format."""
         return self.regex.fullmatch(response) is not None

@@ -34,6 +34,11 @@ class LengthReward:
     def name(self) -> str:
         return self._name
 
+    @property
+    def runs_concurrently(self) -> bool:
+        """True: a rule without a model: may run beside other sources."""
+        return True
+
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) float32: the overlong penalty of each response's token count."""
         lengths = torch.tensor([len(s.completion.token_ids) for s in samples], dtype=torch.float32)

@@ -64,6 +64,11 @@ class MajorityVoteReward:
     def name(self) -> str:
         return self._name
 
+    @property
+    def runs_concurrently(self) -> bool:
+        """True: a rule without a model: may run beside other sources."""
+        return True
+
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) float32: agreement with the majority answer of each sample's group."""
         keys = [self.grader.grade(s.completion.text, None).key for s in samples]

@@ -104,6 +104,11 @@ class MathAnswerReward:
     def name(self) -> str:
         return self._name
 
+    @property
+    def runs_concurrently(self) -> bool:
+        """True: a rule without a model; off the main thread it checks in its worker process."""
+        return True
+
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) float32 and metrics for ``samples``; each needs a reference."""
         in_main = threading.current_thread() is threading.main_thread()

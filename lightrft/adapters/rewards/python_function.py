@@ -61,6 +61,11 @@ class PythonFunctionReward:
     def name(self) -> str:
         return self._name
 
+    @property
+    def runs_concurrently(self) -> bool:
+        """True: the function runs in a worker process: may run beside other sources."""
+        return True
+
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) float32, one call of the function per sample, in order.
 

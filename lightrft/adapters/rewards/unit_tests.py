@@ -63,6 +63,11 @@ class UnitTestsReward:
     def name(self) -> str:
         return self._name
 
+    @property
+    def runs_concurrently(self) -> bool:
+        """True: tests run in the sandbox's processes: may run beside other sources."""
+        return True
+
     def outcomes(self, samples: Sequence[RewardSample]) -> list[str]:
         """One outcome per sample: an :data:`~lightrft.domain.sandbox.OUTCOMES` value, or
         ``no_tests``."""

@@ -16,7 +16,8 @@ from lightrft.entrypoints.commands.resume_flags import add_resume_changing, with
 NAME = "demo"
 HELP = (
     "the main jobs on the embedded model: GRPO (default), 'rlhf' (reward model, then GRPO), "
-    "'ttrl' (label-free majority-vote reward) or 'agent' (multi-turn RL with a calculator tool)"
+    "'ttrl' (label-free majority-vote reward), 'agent' (multi-turn RL with a calculator tool) "
+    "or 'distill' (on-policy distillation of --teacher into the base model)"
 )
 
 
@@ -31,6 +32,12 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--serve-rm", action="store_true", help="rlhf: score over HTTP")
     parser.add_argument("--run-dir", type=Path, default=None, help="rlhf: output directory")
     parser.add_argument("--rm-model", type=Path, default=None, help="rlhf: skip RM training")
+    parser.add_argument(
+        "--teacher",
+        type=Path,
+        default=None,
+        help="distill: the teacher's directory (default: runs/demo/final_model)",
+    )
     add_resume_changing(parser)
 
 
@@ -39,6 +46,8 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         return _run_rlhf(args, with_stated_keys(args, rest[1:]))
     if rest and rest[0] == "agent":
         return _run_agent(args, with_stated_keys(args, rest[1:]))
+    if rest and rest[0] == "distill":
+        return _run_distill(args, with_stated_keys(args, rest[1:]))
     from lightrft.entrypoints.jobs.demo import run_grpo_demo
     from lightrft.entrypoints.recipes.demo import DEMO_OVERRIDES
 
@@ -92,5 +101,20 @@ def _run_agent(args: argparse.Namespace, rest: list[str]) -> int:
         f"{summary['eval_accuracy_after_sft']:.3f} -> after RL {summary['eval_accuracy_after']:.3f}"
         f"; tool use: {summary['tool_use_rate_before']:.3f} -> "
         f"{summary['tool_use_rate_after_sft']:.3f} -> {summary['tool_use_rate_after']:.3f}"
+    )
+    return 0
+
+
+def _run_distill(args: argparse.Namespace, rest: list[str]) -> int:
+    from lightrft.entrypoints.recipes.distill import run_distill_demo
+
+    summary = run_distill_demo(args.teacher, rest)
+    print(json.dumps(summary, indent=2))
+    if "teacher_accuracy" not in summary:  # stopped early
+        return 0
+    print(
+        f"held-out accuracy: student before {summary.get('eval_accuracy_before')} -> after "
+        f"{summary.get('eval_accuracy_after')}; teacher {summary['teacher_accuracy']}; "
+        f"gap closed {summary.get('gap_closed')}"
     )
     return 0

@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from lightrft.application import params as service_params
 from lightrft.application.cycle import CycleSettings
 from lightrft.application.reward_failures import RewardFailurePolicy
+from lightrft.application.source_scoring import SourceConcurrency
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageParams
 from lightrft.domain.policy_losses import POLICY_LOSSES
 from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_CAP
@@ -30,6 +31,7 @@ from lightrft.entrypoints.config.sections import (
     TrainConfig,
 )
 from lightrft.entrypoints.config.sft_section import SftConfig
+from lightrft.entrypoints.config.teacher_section import TeacherConfig
 from lightrft.entrypoints.field_copy import copy_fields
 
 
@@ -52,6 +54,10 @@ class RunConfig(Section):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
+    teacher: TeacherConfig = Field(
+        default_factory=TeacherConfig,
+        description="Teacher models of on-policy distillation (algorithm.advantage_estimator opd).",
+    )
     sft: SftConfig = Field(
         default_factory=SftConfig, description="Supervised fine-tuning (lightrft sft)."
     )
@@ -65,6 +71,7 @@ class RunConfig(Section):
                 f"algorithm.advantage_estimator {a.advantage_estimator!r} compares samples of a "
                 "group: rollout.n_samples_per_prompt must be >= 2"
             )
+        self._check_teachers()
         if POLICY_LOSSES.get(a.policy_loss).sequence_level and self._agg() == "token-mean":
             raise ValueError(
                 f"algorithm.policy_loss {a.policy_loss!r} has one ratio per sequence and "
@@ -96,6 +103,26 @@ class RunConfig(Section):
         for section in self.components():
             section.check_in_run(self)
         return self
+
+    def _check_teachers(self) -> None:
+        a = self.algorithm
+        needs = ADVANTAGE_ESTIMATORS.get(a.advantage_estimator).needs_teachers
+        has = bool(self.teacher.weighted())
+        if needs and not has:
+            raise ValueError(
+                f"algorithm.advantage_estimator {a.advantage_estimator!r} distills from "
+                "teachers: set teacher.path=DIR or teacher.models=[{path: DIR, weight: 1}]"
+            )
+        if has and not needs:
+            raise ValueError(
+                f"teacher is set but algorithm.advantage_estimator {a.advantage_estimator!r} "
+                "uses no teacher (use opd)"
+            )
+        if needs and a.opd_weight < 1 and self.rollout.n_samples_per_prompt < 2:
+            raise ValueError(
+                "algorithm.opd_weight < 1 mixes in GRPO's group advantage: "
+                "rollout.n_samples_per_prompt must be >= 2"
+            )
 
     def components(self) -> list[ComponentSection]:
         """Every component section (engine, strategy, reward sources), for generic checks."""
@@ -154,7 +181,12 @@ class RunConfig(Section):
         }
         algorithm = service_params.AlgorithmParams(
             advantage_estimator=a.advantage_estimator,
-            advantage=AdvantageParams(gamma=a.gamma, lam=a.lam),
+            advantage=AdvantageParams(
+                gamma=a.gamma,
+                lam=a.lam,
+                teacher_weights=tuple(w for _, w in self.teacher.weighted()) or (1.0,),
+                opd_weight=a.opd_weight,
+            ),
             policy_loss=a.policy_loss,
             loss=replace(loss_defaults, **overrides),
             kl_estimator=a.kl_estimator,
@@ -181,6 +213,7 @@ class RunConfig(Section):
             normalize_subtract_mean=rw.normalize_subtract_mean,
             reward_clip=rw.reward_clip,
             advantage_clip=rw.advantage_clip,
+            concurrency=SourceConcurrency(rw.max_concurrent_sources, rw.source_timeout_s),
         )
         r, t, e = self.rollout, self.train, self.eval
         return CycleSettings(

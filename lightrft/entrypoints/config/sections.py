@@ -47,6 +47,7 @@ AdvantageName = Literal[
     "cpgd",
     "remax",
     "opo",
+    "opd",
 ]
 PolicyLossName = Literal["ppo", "dapo", "gspo", "gspo_token", "gmpo", "cpgd", "reinforce"]
 KLEstimatorName = Literal["k1", "k2", "k3"]
@@ -251,6 +252,13 @@ class AlgorithmConfig(Section):
     gamma: float = Field(1.0, ge=0, le=1, description="Discount for reinforce_pp and gae.")
     lam: float = Field(0.95, ge=0, le=1, description="GAE lambda.")
     value_clip: float | None = Field(0.2, gt=0, description="Critic value clip range.")
+    opd_weight: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description="opd: alpha in A_t = alpha * A_distill_t + (1 - alpha) * A_grpo; 1 "
+        "distills only (the rewards are measured, not trained on).",
+    )
 
     @model_validator(mode="after")
     def _adaptive_needs_target(self) -> AlgorithmConfig:
@@ -387,6 +395,15 @@ class RewardConfig(Section):
     )
     failure_patience: int = Field(
         3, ge=1, description="Consecutive failing steps of one source before the run stops."
+    )
+    max_concurrent_sources: int = Field(
+        4,
+        ge=1,
+        description="Sources scored at once on threads (rules and remote services; colocated "
+        "reward models always one at a time); 1: one after another.",
+    )
+    source_timeout_s: float = Field(
+        600.0, gt=0, description="Deadline of one source's scoring when scored on a thread."
     )
 
     @property

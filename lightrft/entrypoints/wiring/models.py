@@ -4,6 +4,7 @@ engine and strategy, each one registry lookup (see :mod:`.registries`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from lightrft.adapters.hf.sequence_parallel import (
     SequenceParallelPolicy,
     sequence_parallel_groups,
 )
+from lightrft.adapters.hf.tokenizer_match import check_same_tokenizer
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS
 from lightrft.domain.ports import (
     Accelerator,
@@ -180,6 +182,18 @@ def build_reference(context: BuildContext) -> ReferenceModel | None:
     if context.config.algorithm.kl_coef == 0:
         return None
     return loader(context.config).reference(context)
+
+
+def build_teachers(context: BuildContext) -> list[ReferenceModel]:
+    """The frozen teachers of ``teacher`` (on-policy distillation), loaded like the
+    reference; each must use the student's tokenizer (ValueError naming both paths)."""
+    models = []
+    for path, _ in context.config.teacher.weighted():
+        teacher_context = replace(context, model_path=Path(path))
+        teacher_tokenizer = loader(context.config).tokenizer(context.config, Path(path))
+        check_same_tokenizer(context.tokenizer, teacher_tokenizer, str(context.model_path), path)
+        models.append(loader(context.config).reference(teacher_context))
+    return models
 
 
 def build_critic(context: BuildContext) -> Critic | None:

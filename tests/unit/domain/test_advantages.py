@@ -217,6 +217,7 @@ def test_registry_names_and_flags() -> None:
         "cpgd",
         "remax",
         "opo",
+        "opd",
     }
     assert "group_norm" not in ADVANTAGE_ESTIMATORS.names()
     assert ADVANTAGE_ESTIMATORS.get("group_norm").name == "grpo"
@@ -229,6 +230,10 @@ def test_registry_names_and_flags() -> None:
     assert ADVANTAGE_ESTIMATORS.get("remax").needs_baseline_rewards
     needing = {n for n in ADVANTAGE_ESTIMATORS.names() if ADVANTAGE_ESTIMATORS.get(n).needs_values}
     assert needing == {"gae"}
+    distilling = {
+        n for n in ADVANTAGE_ESTIMATORS.names() if ADVANTAGE_ESTIMATORS.get(n).needs_teachers
+    }
+    assert distilling == {"opd"}
 
 
 def _inputs(**overrides: object) -> AdvantageInputs:
@@ -311,7 +316,7 @@ def _inputs(**overrides: object) -> AdvantageInputs:
             _inputs(),
             AdvantageParams(),
             "unknown advantage estimator 'no_such'; valid choices: cpgd, dr_grpo, gae, "
-            "group_norm, grpo, opo, reinforce, reinforce_baseline, reinforce_pp, "
+            "group_norm, grpo, opd, opo, reinforce, reinforce_baseline, reinforce_pp, "
             "reinforce_pp_baseline, remax, rloo",
         ),
     ],

@@ -52,6 +52,8 @@ def batches(draw: st.DrawFn, min_groups: int = 1, equal_rewards: bool = False) -
     gen = torch.Generator().manual_seed(seed)
     values = torch.randn(b, r, generator=gen, dtype=torch.float64)
     kl = torch.rand(b, r, generator=gen, dtype=torch.float64)
+    logprobs = -3 * torch.rand(b, r, generator=gen, dtype=torch.float64)
+    teacher = -3 * torch.rand(1, b, r, generator=gen, dtype=torch.float64)
     group_index = torch.repeat_interleave(
         torch.tensor([10, 3, 7][: len(sizes)]), torch.tensor(sizes)
     )
@@ -64,6 +66,8 @@ def batches(draw: st.DrawFn, min_groups: int = 1, equal_rewards: bool = False) -
         baseline_rewards=torch.tensor(
             draw(st.lists(reward, min_size=b, max_size=b)), dtype=torch.float64
         ),
+        logprobs=torch.where(mask.bool(), logprobs, NAN),
+        teacher_logprobs=torch.where(mask.bool(), teacher, NAN),
     )
     return Batch(inputs, sizes)
 
@@ -81,6 +85,8 @@ def rows(inputs: AdvantageInputs, index: Tensor) -> AdvantageInputs:
         take(inputs.values),
         take(inputs.kl),
         take(inputs.baseline_rewards),
+        take(inputs.logprobs),
+        None if inputs.teacher_logprobs is None else inputs.teacher_logprobs[:, index],
     )
 
 
@@ -108,6 +114,8 @@ def test_padding_columns_never_change_a_result(batch: Batch, data: st.DataObject
         response_mask=widen(inputs.response_mask, 0.0).long(),
         values=widen(inputs.values, NAN),  # type: ignore[arg-type]
         kl=widen(inputs.kl, NAN),  # type: ignore[arg-type]
+        logprobs=widen(inputs.logprobs, NAN),  # type: ignore[arg-type]
+        teacher_logprobs=widen(inputs.teacher_logprobs[0], NAN).unsqueeze(0),  # type: ignore[index]
     )
     for name in ALL:
         base = compute_advantages(name, inputs, PARAMS)

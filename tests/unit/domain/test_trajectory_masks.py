@@ -128,6 +128,8 @@ def _inputs(rewards: Tensor, mask: Tensor, group: Tensor, seed: int) -> Advantag
         values=torch.randn(shape, generator=gen),
         kl=torch.rand(shape, generator=gen),
         baseline_rewards=torch.zeros_like(rewards),
+        logprobs=-3 * torch.rand(shape, generator=gen),
+        teacher_logprobs=-3 * torch.rand((1, *shape), generator=gen),
     )
 
 
@@ -136,8 +138,18 @@ def _compacted(inputs: AdvantageInputs) -> AdvantageInputs:
     assert inputs.values is not None and inputs.kl is not None
     values, small = compact(inputs.values, mask)
     kl, _ = compact(inputs.kl, mask)
+    assert inputs.logprobs is not None and inputs.teacher_logprobs is not None
+    logprobs, _ = compact(inputs.logprobs, mask)
+    teacher, _ = compact(inputs.teacher_logprobs[0], mask)
     return AdvantageInputs(
-        inputs.rewards, small, inputs.group_index, values, kl, inputs.baseline_rewards
+        inputs.rewards,
+        small,
+        inputs.group_index,
+        values,
+        kl,
+        inputs.baseline_rewards,
+        logprobs,
+        teacher.unsqueeze(0),
     )
 
 

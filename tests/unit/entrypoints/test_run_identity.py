@@ -48,6 +48,8 @@ def test_performance_run_length_and_logging_keys_are_not_compared() -> None:
         "eval.every=3",
         "checkpoint.every=2",
         "reward.failure_patience=9",
+        "reward.max_concurrent_sources=1",
+        "reward.source_timeout_s=5",
     )
     assert changes(old, new) == {}
 
@@ -73,6 +75,12 @@ def test_performance_run_length_and_logging_keys_are_not_compared() -> None:
 def test_every_key_that_changes_the_optimisation_is_compared(override: str) -> None:
     key = override.split("=")[0]
     assert list(changes(_rl(), _rl(override))) == [key]
+
+
+def test_the_teacher_of_a_distillation_run_is_compared() -> None:
+    old = _rl("algorithm.advantage_estimator=opd", "teacher.path=/a")
+    new = _rl("algorithm.advantage_estimator=opd", "teacher.path=/b")
+    assert changes(old, new) == {"teacher.path": ("/a", "/b")}
 
 
 def test_sft_and_rm_compare_their_own_keys() -> None:

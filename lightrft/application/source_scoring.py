@@ -1,0 +1,111 @@
+"""Asking several reward sources for scores: concurrently where a source allows it.
+
+A source that says ``runs_concurrently`` (rule verifiers, remote services: no model on this
+process's device) is scored on a bounded pool of daemon threads, each call with a deadline;
+the others (colocated reward models) run one at a time on the caller's thread, meanwhile,
+since they share the device. Results come back in the sources' order, whatever order they
+finish in. A call past its deadline ends the scoring with
+:class:`~lightrft.domain.async_errors.DeadlineExceededError` naming the source; the call is
+abandoned (its daemon thread cannot be killed; what it returns later is dropped).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from lightrft.application.deadline_calls import CallPool, CallResult
+from lightrft.application.reward_failures import RewardSourceFailingError
+from lightrft.domain.async_errors import DeadlineExceededError
+from lightrft.domain.ports import RewardSource, RewardSourceUnavailableError
+from lightrft.domain.types import RewardResult, RewardSample
+
+Scored = tuple[RewardResult, float]  # a source's result and the seconds it took
+
+
+@dataclass(frozen=True)
+class SourceConcurrency:
+    """``max_workers`` sources scored at once (1: one after another, on the caller's
+    thread); ``deadline_s``: how long a pooled source may take."""
+
+    max_workers: int = 4
+    deadline_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.max_workers < 1:
+            raise ValueError(f"max_workers must be >= 1, got {self.max_workers}")
+        if not self.deadline_s > 0:
+            raise ValueError(f"deadline_s must be > 0, got {self.deadline_s}")
+
+
+def runs_concurrently(source: RewardSource) -> bool:
+    """Whether ``source`` may be scored beside others on a thread; a source that does not
+    say (written before ``RewardSource.runs_concurrently``) runs on the caller's thread."""
+    return bool(getattr(source, "runs_concurrently", False))
+
+
+def _timed(source: RewardSource, samples: Sequence[RewardSample]) -> Scored:
+    """The source's result and seconds; a source that cannot score at all
+    (:class:`RewardSourceUnavailableError`) is a failing source."""
+    started = time.perf_counter()
+    try:
+        result = source.score(samples)
+    except RewardSourceUnavailableError as error:  # the failing-source policy applies
+        raise RewardSourceFailingError(
+            f"reward source {source.name!r} cannot score: {error}. Training stopped; "
+            "fix the source, then resume with --resume"
+        ) from error
+    return result, time.perf_counter() - started
+
+
+def score_sources(
+    sources: Sequence[RewardSource],
+    samples: Sequence[RewardSample],
+    concurrency: SourceConcurrency | None = None,
+) -> list[Scored]:
+    """Each source's result on ``samples`` and its seconds, in the order of ``sources``.
+
+    An exception a source raises reaches the caller (the first one seen; a source that
+    cannot score at all as :class:`RewardSourceFailingError`); a pooled source past
+    ``concurrency.deadline_s`` raises DeadlineExceededError naming it.
+    """
+    concurrency = concurrency or SourceConcurrency()
+    pooled = [i for i, s in enumerate(sources) if runs_concurrently(s)]
+    if concurrency.max_workers == 1 or len(sources) < 2 or not pooled:
+        return [_timed(source, samples) for source in sources]
+    results: dict[int, Scored] = {}
+    pool: CallPool[int] = CallPool("reward-source")
+    waiting = list(pooled)
+
+    def start_more() -> None:
+        while waiting and pool.pending < concurrency.max_workers:
+            i = waiting.pop(0)
+            deadline = time.monotonic() + concurrency.deadline_s
+            pool.start(i, deadline, _bind(sources[i], samples))
+
+    start_more()
+    for i, source in enumerate(sources):  # colocated models: here, one at a time
+        if i not in pooled:
+            results[i] = _timed(source, samples)
+    while pool.pending or waiting:
+        finished, expired = pool.collect(linger_s=0.0)
+        if expired:
+            name = sources[min(expired)].name
+            raise DeadlineExceededError(
+                f"reward source {name!r} scoring {len(samples)} samples", concurrency.deadline_s
+            )
+        _keep(finished, results)
+        start_more()
+    return [results[i] for i in range(len(sources))]
+
+
+def _bind(source: RewardSource, samples: Sequence[RewardSample]) -> Callable[[], Scored]:
+    return lambda: _timed(source, samples)
+
+
+def _keep(finished: list[CallResult[int]], results: dict[int, Scored]) -> None:
+    for call in sorted(finished, key=lambda c: c.key):
+        if call.error is not None:
+            raise call.error
+        results[call.key] = call.value
