@@ -162,6 +162,7 @@ class RunConfig(Section):
         algorithm = AlgorithmParams(
             advantage_estimator=a.advantage_estimator,
             advantage=AdvantageParams(gamma=a.gamma, lam=a.lam),
+            turn_credit=a.turn_credit,
             policy_loss=a.policy_loss,
             loss=replace(loss_defaults, **overrides),
             kl_estimator=a.kl_estimator,
