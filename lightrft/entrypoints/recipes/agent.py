@@ -49,7 +49,7 @@ class AgentDemoOptions:
     train_rows: int = 512
     eval_rows: int = 24
     sft_rows: int = 32
-    sft_tool_fraction: float = 0.5  # warm-up chats that call the calculator
+    sft_tool_fraction: float = 0.25  # warm-up chats that call the calculator
     sft_epochs: int = 1
     sft_lr: float = 5e-5
     model_path: Path | None = None  # None: the embedded model

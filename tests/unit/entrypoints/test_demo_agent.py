@@ -45,7 +45,7 @@ def test_the_agent_demo_runs_its_three_stages(tiny_dir: Path, tmp_path: Path) ->
     roles = sorted(tuple(m["role"] for m in json.loads(t)["messages"]) for t in traces)
     direct = ("system", "user", "assistant")
     with_tool = ("system", "user", "assistant", "tool", "assistant")
-    assert roles == [direct] * 4 + [with_tool] * 4  # sft_tool_fraction 0.5 of 8 chats
+    assert roles == [direct] * 6 + [with_tool] * 2  # sft_tool_fraction 0.25 of 8 chats
 
     # the run directory is guarded: a second demo there is refused, nothing overwritten
     before = (tmp_path / "demo" / "summary.json").read_text()
