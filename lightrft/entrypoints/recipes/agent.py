@@ -23,6 +23,7 @@ stage's wall time. ``rl/trajectories.html`` shows the turns, tool calls and obse
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -147,6 +148,9 @@ def _run_stages(options: AgentDemoOptions, overrides: Sequence[str]) -> dict[str
         ],
     )
     sft_summary = sft(sft_config)
+    # the demo is never resumed: the warm-up's resume checkpoint (weights and optimizer,
+    # 1.6 GB for the embedded model) is not needed once its final_model is exported
+    shutil.rmtree(out / "sft" / "checkpoints", ignore_errors=True)
     times["sft_s"] = time.monotonic() - start
 
     start = time.monotonic()

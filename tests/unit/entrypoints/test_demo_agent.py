@@ -41,6 +41,8 @@ def test_the_agent_demo_runs_its_three_stages(tiny_dir: Path, tmp_path: Path) ->
     rows = (tmp_path / "demo" / "rl" / "samples.jsonl").read_text().splitlines()
     assert rows and all("loss_mask" in json.loads(r) for r in rows)
     assert Path(summary["trajectories"]).exists() and Path(summary["report"]).exists()
+    assert (tmp_path / "demo" / "sft" / "final_model").is_dir()
+    assert not (tmp_path / "demo" / "sft" / "checkpoints").exists()  # not kept: never resumed
     traces = (tmp_path / "demo" / "tool_traces.jsonl").read_text().splitlines()
     roles = sorted(tuple(m["role"] for m in json.loads(t)["messages"]) for t in traces)
     direct = ("system", "user", "assistant")
