@@ -76,6 +76,9 @@ def episode_overrides(options: AgentDemoOptions, train: Path, held_out: Path) ->
         # a batch's episodes share one clock: on a busy 2-core CPU one turn of 32 episodes
         # can take minutes, and the default 300 s would cut episodes for the machine's load
         "rollout.agent.episode_timeout_s=3600",
+        # likewise one calculator step: on a machine short of memory, steps of 16 episodes
+        # missed the default 30 s (seed 0, 2026-11-26, load 8, minutes before an OOM kill)
+        "rollout.agent.step_timeout_s=300",
         "reward.sources=[{type: environment}]",
         f"eval.max_prompts={options.eval_rows}",
         "logging.progress=false",
