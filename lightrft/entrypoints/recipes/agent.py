@@ -43,7 +43,8 @@ ENVIRONMENT = "{type: tools, tools: [calculator], extractors: [answer_is, last_n
 
 @dataclass(frozen=True)
 class AgentDemoOptions:
-    """Sizes of the demo (the defaults fit a 2-core CPU in about 10 minutes)."""
+    """Sizes of the demo (aimed at about 10 minutes on an idle 2-core CPU; measured so far
+    only on a loaded one, docs/results.md)."""
 
     run_dir: Path = Path("runs/demo_agent")
     seed: int = 0
