@@ -91,7 +91,7 @@ def test_rlhf_demo_teaches_the_answer_format(tmp_path: Path, seed: int) -> None:
 
 
 GAIN_THRESHOLD = 0.3
-"""Held-out success the GRPO stage adds over the warm-up (docs/results.md: seed 1
+"""Held-out success the GRPO stage adds over the warm-up (docs/results.md: seeds 0 and 1
 0.000 -> 1.000)."""
 
 
