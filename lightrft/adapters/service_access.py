@@ -4,16 +4,22 @@
 handlers see client disconnects): every HTTP request needs ``Authorization: Bearer
 <token>`` when a token is set (compared in constant time; 401 otherwise), and a declared
 ``Content-Length`` over the limit gets 413 before the body is read. :func:`check_exposure`
-refuses to serve on an address other machines can reach without a token.
+refuses to serve on an address other machines can reach without a token; :func:`serve` (in
+the foreground) and :class:`BackgroundServer` (on a thread) run an app with uvicorn after that
+check (the app says it has a token with ``app.state.token_required``).
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import threading
+import time
 from typing import Any
 
 from starlette.responses import JSONResponse
+
+DEFAULT_HOST = "127.0.0.1"
 
 
 class ServiceExposureError(ValueError):
@@ -68,3 +74,56 @@ class AccessGuard:
             await JSONResponse({"detail": detail}, status_code=413)(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+def _check_exposure(app: Any, host: str) -> None:
+    check_exposure(host, bool(getattr(app.state, "token_required", False)))
+
+
+def serve(app: Any, *, host: str = DEFAULT_HOST, port: int = 8000) -> None:
+    """Runs ``app`` in the foreground until interrupted (a non-loopback ``host`` needs an app
+    with a token)."""
+    _check_exposure(app, host)
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+class BackgroundServer:
+    """Runs an app with uvicorn on a daemon thread; ``url`` once started (port 0: any free).
+
+    Use as a context manager; leaving it shuts the server down.
+    """
+
+    def __init__(self, app: Any, *, host: str = DEFAULT_HOST, port: int = 0) -> None:
+        import uvicorn
+
+        _check_exposure(app, host)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self.url = ""
+
+    def start(self, timeout_s: float = 30.0) -> str:
+        """Starts the server; returns its base URL."""
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the service did not start")
+            time.sleep(0.01)
+        host, port = self._server.servers[0].sockets[0].getsockname()[:2]
+        self.url = f"http://{host}:{port}"
+        return self.url
+
+    def stop(self) -> None:
+        """Asks the server to exit and waits for it."""
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> BackgroundServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

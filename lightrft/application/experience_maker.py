@@ -45,6 +45,7 @@ from lightrft.domain.sampling import (
     high_entropy_token_mask,
     informative_group_mask,
 )
+from lightrft.domain.turn_credit import turn_token_rewards
 from lightrft.domain.types import Completion, Experience, PromptRecord, SequenceBatch
 
 log = structlog.get_logger(__name__)
@@ -150,9 +151,13 @@ class ExperienceMaker:
             moments,
             self.collective.all_reduce_sum,
         )
+        token_rewards = None
+        if self.algorithm.turn_credit:
+            episodes = [c.episode for c in rollout.completions]
+            token_rewards = turn_token_rewards(episodes, rewards, tensors.sequences.response_mask)
         with self.phases.phase(Phase.REFERENCE):
             experience, ref_metrics = self._annotate(
-                tensors, rewards, group_index, baseline, kl_coef
+                tensors, rewards, group_index, baseline, kl_coef, token_rewards
             )
         metrics.update(ref_metrics)
         metrics.update(_rollout_metrics(rollout, tensors, rewards))
@@ -339,6 +344,7 @@ class ExperienceMaker:
         group_index: Tensor,
         baseline: Tensor | None,
         kl_coef: float,
+        token_rewards: Tensor | None = None,
     ) -> tuple[Experience, dict[str, float]]:
         seq = tensors.sequences
         mask = seq.response_mask
@@ -393,6 +399,7 @@ class ExperienceMaker:
                 baseline_rewards=baseline,
                 logprobs=old if teacher is not None else None,
                 teacher_logprobs=teacher,
+                token_rewards=token_rewards,
             ),
             params,
             self.collective.all_reduce_sum,

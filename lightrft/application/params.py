@@ -114,9 +114,15 @@ class AlgorithmParams:
     high_entropy_fraction: float | None = None  # "Beyond the 80/20 rule"; None: all tokens
     value_clip: float | None = 0.2
     max_response_length: int | None = None  # L_max for seq-mean-token-sum-norm
+    turn_credit: bool = False  # episodes: each turn's reward on its last token (docs/agents.md)
 
     def __post_init__(self) -> None:
-        ADVANTAGE_ESTIMATORS.get(self.advantage_estimator)
+        estimator = ADVANTAGE_ESTIMATORS.get(self.advantage_estimator)
+        if self.turn_credit and not estimator.turn_credit:
+            raise ValueError(
+                f"turn_credit needs an advantage estimator that reads token rewards; "
+                f"{self.advantage_estimator!r} does not"
+            )
         POLICY_LOSSES.get(self.policy_loss)
         KL_ESTIMATORS.get(self.kl_estimator)
         KL_CONTROLLERS.get(self.kl_controller)

@@ -11,6 +11,15 @@ registered under the name users type in a config (ALGORITHMS.md, "Advantage esti
 The flags on :class:`AdvantageEstimator` tell the application which optional inputs to
 provide, so it never branches on a name. Call :func:`compute_advantages`, which validates.
 
+Turn-level credit (``inputs.token_rewards``, multi-turn episodes; docs/agents.md): each
+turn's reward sits on that turn's last generated token. Token-level estimators read these
+token rewards instead of the outcome reward on the last token; group-baseline estimators
+score each token by its reward-to-go G (the sum of the token rewards from it on: the
+rewards of its own turn and the later ones) with the group's statistics of the outcome
+rewards, e.g. grpo: A_t = (G_t - mean_group r) / (std_group r + eps). The first turn's
+G is the outcome reward, so with rewards on the last turn only both equal the plain
+estimator.
+
 Groups: a group of one sample has no baseline, so group-baseline estimators give it
 advantage 0 and warn (:class:`SingletonGroupWarning`, once per call); a group whose rewards
 are all equal gets exactly 0, never NaN.
@@ -57,6 +66,9 @@ class AdvantageInputs:
     baseline_rewards: Tensor | None = None  # Shape (B,): reward of a greedy rollout (remax)
     logprobs: Tensor | None = None  # Shape (B, R): the sampling policy's log-probs (opd)
     teacher_logprobs: Tensor | None = None  # Shape (K, B, R): each teacher's log-probs (opd)
+    # Shape (B, R): turn-level credit: each turn's reward on its last generated token, 0
+    # elsewhere; a row sums to its ``rewards`` (estimators with ``turn_credit`` only)
+    token_rewards: Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +118,7 @@ class AdvantageEstimator:
     needs_baseline_rewards: bool = False  # True: needs a greedy rollout reward (remax)
     uses_groups: bool = True  # False: group_index is ignored
     needs_teachers: bool = False  # True: needs logprobs and teacher_logprobs (opd)
+    turn_credit: bool = False  # True: reads inputs.token_rewards when given
 
 
 ADVANTAGE_ESTIMATORS: Registry[AdvantageEstimator] = Registry("advantage estimator")
@@ -122,8 +135,9 @@ def _as_float(tensor: Tensor) -> Tensor:
 
 
 def _per_token(score: Tensor, mask: Tensor) -> Tensor:
-    """Broadcasts a per-sample score (B,) over the masked tokens of mask (B, R); 0 elsewhere."""
-    return torch.where(mask, score.unsqueeze(-1), 0.0)
+    """Broadcasts a per-sample score (B,) over the masked tokens of mask (B, R) (a per-token
+    score (B, R) is kept); 0 elsewhere."""
+    return torch.where(mask, score if score.dim() == 2 else score.unsqueeze(-1), 0.0)
 
 
 def _group_scores(
@@ -131,9 +145,10 @@ def _group_scores(
     centered: Callable[[Tensor, GroupStats], Tensor],
     weights: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
-    """Per-sample ``centered(rewards, stats)`` (B,), 0 for samples without a baseline.
+    """Per-sample ``centered(rewards, stats)`` (B,), 0 for samples without a baseline; with
+    ``inputs.token_rewards``, per token ``centered(G, stats)`` (B, R), G the reward-to-go.
 
-    Returns (score (B,), informative (B,) bool, group metrics). A sample is informative
+    Returns (score, informative (B,) bool, group metrics). A sample is informative
     when its group has two or more samples whose rewards are not all equal.
     """
     rewards = _as_float(inputs.rewards)
@@ -152,6 +167,11 @@ def _group_scores(
             stacklevel=4,
         )
     score = torch.where(equal, 0.0, centered(rewards, stats))
+    if inputs.token_rewards is not None:
+        mask = inputs.response_mask.bool()
+        to_go = _discounted_sum(inputs.token_rewards.to(rewards.dtype), mask, 1.0)
+        per_token = GroupStats(*(part.unsqueeze(-1) for part in stats))
+        score = torch.where(equal.unsqueeze(-1), 0.0, centered(to_go, per_token))
     metrics = {
         "groups/singleton": singleton.to(rewards.dtype).sum(),
         "groups/zero_std": ((equal & ~singleton).to(rewards.dtype) / stats.size).sum(),
@@ -194,9 +214,13 @@ def _discounted_sum(x: Tensor, mask: Tensor, factor: float) -> Tensor:
 
 
 def _token_rewards(inputs: AdvantageInputs, params: AdvantageParams, mask: Tensor) -> Tensor:
-    """r_i on the last masked token minus beta * k_t on every masked token. Shape (B, R)."""
+    """r_i on the last masked token (or ``inputs.token_rewards``: turn-level credit) minus
+    beta * k_t on every masked token. Shape (B, R)."""
     rewards = _as_float(inputs.rewards)
-    token_rewards = torch.where(_last_token(mask), rewards.unsqueeze(-1), 0.0)
+    if inputs.token_rewards is not None:
+        token_rewards = torch.where(mask, inputs.token_rewards.to(rewards.dtype), 0.0)
+    else:
+        token_rewards = torch.where(_last_token(mask), rewards.unsqueeze(-1), 0.0)
     if params.kl_coef > 0:
         kl = _require("KL-in-reward (kl_coef > 0)", "kl", inputs.kl).to(rewards.dtype)
         token_rewards = token_rewards + kl_in_reward(kl, mask, params.kl_coef)
@@ -347,21 +371,28 @@ def _register(estimator: AdvantageEstimator, aliases: tuple[str, ...] = ()) -> N
     ADVANTAGE_ESTIMATORS.add(estimator.name, estimator, aliases=aliases)
 
 
-_register(AdvantageEstimator("grpo", _grpo), aliases=("group_norm",))
-_register(AdvantageEstimator("dr_grpo", _dr_grpo))
-_register(AdvantageEstimator("rloo", _rloo))
-_register(AdvantageEstimator("opo", _opo))
-_register(AdvantageEstimator("cpgd", _grpo))  # CPGD, arXiv:2505.12504: its change is the loss
+_register(AdvantageEstimator("grpo", _grpo, turn_credit=True), aliases=("group_norm",))
+_register(AdvantageEstimator("dr_grpo", _dr_grpo, turn_credit=True))
+_register(AdvantageEstimator("rloo", _rloo, turn_credit=True))
+_register(AdvantageEstimator("opo", _opo, turn_credit=True))
+# CPGD, arXiv:2505.12504: its change is the loss
+_register(AdvantageEstimator("cpgd", _grpo, turn_credit=True))
 _register(  # OpenRLHF's name: reinforce_baseline
-    AdvantageEstimator("reinforce_pp_baseline", _reinforce_pp_baseline),
+    AdvantageEstimator("reinforce_pp_baseline", _reinforce_pp_baseline, turn_credit=True),
     aliases=("reinforce_baseline",),
 )
 _register(AdvantageEstimator("remax", _remax, needs_baseline_rewards=True, uses_groups=False))
 _register(  # OpenRLHF's name: reinforce
-    AdvantageEstimator("reinforce_pp", _reinforce_pp, kl_in_reward=True, uses_groups=False),
+    AdvantageEstimator(
+        "reinforce_pp", _reinforce_pp, kl_in_reward=True, uses_groups=False, turn_credit=True
+    ),
     aliases=("reinforce",),
 )
-_register(AdvantageEstimator("gae", _gae, kl_in_reward=True, needs_values=True, uses_groups=False))
+_register(
+    AdvantageEstimator(
+        "gae", _gae, kl_in_reward=True, needs_values=True, uses_groups=False, turn_credit=True
+    )
+)
 _register(AdvantageEstimator("opd", _opd, uses_groups=False, needs_teachers=True))
 
 
@@ -403,6 +434,35 @@ def validate_advantage_inputs(
             continue
         check_shape(field, tensor, tuple(shape))
         check_finite(field, tensor if counted is None else torch.where(counted, tensor, 0.0))
+    if inputs.token_rewards is not None:
+        _validate_token_rewards(estimator, inputs.token_rewards, inputs.rewards, mask)
+
+
+def _validate_token_rewards(
+    estimator: AdvantageEstimator, token_rewards: Tensor, rewards: Tensor, mask: Tensor
+) -> None:
+    """token_rewards (B, R): a ``turn_credit`` estimator, finite, 0 off the mask, rows
+    summing to ``rewards`` (B,)."""
+    if not estimator.turn_credit:
+        raise ValueError(
+            f"advantage estimator {estimator.name!r} does not take token_rewards "
+            "(turn-level credit); use one of: "
+            + ", ".join(
+                n for n in ADVANTAGE_ESTIMATORS.names() if ADVANTAGE_ESTIMATORS.get(n).turn_credit
+            )
+        )
+    check_shape("token_rewards", token_rewards, tuple(mask.shape))
+    check_finite("token_rewards", token_rewards)
+    if bool((token_rewards[~mask] != 0).any()):
+        raise ValueError("token_rewards must be 0 where response_mask is 0")
+    total = _as_float(token_rewards).sum(dim=-1)
+    expected = _as_float(rewards).to(total.dtype)
+    if not torch.allclose(total, expected, rtol=1e-5, atol=1e-5):
+        row = int((total - expected).abs().argmax())
+        raise ValueError(
+            f"token_rewards row {row} sums to {float(total[row])}, its reward is "
+            f"{float(expected[row])}: a row's token rewards must sum to its reward"
+        )
 
 
 def compute_advantages(

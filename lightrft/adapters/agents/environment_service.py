@@ -3,7 +3,9 @@
 ``EnvironmentService(factory)`` keeps one environment per episode id and answers the JSON
 requests of :mod:`~lightrft.adapters.agents.http_wire` (``handle(verb, body)``, usable
 in-process, e.g. behind ``httpx.MockTransport`` in tests); ``create_app(service)`` is the
-Starlette app to serve it (``uvicorn``). Steps are idempotent per ``(episode, turn)``: a
+Starlette app to serve it, with ``serve(app, host=..., port=...)`` (foreground) or
+``BackgroundServer(app)`` (a thread), the reward service's runners: both refuse a host other
+machines can reach unless the app has a token (:func:`~lightrft.adapters.service_access.check_exposure`). Steps are idempotent per ``(episode, turn)``: a
 retried request gets the stored answer. Unknown episodes and malformed bodies are HTTP 4xx
 with a ``detail``; an environment that raises is HTTP 500 (the client retries, then counts).
 """
@@ -118,4 +120,12 @@ def create_app(
 
     app = Starlette(routes=[Route("/{verb}", endpoint, methods=["POST"])])
     app.add_middleware(AccessGuard, token=token, max_request_bytes=max_request_bytes)
+    app.state.token_required = token is not None  # read by check_exposure before serving
     return app
+
+
+def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serves an environment app in the foreground (a non-loopback ``host`` needs a token)."""
+    from lightrft.adapters.service_access import serve as serve_app
+
+    serve_app(app, host=host, port=port)

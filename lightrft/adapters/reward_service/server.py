@@ -11,31 +11,29 @@ field. A request whose client disconnects before its batch is scored is dropped,
 A source that raises ``ValueError`` for a request's samples gets that request 422 (only that
 request: see the batcher), any other error 500 with its message.
 ``BackgroundServer`` runs an app on a thread (tests, in-process serving); ``serve`` runs it
-in the foreground. Both refuse a non-loopback host when the app has no token.
+in the foreground (both shared with the environment service, from
+:mod:`~lightrft.adapters.service_access`). Both refuse a non-loopback host when the app has no
+token.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import structlog
-import uvicorn
 from fastapi import FastAPI, HTTPException, Request, Response
 from pydantic import ValidationError
 
 from lightrft.adapters.reward_service.batcher import MicroBatcher
 from lightrft.adapters.reward_service.protocol import ScoreRequest, ScoreResponse
-from lightrft.adapters.service_access import AccessGuard, check_exposure
+from lightrft.adapters.service_access import DEFAULT_HOST, AccessGuard, BackgroundServer, serve
 from lightrft.domain.ports import RewardSource
 
 log = structlog.get_logger(__name__)
-
-DEFAULT_HOST = "127.0.0.1"
 
 
 def create_app(
@@ -121,55 +119,6 @@ def _first_error(error: ValidationError) -> str:
     first = error.errors()[0]
     where = ".".join(str(part) for part in first.get("loc", ()))
     return f"invalid request at {where or 'body'}: {first.get('msg', 'invalid')}"
-
-
-def _check_exposure(app: FastAPI, host: str) -> None:
-    check_exposure(host, bool(getattr(app.state, "token_required", False)))
-
-
-def serve(app: FastAPI, *, host: str = DEFAULT_HOST, port: int = 8000) -> None:
-    """Runs ``app`` in the foreground until interrupted (a non-loopback ``host`` needs an app
-    with a token)."""
-    _check_exposure(app, host)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
-
-
-class BackgroundServer:
-    """Runs an app with uvicorn on a daemon thread; ``url`` once started (port 0: any free).
-
-    Use as a context manager; leaving it shuts the server down.
-    """
-
-    def __init__(self, app: FastAPI, *, host: str = DEFAULT_HOST, port: int = 0) -> None:
-        _check_exposure(app, host)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self.url = ""
-
-    def start(self, timeout_s: float = 30.0) -> str:
-        """Starts the server; returns its base URL."""
-        self._thread.start()
-        deadline = time.monotonic() + timeout_s
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the reward service did not start")
-            time.sleep(0.01)
-        host, port = self._server.servers[0].sockets[0].getsockname()[:2]
-        self.url = f"http://{host}:{port}"
-        return self.url
-
-    def stop(self) -> None:
-        """Asks the server to exit and waits for it."""
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-
-    def __enter__(self) -> BackgroundServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 __all__ = ["BackgroundServer", "DEFAULT_HOST", "create_app", "serve"]

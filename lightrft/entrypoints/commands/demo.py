@@ -93,6 +93,7 @@ def _run_agent(args: argparse.Namespace, rest: list[str]) -> int:
     options = AgentDemoOptions(
         run_dir=(run_dir or [args.run_dir or Path("runs/demo_agent")])[-1],
         seed=(seed or [0])[-1],
+        overwrite=True,  # like the other demos: running it again moves the old run aside
     )
     summary = run_agent_demo(options, rest)
     print(json.dumps(summary, indent=2))

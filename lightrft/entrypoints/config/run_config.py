@@ -187,6 +187,7 @@ class RunConfig(Section):
                 teacher_weights=tuple(w for _, w in self.teacher.weighted()) or (1.0,),
                 opd_weight=a.opd_weight,
             ),
+            turn_credit=a.turn_credit,
             policy_loss=a.policy_loss,
             loss=replace(loss_defaults, **overrides),
             kl_estimator=a.kl_estimator,

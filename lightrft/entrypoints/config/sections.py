@@ -251,6 +251,12 @@ class AlgorithmConfig(Section):
     )
     gamma: float = Field(1.0, ge=0, le=1, description="Discount for reinforce_pp and gae.")
     lam: float = Field(0.95, ge=0, le=1, description="GAE lambda.")
+    turn_credit: bool = Field(
+        False,
+        description="Multi-turn episodes: each turn's environment reward on that turn's last "
+        "generated token (turn-level credit, docs/agents.md); False: the episode's reward on "
+        "its last token.",
+    )
     value_clip: float | None = Field(0.2, gt=0, description="Critic value clip range.")
     opd_weight: float = Field(
         1.0,

@@ -3,13 +3,18 @@
 The task (:mod:`lightrft.adapters.datasets.tool_arithmetic`) is a 3-digit times a 2-digit
 number, which SmolLM2-135M-Instruct almost never multiplies right by itself; the calculator
 tool makes it easy. The base model does not emit tool calls on its own, so the demo starts
-with a short SFT warm-up on generated tool-use traces (``lightrft sft`` on multi-turn chats
-with ``tool`` messages), then GRPO with the tool environment (``rollout.environment=tools``,
-reward: the environment's, 1 for a right final answer). Three held-out measurements
-(greedy, the same episodes limits): the base model, after the SFT warm-up, after RL; each
-with the success rate and the tool-use rate (episodes that called a tool at least once).
+with a short SFT warm-up (``lightrft sft``) on generated chats of a teacher that calls the
+calculator on only ``sft_tool_fraction`` of them (multi-turn chats with ``tool`` messages) and
+answers the others at once: the warm-up teaches both behaviours, the student cannot copy the
+second, and which one pays off is what GRPO with the tool environment
+(``rollout.environment=tools``, reward: the environment's, 1 for a right final answer) has
+to find. Three held-out measurements (greedy, the same episode limits): the base model,
+after the SFT warm-up (the GRPO stage's step-0 evaluation), after RL; each with the success
+rate and the tool-use rate (episodes that called a tool at least once).
 
-Stages write ``base_eval/``, ``sft/`` and ``rl/`` under the run directory, and
+The run directory is guarded like every run directory: a previous demo there is refused, or
+moved aside to ``<run_dir>.old-<time>`` with ``overwrite`` (what ``lightrft demo agent``
+does). Stages write ``base_eval/``, ``sft/`` and ``rl/`` under it, and
 ``summary.json`` with ``eval_accuracy_before`` (the base model), ``eval_accuracy_after``
 (after SFT and RL), ``eval_accuracy_after_sft`` and the ``tool_use_rate_*`` of each, plus each
 stage's wall time. ``rl/trajectories.html`` shows the turns, tool calls and observations.
@@ -18,34 +23,39 @@ stage's wall time. ``rl/trajectories.html`` shows the turns, tool calls and obse
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lightrft.adapters.datasets.tool_arithmetic import SYSTEM_PROMPT, tool_problems, tool_use_trace
+from lightrft.adapters.datasets.tool_arithmetic import SYSTEM_PROMPT, tool_problems, warm_up_traces
 from lightrft.adapters.report import render_report
 from lightrft.entrypoints.config.loading import load_config
 from lightrft.entrypoints.jobs.eval import evaluate
 from lightrft.entrypoints.jobs.sft import sft
 from lightrft.entrypoints.jobs.training import train
+from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
 
 ENVIRONMENT = "{type: tools, tools: [calculator], extractors: [answer_is, last_number]}"
 
 
 @dataclass(frozen=True)
 class AgentDemoOptions:
-    """Sizes of the demo (the defaults fit a 2-core CPU in minutes)."""
+    """Sizes of the demo (aimed at about 10 minutes on an idle 2-core CPU; measured so far
+    only on a loaded one, docs/results.md)."""
 
     run_dir: Path = Path("runs/demo_agent")
     seed: int = 0
     train_rows: int = 512
-    eval_rows: int = 32
-    sft_rows: int = 24
+    eval_rows: int = 24
+    sft_rows: int = 32
+    sft_tool_fraction: float = 0.25  # warm-up chats that call the calculator
     sft_epochs: int = 1
     sft_lr: float = 5e-5
     model_path: Path | None = None  # None: the embedded model
+    overwrite: bool = False  # move a previous demo in run_dir aside (else it is refused)
 
 
 def _model(options: AgentDemoOptions) -> list[str]:
@@ -67,6 +77,9 @@ def episode_overrides(options: AgentDemoOptions, train: Path, held_out: Path) ->
         # a batch's episodes share one clock: on a busy 2-core CPU one turn of 32 episodes
         # can take minutes, and the default 300 s would cut episodes for the machine's load
         "rollout.agent.episode_timeout_s=3600",
+        # likewise one calculator step: on a machine short of memory, steps of 16 episodes
+        # missed the default 30 s (seed 0, 2026-11-26, load 8, minutes before an OOM kill)
+        "rollout.agent.step_timeout_s=300",
         "reward.sources=[{type: environment}]",
         f"eval.max_prompts={options.eval_rows}",
         "logging.progress=false",
@@ -78,10 +91,10 @@ RL_OVERRIDES = [
     "rollout.prompts_per_step=4",
     "rollout.n_samples_per_prompt=4",
     "rollout.temperature=1.0",
-    "train.total_steps=4",
+    "train.total_steps=6",
     "train.micro_batch_size=8",
-    "optim.lr=2e-5",
-    "eval.every=4",
+    "optim.lr=3e-5",
+    "eval.every=6",
     "checkpoint.every=null",
     "checkpoint.export_final=false",
 ]
@@ -99,13 +112,19 @@ def _eval_rows(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def run_agent_demo(options: AgentDemoOptions, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """Runs the three stages; returns (and writes) the summary."""
+    """Runs the three stages in the guarded run directory; returns (and writes) the summary."""
+    with guard_run_directory(fresh_run_request(options.run_dir, options.overwrite)):
+        return _run_stages(options, overrides)
+
+
+def _run_stages(options: AgentDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
     out = options.run_dir
     out.mkdir(parents=True, exist_ok=True)
     train_rows = tool_problems(options.train_rows, seed=0)
     train_path = _write_jsonl(out / "train.jsonl", train_rows)
     eval_path = _write_jsonl(out / "heldout.jsonl", tool_problems(options.eval_rows, seed=1))
-    traces = [tool_use_trace(r) for r in train_rows[-options.sft_rows :]]
+    warm_up_rows = train_rows[-options.sft_rows :]
+    traces = warm_up_traces(warm_up_rows, options.sft_tool_fraction, seed=options.seed)
     traces_path = _write_jsonl(out / "tool_traces.jsonl", traces)
     shared = episode_overrides(options, train_path, eval_path)
     times: dict[str, float] = {}
@@ -133,6 +152,9 @@ def run_agent_demo(options: AgentDemoOptions, overrides: Sequence[str] = ()) -> 
         ],
     )
     sft_summary = sft(sft_config)
+    # the demo is never resumed: the warm-up's resume checkpoint (weights and optimizer,
+    # 1.6 GB for the embedded model) is not needed once its final_model is exported
+    shutil.rmtree(out / "sft" / "checkpoints", ignore_errors=True)
     times["sft_s"] = time.monotonic() - start
 
     start = time.monotonic()
@@ -164,6 +186,7 @@ def run_agent_demo(options: AgentDemoOptions, overrides: Sequence[str] = ()) -> 
         "tool_use_rate_after": last.get(tool_use, 0.0),
         "eval_prompts": options.eval_rows,
         "sft_rows": options.sft_rows,
+        "sft_tool_fraction": options.sft_tool_fraction,
         "sft_steps": sft_summary.get("steps"),
         "rl_steps": rl_config.train.total_steps,
         "times": {k: round(v, 1) for k, v in times.items()},

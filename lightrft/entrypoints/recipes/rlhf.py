@@ -30,13 +30,9 @@ from lightrft.application.reward_model_training import RewardTrainParams
 from lightrft.entrypoints.config.loading import load_config
 from lightrft.entrypoints.jobs.reward_model import RmDataOptions, RmTrainOptions, train_reward_model
 from lightrft.entrypoints.next_command import NextCommand
-from lightrft.entrypoints.run_dir.guard import RunRequest, guard_run_directory
-from lightrft.entrypoints.run_dir.identity import IdentityKeys
+from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
 
 log = structlog.get_logger(__name__)
-
-_NO_RESUME = IdentityKeys(include=())
-"""The demo is not resumed (each run starts over), so nothing of it is compared."""
 
 SYSTEM_PROMPT = "You are a helpful assistant. Answer briefly."
 # the format is asked for but not shown in full: the base model starts about 1 answer in 50
@@ -209,14 +205,7 @@ def run_rlhf_demo(options: RlhfDemoOptions, overrides: Sequence[str] = ()) -> di
     (:mod:`~lightrft.entrypoints.run_dir.guard`): locked for the whole demo, and a previous demo
     there is refused unless ``overwrite`` moves it aside.
     """
-    request = RunRequest(
-        options.run_dir,
-        resume=False,
-        overwrite=options.overwrite,
-        keys=_NO_RESUME,
-        fingerprint=dict,
-    )
-    with guard_run_directory(request):
+    with guard_run_directory(fresh_run_request(options.run_dir, options.overwrite)):
         return _run_stages(options, overrides)
 
 

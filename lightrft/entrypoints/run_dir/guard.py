@@ -60,6 +60,18 @@ class RunRequest:
     resume_changing: tuple[str, ...] = ()
 
 
+NOT_RESUMED = IdentityKeys(include=())
+"""The identity of a run that is never resumed (a demo starts over): nothing is compared."""
+
+
+def fresh_run_request(run_dir: Path, overwrite: bool) -> RunRequest:
+    """The request of a multi-stage demo's outer directory (``demo rlhf``, ``demo agent``):
+    never resumed; a previous run there is refused, or moved aside on ``overwrite``."""
+    return RunRequest(
+        run_dir, resume=False, overwrite=overwrite, keys=NOT_RESUMED, fingerprint=dict
+    )
+
+
 def config_request(config: RunConfig, keys: IdentityKeys) -> RunRequest:
     """The request of a verb run from a :class:`RunConfig` (``train``, ``demo``, ``sft``):
     ``logging.run_dir``, ``checkpoint.resume`` / ``resume_changing``, ``logging.overwrite``;

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
+import torch
 
 from lightrft.adapters.fakes import (
     FakeRetryEnvironment,
@@ -17,9 +18,11 @@ from lightrft.adapters.fakes import (
 from lightrft.adapters.rewards.environment_reward import EnvironmentReward
 from lightrft.application.agent_rollout import AgentRolloutEngine
 from lightrft.application.cycle import ColocatedRLCycle
-from lightrft.application.params import AgentParams, RolloutParams
+from lightrft.application.experience_maker import ExperienceBatch
+from lightrft.application.params import AgentParams, AlgorithmParams, RolloutParams
+from lightrft.domain.agent import Action, EnvironmentFactory, StepOutcome
 from lightrft.domain.types import SamplingParams
-from tests.helpers.fake_cycle import build_rig
+from tests.helpers.fake_cycle import ALGORITHMS, build_rig
 from tests.helpers.threads import one_torch_thread
 
 
@@ -28,11 +31,15 @@ def _one_thread() -> Iterator[None]:
     yield from one_torch_thread()
 
 
-def agent_cycle(steps: int, algorithm: str = "grpo") -> ColocatedRLCycle:
+def agent_cycle(
+    steps: int,
+    algorithm: str | AlgorithmParams = "grpo",
+    environment: EnvironmentFactory = FakeRetryEnvironment,
+) -> ColocatedRLCycle:
     rig = build_rig(algorithm, total_steps=steps, prompts_per_step=8, n=4, lr=3e-2)
     agent = AgentRolloutEngine(
         FakeRolloutEngine(seed=1),
-        FakeRetryEnvironment,
+        environment,
         FakeTurnRenderer(),
         AgentParams(max_turns=3, straggler_wait_s=0.0),
     )
@@ -90,3 +97,50 @@ def test_evaluation_reports_agent_metrics_and_the_tool_use_rate() -> None:
         assert metrics["eval/reward_mean"] == pytest.approx(
             metrics["eval/reward/environment/episode_reward_mean"]
         )
+
+
+class PenalizedRetries(FakeRetryEnvironment):
+    """The retry task with a reward of -0.25 for each wrong turn (a per-turn reward)."""
+
+    def step(self, action: Action) -> StepOutcome:
+        outcome = super().step(action)
+        return outcome if outcome.done else replace(outcome, reward=-0.25)
+
+
+def test_turn_credit_gives_each_turn_the_group_normalized_rewards_from_it_on() -> None:
+    """grpo with algorithm.turn_credit: the tokens of turn t of episode i get
+    (sum_{k >= t} r_{i,k} - mean_j r_j) / (std_j r_j + eps), computed here from the
+    episodes' turn rewards, the rewards and the groups, position by position."""
+    params = replace(ALGORITHMS["grpo"], turn_credit=True)
+    cycle = agent_cycle(1, params, PenalizedRetries)
+    batches: list[ExperienceBatch] = []
+    annotate = cycle.maker.annotate
+
+    def keep(*args, **kwargs):  # type: ignore[no-untyped-def]
+        batches.append(annotate(*args, **kwargs))
+        return batches[-1]
+
+    cycle.maker.annotate = keep  # type: ignore[method-assign]
+    cycle.run()
+    (batch,) = batches
+    exp = batch.experience
+    rewards, groups = exp.rewards.double(), exp.group_index
+    several_turns = 0
+    for i, completion in enumerate(batch.completions):
+        episode = completion.episode
+        assert episode is not None
+        peers = rewards[groups == groups[i]]
+        if bool((peers == peers[0]).all()):
+            assert not exp.advantages[i].any()
+            continue
+        mean, std = float(peers.mean()), float(peers.std())
+        start, rest = 0, float(rewards[i]) - sum(episode.turn_rewards)
+        for t, end in enumerate(episode.turn_ends()):
+            to_go = sum(episode.turn_rewards[t:]) + rest
+            expected = (to_go - mean) / (std + 1e-6)
+            trained = exp.sequences.response_mask[i, start : end + 1].bool()
+            got = exp.advantages[i, start : end + 1][trained]
+            assert torch.allclose(got.double(), torch.full_like(got.double(), expected), atol=1e-5)
+            start = end + 1
+        several_turns += len(episode.turn_ends()) > 1
+    assert several_turns > 0  # the check covered later turns, not only first ones

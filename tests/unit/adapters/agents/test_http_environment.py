@@ -241,3 +241,29 @@ def test_the_starlette_app_refuses_requests_without_its_token() -> None:
     assert client.post("/reset", json=body, headers=good).status_code == 200
     big = {**good, "Content-Type": "application/json"}
     assert client.post("/reset", content=b"x" * 5000, headers=big).status_code == 413
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.5", "env.example.org"])
+def test_serving_an_environment_where_others_can_reach_it_needs_a_token(host: str) -> None:
+    from lightrft.adapters.agents.environment_service import serve
+    from lightrft.adapters.service_access import BackgroundServer, ServiceExposureError
+
+    open_app = create_app(EnvironmentService(FakeRetryEnvironment))
+    with pytest.raises(ServiceExposureError, match=f"refusing to serve on {host} without"):
+        serve(open_app, host=host, port=1)  # refused before anything binds
+    with pytest.raises(ServiceExposureError):
+        BackgroundServer(open_app, host=host)
+    # with a token the check passes (the server is built, not started: nothing binds here)
+    BackgroundServer(create_app(EnvironmentService(FakeRetryEnvironment), token="t"), host=host)
+
+
+def test_a_served_environment_on_loopback_answers_the_http_client() -> None:
+    from lightrft.adapters.service_access import BackgroundServer
+
+    app = create_app(EnvironmentService(FakeRetryEnvironment), token="s3cret")
+    with BackgroundServer(app) as server:
+        env = HttpEnvironments(server.url, token="s3cret", retry=FAST, timeout_s=5.0)()
+        prompt = synthetic_prompts(1)[0]
+        assert env.reset(prompt) == prompt
+        assert env.step(Action((4,), "1", "stop")).counters["http/requests"] == 2
+        env.close()
