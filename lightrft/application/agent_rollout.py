@@ -25,10 +25,11 @@ from typing import Literal
 import structlog
 
 from lightrft.application.deadline_calls import CallPool, CallResult
+from lightrft.application.engine_wrapper import EngineWrapper
 from lightrft.application.episode_state import EpisodeLimits, EpisodeState
 from lightrft.application.params import AgentParams
 from lightrft.domain.agent import AgentTimeoutError, EnvironmentFactory, StepOutcome, TurnRenderer
-from lightrft.domain.ports import NamedTensors, RolloutEngine
+from lightrft.domain.ports import RolloutEngine
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
 
 log = structlog.get_logger(__name__)
@@ -36,7 +37,7 @@ log = structlog.get_logger(__name__)
 CallKind = Literal["reset", "step"]
 
 
-class AgentRolloutEngine:
+class AgentRolloutEngine(EngineWrapper):
     """Multi-turn rollouts over ``engine`` with one environment per episode.
 
     Args:
@@ -56,29 +57,6 @@ class AgentRolloutEngine:
         self.engine, self.environments, self.renderer = engine, environments, renderer
         self.params = params
         self.generate_calls = 0  # inner-engine batches of the last generate()
-
-    # --- the RolloutEngine port, delegated -------------------------------------------
-    def load_weights(self, weights: NamedTensors) -> None:
-        """Loads ``weights`` into the inner engine."""
-        self.engine.load_weights(weights)
-
-    def sleep(self) -> None:
-        """Puts the inner engine to sleep."""
-        self.engine.sleep()
-
-    def wake_up(self) -> None:
-        """Wakes the inner engine."""
-        self.engine.wake_up()
-
-    @property
-    def is_awake(self) -> bool:
-        """Whether the inner engine may generate."""
-        return self.engine.is_awake
-
-    @property
-    def shares_policy_weights(self) -> bool:
-        """Whether the inner engine runs the policy's own module."""
-        return self.engine.shares_policy_weights
 
     # --- episodes ----------------------------------------------------------------------
     def generate(

@@ -28,8 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from lightrft.application.engine_wrapper import EngineWrapper
 from lightrft.domain.partial_rollout import ChunkProgress, ResumableEngine, token_versions
-from lightrft.domain.ports import NamedTensors, RolloutEngine
+from lightrft.domain.ports import RolloutEngine
 from lightrft.domain.types import Completion, FinishReason, PromptRecord, SamplingParams
 
 CHUNK_SEED_STRIDE = 7919  # seed of chunk c: seed + stride * c (as dynamic sampling's rounds)
@@ -148,7 +149,7 @@ def open_session(
     return ContinuationSession(engine, prompts, sampling)
 
 
-class ChunkedEngine:
+class ChunkedEngine(EngineWrapper):
     """See the module docstring; implements the ``RolloutEngine`` port. ``weight_loads``
     counts the chunks that began with another version than the previous one."""
 
@@ -176,20 +177,3 @@ class ChunkedEngine:
         completions = session.finish()
         tags = token_versions(chunks, len(completions))
         return [replace(c, token_versions=t) for c, t in zip(completions, tags, strict=True)]
-
-    def load_weights(self, weights: NamedTensors) -> None:
-        self.engine.load_weights(weights)
-
-    def sleep(self) -> None:
-        self.engine.sleep()
-
-    def wake_up(self) -> None:
-        self.engine.wake_up()
-
-    @property
-    def is_awake(self) -> bool:
-        return self.engine.is_awake
-
-    @property
-    def shares_policy_weights(self) -> bool:
-        return self.engine.shares_policy_weights

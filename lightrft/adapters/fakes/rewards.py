@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import torch
 
+from lightrft.adapters.common.rule_source import RuleSource
 from lightrft.adapters.fakes import task
 from lightrft.adapters.fakes.fake_model import RecordedPlacement
 from lightrft.domain.types import RewardResult, RewardSample
@@ -38,7 +39,7 @@ def _result(samples: Sequence[RewardSample]) -> RewardResult:
     return RewardResult(scores=scores, metrics={"accuracy": accuracy})
 
 
-class FakeRuleReward:
+class FakeRuleReward(RuleSource):
     """Rule verifier of the synthetic task; ``onload``/``offload`` are no-ops.
 
     Records ``score_calls`` and ``scored`` (number of samples scored).
@@ -49,27 +50,11 @@ class FakeRuleReward:
         self.score_calls = 0
         self.scored = 0
 
-    @property
-    def name(self) -> str:
-        """Metric prefix and composite-weight key."""
-        return self._name
-
-    @property
-    def runs_concurrently(self) -> bool:
-        """True: a rule without a model: may run beside other sources."""
-        return True
-
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) in {0, 1} plus ``accuracy``."""
         self.score_calls += 1
         self.scored += len(samples)
         return _result(samples)
-
-    def onload(self) -> None:
-        """No model: nothing to load."""
-
-    def offload(self) -> None:
-        """No model: nothing to offload."""
 
     def close(self) -> None:
         """Nothing to release."""

@@ -27,6 +27,7 @@ import structlog
 import torch
 
 from lightrft.adapters.common.http_retry import CallFailed, JsonPoster, RetryPolicy
+from lightrft.adapters.common.rule_source import RuleSource
 from lightrft.adapters.httpx_send import httpx_send
 from lightrft.adapters.reward_service.protocol import wire_samples
 from lightrft.domain.ports import RewardSourceUnavailableError
@@ -46,7 +47,7 @@ class RemoteRewardError(RewardSourceUnavailableError):
         self.attempts = attempts
 
 
-class RemoteRewardSource:
+class RemoteRewardSource(RuleSource):
     """Scores by POSTing to ``<url>/score`` (see the module docstring)."""
 
     def __init__(
@@ -90,15 +91,6 @@ class RemoteRewardSource:
             seed=seed,
             sleep=sleep,
         )
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def runs_concurrently(self) -> bool:
-        """True: an HTTP call: waits on the service, beside other sources."""
-        return True
 
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) float32 in order; see the module docstring for failures."""
@@ -161,12 +153,6 @@ class RemoteRewardSource:
                     f"{value!r} for sample {i}"
                 )
         return [float(v) for v in scores]
-
-    def onload(self) -> None:
-        """Nothing lives on this device."""
-
-    def offload(self) -> None:
-        """Nothing lives on this device."""
 
     def close(self) -> None:
         """Closes the HTTP connection pool."""

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
+from lightrft.adapters.common.rule_source import RuleSource
 from lightrft.domain.types import RewardResult, RewardSample
 
 _STRIP = string.punctuation + string.whitespace
@@ -23,21 +24,11 @@ def first_word(text: str) -> str:
     return words[0].strip(_STRIP).lower() if words else ""
 
 
-class ChoiceAnswerReward:
+class ChoiceAnswerReward(RuleSource):
     """``RewardSource`` for short answers; metric ``accuracy``."""
 
     def __init__(self, *, name: str = "choice") -> None:
         self._name = name
-
-    @property
-    def name(self) -> str:
-        """The source's metric name."""
-        return self._name
-
-    @property
-    def runs_concurrently(self) -> bool:
-        """True: a rule without a model: may run beside other sources."""
-        return True
 
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,): 1.0 where the first word equals the reference, else 0.0."""
@@ -49,12 +40,6 @@ class ChoiceAnswerReward:
         scores = torch.tensor(hits, dtype=torch.float32)
         accuracy = scores.mean() if len(hits) else torch.tensor(0.0)
         return RewardResult(scores, {"accuracy": accuracy})
-
-    def onload(self) -> None:
-        """Nothing to load (a rule)."""
-
-    def offload(self) -> None:
-        """Nothing to offload (a rule)."""
 
     def close(self) -> None:
         """Nothing to release (a rule)."""

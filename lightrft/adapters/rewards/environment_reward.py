@@ -12,25 +12,16 @@ from collections.abc import Sequence
 
 import torch
 
+from lightrft.adapters.common.rule_source import RuleSource
 from lightrft.domain.types import RewardResult, RewardSample
 
 
-class EnvironmentReward:
+class EnvironmentReward(RuleSource):
     """``RewardSource`` reading each episode's environment reward."""
 
     def __init__(self, *, name: str = "environment", missing_score: float = 0.0) -> None:
         self._name = name
         self.missing_score = missing_score
-
-    @property
-    def name(self) -> str:
-        """Name used for metrics and weights."""
-        return self._name
-
-    @property
-    def runs_concurrently(self) -> bool:
-        """True: reads the episodes' rewards: may run beside other sources."""
-        return True
 
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """The episodes' rewards (B,)."""
@@ -47,12 +38,6 @@ class EnvironmentReward:
                 "without_episode": torch.tensor(missing / max(len(samples), 1)),
             },
         )
-
-    def onload(self) -> None:
-        """Nothing to move."""
-
-    def offload(self) -> None:
-        """Nothing to move."""
 
     def close(self) -> None:
         """Nothing to release."""

@@ -12,11 +12,12 @@ from collections.abc import Sequence
 
 import torch
 
+from lightrft.adapters.common.rule_source import RuleSource
 from lightrft.domain.rewards import overlong_penalty
 from lightrft.domain.types import RewardResult, RewardSample
 
 
-class LengthReward:
+class LengthReward(RuleSource):
     """``RewardSource`` of the overlong penalty. Metrics: ``overlong_rate`` (fraction with a
     penalty), ``truncated_rate`` (fraction the engine cut at its budget), ``mean_length``."""
 
@@ -30,15 +31,6 @@ class LengthReward:
         self.cache_length = cache_length
         self.factor = factor
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def runs_concurrently(self) -> bool:
-        """True: a rule without a model: may run beside other sources."""
-        return True
-
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) float32: the overlong penalty of each response's token count."""
         lengths = torch.tensor([len(s.completion.token_ids) for s in samples], dtype=torch.float32)
@@ -51,12 +43,6 @@ class LengthReward:
             "mean_length": lengths.sum() / count,
         }
         return RewardResult(scores=scores.to(torch.float32), metrics=metrics)
-
-    def onload(self) -> None:
-        """No weights: nothing to do."""
-
-    def offload(self) -> None:
-        """No weights: nothing to do."""
 
     def close(self) -> None:
         """Nothing to release."""

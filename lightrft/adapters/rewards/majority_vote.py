@@ -31,12 +31,13 @@ from collections.abc import Sequence
 
 import torch
 
+from lightrft.adapters.common.rule_source import RuleSource
 from lightrft.domain.eval_metrics import GradedAnswer, majority_vote
 from lightrft.domain.ports import AnswerGrader
 from lightrft.domain.types import RewardResult, RewardSample
 
 
-class MajorityVoteReward:
+class MajorityVoteReward(RuleSource):
     """``RewardSource`` of agreement with the group's majority answer (see the module doc)."""
 
     def __init__(
@@ -59,15 +60,6 @@ class MajorityVoteReward:
             grader = MathAnswerGrader()
         self.grader, self._name = grader, name
         self.agree_score, self.disagree_score = agree_score, disagree_score
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def runs_concurrently(self) -> bool:
-        """True: a rule without a model: may run beside other sources."""
-        return True
 
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) float32: agreement with the majority answer of each sample's group."""
@@ -126,12 +118,6 @@ class MajorityVoteReward:
     def _correct(self, sample: RewardSample) -> bool:
         graded: GradedAnswer = self.grader.grade(sample.completion.text, sample.prompt.reference)
         return bool(graded.correct)
-
-    def onload(self) -> None:
-        """No weights: nothing to do."""
-
-    def offload(self) -> None:
-        """No weights: nothing to do."""
 
     def close(self) -> None:
         """Nothing to release (the grader runs in this process)."""

@@ -23,6 +23,7 @@ from typing import Literal
 import structlog
 import torch
 
+from lightrft.adapters.common.rule_source import RuleSource
 from lightrft.adapters.rewards import answer_check
 from lightrft.adapters.rewards.answer_check import check_response
 from lightrft.adapters.rewards.answer_equivalence import AnswerCheck, Verdict
@@ -52,7 +53,7 @@ def _check_extractors(extractors: Sequence[str]) -> None:
         )
 
 
-class MathAnswerReward:
+class MathAnswerReward(RuleSource):
     """``RewardSource`` for verifiable math answers (GSM8K, MATH, arithmetic).
 
     ``extractors``: names of :data:`ANSWER_EXTRACTORS` tried in order on the response; the
@@ -100,15 +101,6 @@ class MathAnswerReward:
         self._worker: FunctionWorker | None = None
         self._warned_no_timeout = False
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def runs_concurrently(self) -> bool:
-        """True: a rule without a model; off the main thread it checks in its worker process."""
-        return True
-
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) float32 and metrics for ``samples``; each needs a reference."""
         in_main = threading.current_thread() is threading.main_thread()
@@ -147,12 +139,6 @@ class MathAnswerReward:
         except (TimeoutError, WorkerCallError) as error:
             log.warning("reward.math.check_failed", uid=sample.prompt.uid, error=str(error))
             return AnswerCheck("incorrect", timed_out=isinstance(error, TimeoutError))
-
-    def onload(self) -> None:
-        """No weights: nothing to do."""
-
-    def offload(self) -> None:
-        """No weights: nothing to do."""
 
     def close(self) -> None:
         """Stops the worker process, if one was started."""

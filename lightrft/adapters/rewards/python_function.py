@@ -18,6 +18,7 @@ from numbers import Real
 import structlog
 import torch
 
+from lightrft.adapters.common.rule_source import RuleSource
 from lightrft.adapters.rewards.failure_log import FailureLog
 from lightrft.adapters.rewards.function_worker import (
     FunctionWorker,
@@ -29,7 +30,7 @@ from lightrft.domain.types import RewardResult, RewardSample
 log = structlog.get_logger(__name__)
 
 
-class PythonFunctionReward:
+class PythonFunctionReward(RuleSource):
     """``RewardSource`` calling ``function`` (``"module:function"``) per sample.
 
     Metrics: ``failures`` (samples that got ``failure_score``, timeouts included),
@@ -56,15 +57,6 @@ class PythonFunctionReward:
         self.failure_score = failure_score
         self._worker = FunctionWorker(function, start_timeout=start_timeout_seconds)
         self._worker.start()
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def runs_concurrently(self) -> bool:
-        """True: the function runs in a worker process: may run beside other sources."""
-        return True
 
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) float32, one call of the function per sample, in order.
@@ -103,12 +95,6 @@ class PythonFunctionReward:
         if score is None:
             failures.record("bad_value", function=self.function, uid=uid, value=short_repr(value))
         return score
-
-    def onload(self) -> None:
-        """No weights: nothing to do."""
-
-    def offload(self) -> None:
-        """No weights: nothing to do."""
 
     def close(self) -> None:
         """Stops the worker process."""
