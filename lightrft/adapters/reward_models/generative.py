@@ -20,6 +20,7 @@ from typing import Any
 import structlog
 import torch
 
+from lightrft.adapters.reward_models.colocated_source import ColocatedModelSource
 from lightrft.adapters.reward_models.verdict import VerdictParser
 from lightrft.domain.ports import RolloutEngine
 from lightrft.domain.types import PromptRecord, RewardResult, RewardSample, SamplingParams
@@ -33,7 +34,7 @@ DEFAULT_TEMPLATE = (
 )
 
 
-class HfGenerativeRewardModel:
+class HfGenerativeRewardModel(ColocatedModelSource):
     """``RewardSource`` asking a judge engine for verdicts (see the module docstring)."""
 
     def __init__(
@@ -64,15 +65,6 @@ class HfGenerativeRewardModel:
         has_template = bool(getattr(tokenizer, "chat_template", None))
         self.use_chat_template = has_template if use_chat_template is None else use_chat_template
         self.last_verdicts: list[str] = []
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def runs_concurrently(self) -> bool:
-        """False: a colocated judge generates on the device: one source at a time."""
-        return False
 
     def judge_prompt(self, sample: RewardSample) -> PromptRecord:
         """The judge's rendered and tokenized prompt for ``sample``."""

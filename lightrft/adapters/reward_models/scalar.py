@@ -20,6 +20,7 @@ from typing_extensions import Unpack
 
 from lightrft.adapters.common.host_offload import HostOffload
 from lightrft.adapters.reward_models.card import RewardModelCard, ScoreNormalization
+from lightrft.adapters.reward_models.colocated_source import ColocatedModelSource
 from lightrft.adapters.reward_models.encoding import PaddingSide, encode_pairs
 from lightrft.adapters.reward_models.loading import (
     load_card,
@@ -43,7 +44,7 @@ class ScoringOptions(TypedDict, total=False):
     padding_side: PaddingSide
 
 
-class HfScalarRewardModel(HostOffload):
+class HfScalarRewardModel(HostOffload, ColocatedModelSource):
     """Scores (B,) from a sequence-classification model with one output.
 
     Args:
@@ -119,15 +120,6 @@ class HfScalarRewardModel(HostOffload):
         return cls(classifier, tokenizer, device, card=load_card(path), **scoring)
 
     # -- RewardSource -------------------------------------------------------------------
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def runs_concurrently(self) -> bool:
-        """False: a colocated model on the device: one source at a time."""
-        return False
 
     @property
     def module(self) -> nn.Module:

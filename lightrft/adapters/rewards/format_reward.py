@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 import torch
 
+from lightrft.adapters.common.rule_source import RuleSource
 from lightrft.domain.types import RewardResult, RewardSample
 
 
@@ -35,7 +36,7 @@ def _think_answer_regex(
     return re.compile(rf"{opening}{no_tag}*{c}\s*{answer}", re.DOTALL)
 
 
-class FormatReward:
+class FormatReward(RuleSource):
     """``RewardSource`` giving ``matched_score`` to well-formed responses, else
     ``unmatched_score``. Metric: ``format_rate`` (fraction well-formed)."""
 
@@ -65,15 +66,6 @@ class FormatReward:
         self.matched_score = matched_score
         self.unmatched_score = unmatched_score
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def runs_concurrently(self) -> bool:
-        """True: a rule without a model: may run beside other sources."""
-        return True
-
     def matches(self, response: str) -> bool:
         """Whether ``response`` (the completion text alone) has the required format."""
         return self.regex.fullmatch(response) is not None
@@ -87,12 +79,6 @@ class FormatReward:
         )
         rate = sum(matched) / max(len(matched), 1)
         return RewardResult(scores=scores, metrics={"format_rate": torch.tensor(rate)})
-
-    def onload(self) -> None:
-        """No weights: nothing to do."""
-
-    def offload(self) -> None:
-        """No weights: nothing to do."""
 
     def close(self) -> None:
         """Nothing to release."""

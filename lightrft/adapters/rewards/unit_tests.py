@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import structlog
 import torch
 
+from lightrft.adapters.common.rule_source import RuleSource
 from lightrft.domain.ports import CodeSandbox
 from lightrft.domain.sandbox import OUTCOMES, SandboxLimits
 from lightrft.domain.types import RewardResult, RewardSample
@@ -37,7 +38,7 @@ def extract_code(response: str) -> str:
     return blocks[-1] if blocks else response
 
 
-class UnitTestsReward:
+class UnitTestsReward(RuleSource):
     """``RewardSource`` running code against tests (see the module docstring)."""
 
     def __init__(
@@ -58,15 +59,6 @@ class UnitTestsReward:
         self.sandbox = sandbox
         self.limits = SandboxLimits(wall_s=timeout_s, memory_mb=memory_mb)
         self.pass_score, self.fail_score = pass_score, fail_score
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def runs_concurrently(self) -> bool:
-        """True: tests run in the sandbox's processes: may run beside other sources."""
-        return True
 
     def outcomes(self, samples: Sequence[RewardSample]) -> list[str]:
         """One outcome per sample: an :data:`~lightrft.domain.sandbox.OUTCOMES` value, or
@@ -97,12 +89,6 @@ class UnitTestsReward:
             for o in (*OUTCOMES, "no_tests")
         }
         return RewardResult(scores, metrics)
-
-    def onload(self) -> None:
-        """No weights: nothing to do."""
-
-    def offload(self) -> None:
-        """No weights: nothing to do."""
 
     def close(self) -> None:
         """Nothing to release: every program ran in its own process."""
