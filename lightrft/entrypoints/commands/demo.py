@@ -16,7 +16,8 @@ from lightrft.entrypoints.commands.resume_flags import add_resume_changing, with
 NAME = "demo"
 HELP = (
     "the main jobs on the embedded model: GRPO (default), 'rlhf' (reward model, then GRPO), "
-    "'ttrl' (label-free majority-vote reward) or 'agent' (multi-turn RL with a calculator tool)"
+    "'ttrl' (label-free majority-vote reward), 'agent' (multi-turn RL with a calculator tool) "
+    "or 'safe' (helpfulness and cost models, then GRPO under a cost limit: Safe RLHF)"
 )
 
 
@@ -31,6 +32,14 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--serve-rm", action="store_true", help="rlhf: score over HTTP")
     parser.add_argument("--run-dir", type=Path, default=None, help="rlhf: output directory")
     parser.add_argument("--rm-model", type=Path, default=None, help="rlhf: skip RM training")
+    parser.add_argument(
+        "--no-constraint", action="store_true", help="safe: the same GRPO run without the limit"
+    )
+    parser.add_argument(
+        "--cost-limit", type=float, default=0.1, help="safe: largest allowed violation rate"
+    )
+    parser.add_argument("--helpful-model", type=Path, default=None, help="safe: skip its training")
+    parser.add_argument("--cost-model", type=Path, default=None, help="safe: skip its training")
     add_resume_changing(parser)
 
 
@@ -39,6 +48,8 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         return _run_rlhf(args, with_stated_keys(args, rest[1:]))
     if rest and rest[0] == "agent":
         return _run_agent(args, with_stated_keys(args, rest[1:]))
+    if rest and rest[0] == "safe":
+        return _run_safe(args, with_stated_keys(args, rest[1:]))
     from lightrft.entrypoints.jobs.demo import run_grpo_demo
     from lightrft.entrypoints.recipes.demo import DEMO_OVERRIDES
 
@@ -92,5 +103,32 @@ def _run_agent(args: argparse.Namespace, rest: list[str]) -> int:
         f"{summary['eval_accuracy_after_sft']:.3f} -> after RL {summary['eval_accuracy_after']:.3f}"
         f"; tool use: {summary['tool_use_rate_before']:.3f} -> "
         f"{summary['tool_use_rate_after_sft']:.3f} -> {summary['tool_use_rate_after']:.3f}"
+    )
+    return 0
+
+
+def _run_safe(args: argparse.Namespace, rest: list[str]) -> int:
+    from lightrft.entrypoints.next_command import NextCommand
+    from lightrft.entrypoints.recipes.safe import SafeDemoOptions, run_safe_demo
+
+    # the seed is the demo's own (both models and GRPO use it)
+    seed = [int(o.split("=", 1)[1]) for o in rest if o.startswith("train.seed=")]
+    rest = [o for o in rest if not o.startswith("train.seed=")]
+    options = SafeDemoOptions(
+        run_dir=args.run_dir or Path("runs/demo_safe"),
+        seed=(seed or [0])[-1],
+        constrained=not args.no_constraint,
+        limit=args.cost_limit,
+        helpful_model=args.helpful_model,
+        cost_model=args.cost_model,
+        overwrite=True,  # like the other demos: running it again starts over, the old run aside
+        next_command=NextCommand(args.argv, reruns_as_typed=True),
+    )
+    summary = run_safe_demo(options, rest)
+    print(json.dumps(summary, indent=2))
+    print(
+        f"held-out helpfulness {summary['reward_before']:+.3f} -> {summary['reward_after']:+.3f}; "
+        f"unsafe rate {summary['cost_rate_before']:.3f} -> {summary['cost_rate_after']:.3f} "
+        f"(limit {summary['cost_limit']}, multiplier {summary['multiplier_final']})"
     )
     return 0
