@@ -76,12 +76,16 @@ class PreferenceEval:
     accuracy: float
     loss: float
     margins: Tensor
+    sign_accuracy: float | None = None  # cost-model rows: labeled responses whose sign is right
 
     def metrics(self, prefix: str = "eval") -> dict[str, float]:
         """Scalars for a tracker: accuracy, loss, margin mean/std and quartiles."""
         m = self.margins.double()
         q = torch.quantile(m, torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64))
-        return {
+        signs = (
+            {} if self.sign_accuracy is None else {f"{prefix}/sign_accuracy": self.sign_accuracy}
+        )
+        return signs | {
             f"{prefix}/accuracy": self.accuracy,
             f"{prefix}/loss": self.loss,
             f"{prefix}/margin_mean": float(m.mean()),
@@ -135,17 +139,22 @@ def evaluate_preferences(
     """
     if not pairs:
         raise ValueError("evaluate needs at least one pair")
-    margins, losses = [], []
+    margins, losses, sign_hits = [], [], []
     with _inference(model):
         for chunk in _chunks(pairs, micro_batch_size):
             chosen, rejected = pair_scores(model, chunk)
             margins.append((chosen - rejected).float().cpu())
             losses.append(pair_loss(chosen.float().cpu(), rejected.float().cpu(), chunk, margin))
+            for pair, c, r in zip(chunk, chosen.tolist(), rejected.tolist(), strict=True):
+                for sign, score in ((pair.chosen_sign, c), (pair.rejected_sign, r)):
+                    if sign:
+                        sign_hits.append(float(sign * score > 0))
     gap = torch.cat(margins)
     return PreferenceEval(
         accuracy=float((gap > 0).float().mean()),
         loss=float(torch.cat(losses).mean()),
         margins=gap,
+        sign_accuracy=sum(sign_hits) / len(sign_hits) if sign_hits else None,
     )
 
 

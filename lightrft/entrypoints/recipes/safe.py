@@ -106,6 +106,7 @@ def _train_model(
     )
     return {
         "held_out_accuracy": summary["eval/accuracy"],
+        "held_out_sign_accuracy": summary.get("eval/sign_accuracy"),
         "held_out_pairs": summary["eval_pairs"],
         "seconds": time.perf_counter() - started,
         "path": summary["model"],
