@@ -10,10 +10,10 @@ each multiplier, in the plain (not log) parameterisation:
 
     lambda_k <- max(0, lambda_k + eta_k * (mean_cost_k - d_k))
 
-with ``mean_cost_k`` the batch mean of the cost (Safe RLHF section 3.3, eq. 11; the paper
+with ``mean_cost_k`` the batch mean of the cost (Safe RLHF; the paper's implementation
 steps ``log lambda`` with an optimizer, the plain projected form is the textbook one and keeps
 a multiplier of exactly 0 reachable). The policy is trained on the normalised advantage of
-Safe RLHF (eq. 31, extended to K constraints):
+Safe RLHF, extended to K constraints:
 
     A = (A_R - sum_k lambda_k * A_C,k) / (1 + sum_k lambda_k)
 

@@ -8,7 +8,7 @@ negative log-likelihood -log sigmoid(r_c - r_r - m) with an optional margin m >=
 for a gap of at least m (Llama 2, arXiv:2307.09288, eq. 2). ``softplus(-x)`` is the stable
 form of ``-log sigmoid(x)``.
 
-A cost model (Safe RLHF, Dai et al. 2023, arXiv:2310.12773, eq. 5) is the same scalar model
+A cost model (Safe RLHF, Dai et al. 2023, arXiv:2310.12773) is the same scalar model
 trained with ``chosen`` the *more harmful* response and, per response, a safety sign s = +1
 (unsafe) or -1 (safe): loss -log sigmoid(c_w - c_l) - log sigmoid(s_w c_w) - log sigmoid(s_l
 c_l), so that besides ranking harm, c > 0 reads as unsafe and c < 0 as safe

@@ -23,14 +23,14 @@ HELP = (
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     """``lightrft demo [rlhf] [key=value ...]``: the GRPO main job, or the RLHF one."""
-    parser.add_argument("--rm-pairs", type=int, default=160, help="rlhf: synthetic pairs")
-    parser.add_argument("--rm-epochs", type=int, default=2, help="rlhf: reward-model epochs")
-    parser.add_argument("--rm-lr", type=float, default=2e-3, help="rlhf: reward-model lr")
+    parser.add_argument("--rm-pairs", type=int, default=160, help="rlhf, safe: synthetic pairs")
+    parser.add_argument("--rm-epochs", type=int, default=2, help="rlhf, safe: reward-model epochs")
+    parser.add_argument("--rm-lr", type=float, default=2e-3, help="rlhf, safe: reward-model lr")
     parser.add_argument(
         "--rm-full", action="store_true", help="rlhf: train the whole reward model, not the head"
     )
     parser.add_argument("--serve-rm", action="store_true", help="rlhf: score over HTTP")
-    parser.add_argument("--run-dir", type=Path, default=None, help="rlhf: output directory")
+    parser.add_argument("--run-dir", type=Path, default=None, help="rlhf, safe: output directory")
     parser.add_argument("--rm-model", type=Path, default=None, help="rlhf: skip RM training")
     parser.add_argument(
         "--no-constraint", action="store_true", help="safe: the same GRPO run without the limit"
@@ -117,6 +117,9 @@ def _run_safe(args: argparse.Namespace, rest: list[str]) -> int:
     options = SafeDemoOptions(
         run_dir=args.run_dir or Path("runs/demo_safe"),
         seed=(seed or [0])[-1],
+        pairs=args.rm_pairs,
+        epochs=args.rm_epochs,
+        lr=args.rm_lr,
         constrained=not args.no_constraint,
         limit=args.cost_limit,
         helpful_model=args.helpful_model,

@@ -38,7 +38,7 @@ from lightrft.entrypoints.config.loading import load_config
 from lightrft.entrypoints.jobs.reward_model import RmDataOptions, RmTrainOptions, train_reward_model
 from lightrft.entrypoints.next_command import NextCommand
 from lightrft.entrypoints.recipes.rlhf import GRPO_OVERRIDES as RLHF_GRPO_OVERRIDES
-from lightrft.entrypoints.recipes.rlhf import INSTRUCTION, SYSTEM_PROMPT
+from lightrft.entrypoints.recipes.rlhf import INSTRUCTION, SYSTEM_PROMPT, model_path_of
 from lightrft.entrypoints.run_dir.guard import RunRequest, guard_run_directory
 from lightrft.entrypoints.run_dir.identity import IdentityKeys
 
@@ -84,13 +84,18 @@ def _write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
 
 
 def _train_model(
-    name: str, rows: Sequence[dict[str, Any]], spec: PreferenceSpec, options: SafeDemoOptions
+    name: str,
+    rows: Sequence[dict[str, Any]],
+    spec: PreferenceSpec,
+    options: SafeDemoOptions,
+    overrides: Sequence[str],
 ) -> dict[str, Any]:
     data = _write_rows(options.run_dir / "data" / f"{name}.jsonl", rows)
     started = time.perf_counter()
     summary = train_reward_model(
         RmTrainOptions(
             output=options.run_dir / name,
+            model=model_path_of(overrides),
             data=RmDataOptions(
                 data=str(data), eval_fraction=0.25, spec=spec, system_prompt=SYSTEM_PROMPT
             ),
@@ -205,14 +210,14 @@ def _run_stages(options: SafeDemoOptions, overrides: Sequence[str]) -> dict[str,
         _given(options.helpful_model)
         if options.helpful_model is not None
         else _train_model(
-            "helpful", helpfulness_rows(options.pairs, **rows), PreferenceSpec(), options
+            "helpful", helpfulness_rows(options.pairs, **rows), PreferenceSpec(), options, overrides
         )
     )
     cost_spec = PreferenceSpec(chosen_safe_key="chosen_safe", rejected_safe_key="rejected_safe")
     cost = (
         _given(options.cost_model)
         if options.cost_model is not None
-        else _train_model("cost", cost_rows(options.pairs, **rows), cost_spec, options)
+        else _train_model("cost", cost_rows(options.pairs, **rows), cost_spec, options, overrides)
     )
     models = {"helpful": helpful, "cost": cost}
     summary: dict[str, Any] = {
