@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -147,14 +148,19 @@ def _compare(reference: Path, trial: Path, result: TrialResult) -> None:
     result.checkpoints_verified = verify.returncode == 0
 
 
-def run_trial(model: Path, work: Path, *, kills: int, steps: int, seed: int) -> TrialResult:
-    """The whole trial in ``work`` (reference run, killed run); see the module docstring."""
+def run_trial(
+    model: Path, work: Path, *, kills: int, steps: int, seed: int, extra: Sequence[str] = ()
+) -> TrialResult:
+    """The whole trial in ``work`` (reference run, killed run); see the module docstring.
+    ``extra``: ``key=value`` overrides of both runs (e.g. a cost constraint)."""
     rng = random.Random(seed)
     reference, trial = work / "reference", work / "killed"
-    subprocess.run(_command(model, reference, steps), env=_env(), check=True, capture_output=True)
+    subprocess.run(
+        _command(model, reference, steps, *extra), env=_env(), check=True, capture_output=True
+    )
     result = TrialResult()
     while result.kills < kills:
-        command = _command(model, trial, steps, "--resume=auto")
+        command = _command(model, trial, steps, *extra, "--resume=auto")
         proc = subprocess.Popen(
             command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
@@ -166,7 +172,7 @@ def run_trial(model: Path, work: Path, *, kills: int, steps: int, seed: int) -> 
         result.kills += 1
         result.kills_during_checkpoint_write += during
     final = subprocess.run(
-        _command(model, trial, steps, "--resume=auto"), env=_env(), capture_output=True
+        _command(model, trial, steps, *extra, "--resume=auto"), env=_env(), capture_output=True
     )
     result.restarts += 1
     if final.returncode != 0:

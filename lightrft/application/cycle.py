@@ -17,6 +17,7 @@ import torch
 
 from lightrft.application.checkpoint_resume import load_newest_intact
 from lightrft.application.collapse_rollback import CollapseGuard
+from lightrft.application.constraint_step import ConstraintState
 from lightrft.application.data_schedule import balanced_prompt_indices, prompt_indices
 from lightrft.application.evaluator import Evaluator
 from lightrft.application.experience_maker import (
@@ -109,6 +110,7 @@ class CycleState:
     step: int
     kl: KLController
     reward_moments: RunningMoments
+    constraints: ConstraintState = field(default_factory=ConstraintState)  # the multipliers
 
 
 class ColocatedRLCycle:
@@ -165,6 +167,7 @@ class ColocatedRLCycle:
             step=0,
             kl=make_kl_controller(a.kl_controller, a.kl_coef, a.kl_target, a.kl_horizon),
             reward_moments=RunningMoments(),
+            constraints=ConstraintState.initial(s.shaping.constraints),
         )
         self.policy_version = 0
         self.engine_version: int | None = None  # unknown: sync before the first rollout
@@ -281,7 +284,10 @@ class ColocatedRLCycle:
         step = self.state.step
         tagged = self.feed.take(step, self.policy_version)
         batch = self.maker.annotate(
-            tagged.item, kl_coef=self.state.kl.value, moments=self.state.reward_moments
+            tagged.item,
+            kl_coef=self.state.kl.value,
+            moments=self.state.reward_moments,
+            constraints=self.state.constraints,
         )
         self.reward_failures.observe(step + 1, batch.metrics)  # numbered as logged
         self.health.before_update(step + 1, batch.metrics)  # may keep this state as the best
@@ -294,7 +300,7 @@ class ColocatedRLCycle:
         kl = self.state.kl.update(observed_kl or 0.0, len(batch.experience))
         metrics = dict(result.metrics)
         metrics["kl/coef"] = self.state.kl.value
-        self.state = CycleState(step + 1, kl, batch.reward_moments)
+        self.state = CycleState(step + 1, kl, batch.reward_moments, batch.constraints)
         metrics.update(batch.metrics)
         metrics.update(self._speed_metrics(batch, time.perf_counter() - started))
         metrics.update(self._async_metrics())
@@ -360,6 +366,7 @@ class ColocatedRLCycle:
             "step": self.state.step,
             "kl": {"type": type(self.state.kl).__name__, **asdict(self.state.kl)},  # type: ignore[call-overload]
             "reward_moments": asdict(self.state.reward_moments),
+            "constraints": self.state.constraints.to_dict(self.settings.shaping.constraints),
             "policy_version": self.policy_version,
             "policy_strategy": c.policy_strategy.state_dict(),
             "torch_rng": torch.get_rng_state(),
@@ -387,6 +394,10 @@ class ColocatedRLCycle:
             step=int(state["step"]),
             kl=type(controller)(**kl),
             reward_moments=RunningMoments(**state["reward_moments"]),
+            # absent from checkpoints of older versions (which had no constraints)
+            constraints=ConstraintState.from_dict(
+                state.get("constraints", {}), self.settings.shaping.constraints
+            ),
         )
         self.policy_version = int(state["policy_version"])
         self.engine_version = None

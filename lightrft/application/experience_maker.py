@@ -19,6 +19,7 @@ from lightrft.application.batching import (
     split_by_token_budget,
     trim_padding,
 )
+from lightrft.application.constraint_step import ConstraintState, apply_constraints
 from lightrft.application.params import AlgorithmParams, RewardShapingParams, RolloutParams
 from lightrft.application.phases import Phase, PhaseSwitcher
 from lightrft.application.reward_scoring import (
@@ -63,6 +64,7 @@ class ExperienceBatch:
     generated_tokens: int
     kl: float | None = None  # mean KL(old policy || reference) over response tokens
     reward_by_source: dict[str, Tensor] = field(default_factory=dict)  # each (B,), unshaped
+    constraints: ConstraintState = field(default_factory=ConstraintState)  # after this batch
 
 
 @dataclass(frozen=True)
@@ -134,9 +136,18 @@ class ExperienceMaker:
         return CollectedRollout(rollout, metrics, baseline)
 
     def annotate(
-        self, collected: CollectedRollout, *, kl_coef: float, moments: RunningMoments
+        self,
+        collected: CollectedRollout,
+        *,
+        kl_coef: float,
+        moments: RunningMoments,
+        constraints: ConstraintState | None = None,
     ) -> ExperienceBatch:
-        """The training half of :meth:`make`: rewards shaped, log-probs, advantages."""
+        """The training half of :meth:`make`: rewards shaped, log-probs, advantages (with
+        ``shaping.constraints``: their multipliers updated from ``constraints``, the initial
+        state when None, and the cost advantages folded in)."""
+        if constraints is None:
+            constraints = ConstraintState.initial(self.shaping.constraints)
         rollout, baseline = collected.rollout, collected.baseline
         metrics = dict(collected.metrics)
         tensors = build_rollout_tensors(
@@ -156,8 +167,14 @@ class ExperienceMaker:
             episodes = [c.episode for c in rollout.completions]
             token_rewards = turn_token_rewards(episodes, rewards, tensors.sequences.response_mask)
         with self.phases.phase(Phase.REFERENCE):
-            experience, ref_metrics = self._annotate(
-                tensors, rewards, group_index, baseline, kl_coef, token_rewards
+            experience, ref_metrics, constraints = self._annotate(
+                tensors,
+                rewards,
+                group_index,
+                baseline,
+                kl_coef,
+                (rollout.scores, constraints),
+                token_rewards,
             )
         metrics.update(ref_metrics)
         metrics.update(_rollout_metrics(rollout, tensors, rewards))
@@ -170,7 +187,31 @@ class ExperienceMaker:
             int(tensors.response_lengths.sum()),
             ref_metrics.get("kl/mean"),
             dict(rollout.scores.by_source),
+            constraints,
         )
+
+    def _constrain(
+        self,
+        advantages: Tensor,
+        inputs: AdvantageInputs,
+        constraints: tuple[Scores, ConstraintState],
+    ) -> tuple[Tensor, ConstraintState, dict[str, float]]:
+        """``advantages`` (B, R) with the cost advantages of ``shaping.constraints`` folded in
+        (costs from the scores), the updated multipliers and the ``constraint/*`` metrics."""
+        scores, state = constraints
+        if not self.shaping.constraints:
+            return advantages, state, {}
+        result = apply_constraints(
+            self.shaping.constraints,
+            state,
+            scores.by_source,
+            advantages,
+            inputs,
+            self.estimator.name,
+            self.algorithm.advantage,
+            self.collective.all_reduce_sum,
+        )
+        return result.advantages, result.state, result.metrics
 
     def _score(self, prompts: Sequence[PromptRecord], completions: Sequence[Completion]) -> Scores:
         s = self.shaping
@@ -344,8 +385,9 @@ class ExperienceMaker:
         group_index: Tensor,
         baseline: Tensor | None,
         kl_coef: float,
+        constraints: tuple[Scores, ConstraintState],
         token_rewards: Tensor | None = None,
-    ) -> tuple[Experience, dict[str, float]]:
+    ) -> tuple[Experience, dict[str, float], ConstraintState]:
         seq = tensors.sequences
         mask = seq.response_mask
         need_entropy = self.algorithm.high_entropy_fraction is not None
@@ -404,7 +446,10 @@ class ExperienceMaker:
             params,
             self.collective.all_reduce_sum,
         )
-        advantages = out.advantages
+        advantages, state, constraint_metrics = self._constrain(
+            out.advantages, AdvantageInputs(rewards, mask, group_index), constraints
+        )
+        metrics.update(constraint_metrics)
         if self.shaping.advantage_clip is not None:
             advantages = clip_values(advantages, self.shaping.advantage_clip) * mask
         metrics.update({k: float(v) for k, v in out.metrics.items()})
@@ -426,7 +471,7 @@ class ExperienceMaker:
             rollout_logprobs=rollout_logprobs,
             values=values,
         )
-        return experience, metrics
+        return experience, metrics, state
 
 
 def _select_groups(rollout: _Rollout, prompt_indices: list[int]) -> _Rollout:

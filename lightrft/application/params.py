@@ -13,6 +13,7 @@ from typing import Literal, get_args
 
 from lightrft.application.source_scoring import SourceConcurrency
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator, AdvantageParams
+from lightrft.domain.constraints import CostLimit
 from lightrft.domain.health_checks import HealthThresholds
 from lightrft.domain.kl import KL_CONTROLLERS, KL_ESTIMATORS
 from lightrft.domain.policy_losses import POLICY_LOSSES, PolicyLoss, PolicyLossParams
@@ -51,6 +52,8 @@ class RewardShapingParams:
     reward_clip: float | None = None
     advantage_clip: float | None = None
     concurrency: SourceConcurrency = field(default_factory=SourceConcurrency)  # scoring threads
+    # cost limits on weight-0 sources (Safe RLHF): see application/constraint_step.py
+    constraints: tuple[CostLimit, ...] = ()
 
     def __post_init__(self) -> None:
         if self.overlong_buffer is not None:

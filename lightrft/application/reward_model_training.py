@@ -8,7 +8,9 @@ epoch), so the data order is a function of the step alone and a resumed run cont
 exactly. Each rank scores its share (every world_size-th pair) in micro-batches: the chosen
 and rejected responses of a micro-batch go through one forward of 2M rows, the loss
 sum_i -log sigmoid(r_c - r_r - m_i) / (pairs of this rank) is back-propagated per
-micro-batch, then the strategy steps once. Evaluation reports held-out preference accuracy
+micro-batch, then the strategy steps once. Pairs with safety signs (a cost model's rows,
+``PreferencePair.chosen_sign``) add Safe RLHF's sign term -log sigmoid(s c) per labeled
+response (:func:`~lightrft.domain.preference.safety_sign_loss`). Evaluation reports held-out preference accuracy
 and the distribution of margins r_c - r_r.
 """
 
@@ -32,7 +34,7 @@ from lightrft.domain.ports import (
     Tracker,
     TrainableRewardModel,
 )
-from lightrft.domain.preference import bradley_terry_loss
+from lightrft.domain.preference import bradley_terry_loss, safety_sign_loss
 from lightrft.domain.rewards import RunningMoments
 from lightrft.domain.types import PreferencePair
 
@@ -74,12 +76,16 @@ class PreferenceEval:
     accuracy: float
     loss: float
     margins: Tensor
+    sign_accuracy: float | None = None  # cost-model rows: labeled responses whose sign is right
 
     def metrics(self, prefix: str = "eval") -> dict[str, float]:
         """Scalars for a tracker: accuracy, loss, margin mean/std and quartiles."""
         m = self.margins.double()
         q = torch.quantile(m, torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64))
-        return {
+        signs = (
+            {} if self.sign_accuracy is None else {f"{prefix}/sign_accuracy": self.sign_accuracy}
+        )
+        return signs | {
             f"{prefix}/accuracy": self.accuracy,
             f"{prefix}/loss": self.loss,
             f"{prefix}/margin_mean": float(m.mean()),
@@ -105,6 +111,22 @@ def pair_scores(
     return scores[: len(chunk)], scores[len(chunk) :]
 
 
+def pair_loss(
+    chosen: Tensor, rejected: Tensor, chunk: Sequence[PreferencePair], margin: float
+) -> Tensor:
+    """Per-pair loss (M,): Bradley-Terry with each pair's margin plus ``margin``, and the
+    safety sign terms of labeled responses (0 for plain preference pairs)."""
+    device = chosen.device
+    margins = torch.tensor([p.margin + margin for p in chunk], device=device)
+    chosen_signs = torch.tensor([p.chosen_sign for p in chunk], device=device)
+    rejected_signs = torch.tensor([p.rejected_sign for p in chunk], device=device)
+    return (
+        bradley_terry_loss(chosen, rejected, margins)
+        + safety_sign_loss(chosen, chosen_signs)
+        + safety_sign_loss(rejected, rejected_signs)
+    )
+
+
 def evaluate_preferences(
     model: TrainableRewardModel,
     pairs: Sequence[PreferencePair],
@@ -117,18 +139,22 @@ def evaluate_preferences(
     """
     if not pairs:
         raise ValueError("evaluate needs at least one pair")
-    margins, losses = [], []
+    margins, losses, sign_hits = [], [], []
     with _inference(model):
         for chunk in _chunks(pairs, micro_batch_size):
             chosen, rejected = pair_scores(model, chunk)
             margins.append((chosen - rejected).float().cpu())
-            m = torch.tensor([p.margin + margin for p in chunk])
-            losses.append(bradley_terry_loss(chosen.float().cpu(), rejected.float().cpu(), m))
+            losses.append(pair_loss(chosen.float().cpu(), rejected.float().cpu(), chunk, margin))
+            for pair, c, r in zip(chunk, chosen.tolist(), rejected.tolist(), strict=True):
+                for sign, score in ((pair.chosen_sign, c), (pair.rejected_sign, r)):
+                    if sign:
+                        sign_hits.append(float(sign * score > 0))
     gap = torch.cat(margins)
     return PreferenceEval(
         accuracy=float((gap > 0).float().mean()),
         loss=float(torch.cat(losses).mean()),
         margins=gap,
+        sign_accuracy=sum(sign_hits) / len(sign_hits) if sign_hits else None,
     )
 
 
@@ -223,10 +249,7 @@ class RewardModelTrainer(StepTrainer):
         loss_sum = correct = 0.0
         for chunk in _chunks(pairs, self.params.micro_batch_size):
             chosen, rejected = self._pair_scores(chunk)
-            margins = torch.tensor(
-                [p.margin + self.params.margin for p in chunk], device=chosen.device
-            )
-            losses = bradley_terry_loss(chosen, rejected, margins)
+            losses = pair_loss(chosen, rejected, chunk, self.params.margin)
             self.strategy.backward(losses.sum() / len(pairs))
             loss_sum += float(losses.detach().sum())
             correct += float((chosen.detach() > rejected.detach()).sum())

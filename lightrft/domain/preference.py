@@ -7,6 +7,12 @@ Bradley-Terry models P(chosen > rejected) = sigmoid(r_c - r_r). Training minimiz
 negative log-likelihood -log sigmoid(r_c - r_r - m) with an optional margin m >= 0 that asks
 for a gap of at least m (Llama 2, arXiv:2307.09288, eq. 2). ``softplus(-x)`` is the stable
 form of ``-log sigmoid(x)``.
+
+A cost model (Safe RLHF, Dai et al. 2023, arXiv:2310.12773) is the same scalar model
+trained with ``chosen`` the *more harmful* response and, per response, a safety sign s = +1
+(unsafe) or -1 (safe): loss -log sigmoid(c_w - c_l) - log sigmoid(s_w c_w) - log sigmoid(s_l
+c_l), so that besides ranking harm, c > 0 reads as unsafe and c < 0 as safe
+(:func:`safety_sign_loss`; an unlabeled response, s = 0, adds nothing).
 """
 
 from __future__ import annotations
@@ -29,6 +35,17 @@ def bradley_terry_loss(chosen: Tensor, rejected: Tensor, margin: Tensor | float 
     if isinstance(margin, Tensor):
         check_same_shape("chosen", chosen, margin=margin)
     return F.softplus(-(chosen - rejected - margin))
+
+
+def safety_sign_loss(scores: Tensor, signs: Tensor) -> Tensor:
+    """Per-response Safe RLHF sign term -log sigmoid(s * c); 0 where s = 0 (unlabeled).
+
+    Shape: scores, signs (B,) -> (B,). ``signs`` holds +1 (unsafe), -1 (safe) or 0.
+    """
+    check_shape("scores", scores, (None,))
+    check_same_shape("scores", scores, signs=signs)
+    signs = signs.to(scores.dtype)
+    return torch.where(signs != 0, F.softplus(-signs * scores), torch.zeros_like(scores))
 
 
 def preference_accuracy(chosen: Tensor, rejected: Tensor) -> float:

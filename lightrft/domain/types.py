@@ -283,6 +283,8 @@ class PreferencePair:
 
     ``prompt`` is rendered text (chat template applied), as a policy's prompt would be;
     ``margin`` (>= 0) asks the Bradley-Terry loss for at least that score gap.
+    ``chosen_sign`` / ``rejected_sign``: safety labels of a cost model's rows (``chosen`` is
+    then the more harmful response): +1 unsafe, -1 safe, 0 unlabeled (no sign term).
     """
 
     uid: str
@@ -290,6 +292,13 @@ class PreferencePair:
     chosen: str
     rejected: str
     margin: float = 0.0
+    chosen_sign: int = 0
+    rejected_sign: int = 0
 
     def __post_init__(self) -> None:
         check_non_negative("margin", self.margin)
+        for name in ("chosen_sign", "rejected_sign"):
+            if getattr(self, name) not in (-1, 0, 1):
+                raise ValueError(
+                    f"{name} must be +1 (unsafe), -1 (safe) or 0, got {getattr(self, name)!r}"
+                )

@@ -29,6 +29,7 @@ from lightrft.application.params import (
     TrainParams,
 )
 from lightrft.application.rollout_feed import RolloutFeed
+from lightrft.domain.constraints import CostLimit
 from lightrft.domain.ports import RewardSource
 from lightrft.domain.types import OptimizerParams, SamplingParams
 
@@ -98,7 +99,9 @@ def build_rig(
     extra_rewards: Sequence[RewardSource] = (),
     feed: Callable[[ColocatedRLCycle], RolloutFeed] | None = None,
     teachers: Sequence[FakeReferenceModel] = (),
+    constraints: Sequence[CostLimit] = (),
 ) -> FakeRig:
+    """``constraints`` name sources of ``extra_rewards`` (given weight 0)."""
     params = ALGORITHMS[algorithm] if isinstance(algorithm, str) else algorithm
     if algorithm == "dapo":
         dynamic_sampling = True
@@ -142,7 +145,10 @@ def build_rig(
         ),
         algorithm=params,
         shaping=replace(
-            CycleSettings().shaping, weights={"rule": 1.0, "model": model_reward_weight}
+            CycleSettings().shaping,
+            weights={"rule": 1.0, "model": model_reward_weight}
+            | {c.name: 0.0 for c in constraints},
+            constraints=tuple(constraints),
         ),
         train=TrainParams(
             epochs=epochs,

@@ -21,7 +21,7 @@ from lightrft.adapters.datasets.rendering import PromptFormat
 
 ARITHMETIC_INSTRUCTION = 'Give the final answer after "####".'
 
-_NAMES = ("Tom", "Ana", "Li", "Sam", "Mia", "Omar", "Eva", "Ben")
+NAMES = ("Tom", "Ana", "Li", "Sam", "Mia", "Omar", "Eva", "Ben")
 _ITEMS = ("apples", "pens", "cards", "coins", "books", "stickers", "marbles", "cookies")
 _Problem = tuple[str, int, str]  # question, answer, worked solution ("3 + 4 = 7")
 _Maker = Callable[[random.Random, str, str, int], _Problem]
@@ -101,7 +101,7 @@ def arithmetic_problems(
     rows: list[dict[str, str]] = []
     while len(rows) < n:
         maker = rng.choice(makers)
-        text, answer, solution = maker(rng, rng.choice(_NAMES), rng.choice(_ITEMS), top)
+        text, answer, solution = maker(rng, rng.choice(NAMES), rng.choice(_ITEMS), top)
         if in_split(text, split):
             rows.append({"prompt": text, "reference": str(answer), "solution": solution})
     return rows

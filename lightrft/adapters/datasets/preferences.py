@@ -9,7 +9,9 @@ Accepted row shapes (keys configurable in :class:`PreferenceSpec`):
 - ``{"chosen": messages, "rejected": messages}`` without a prompt key: full conversations
   that share every message but the last (the prompt), which must be the assistant's.
 
-An optional ``margin`` key gives a non-negative per-pair margin. Prompts are rendered by the
+An optional ``margin`` key gives a non-negative per-pair margin. Cost-model rows (Safe RLHF)
+name the more harmful response ``chosen`` and carry each response's safety label, booleans
+under ``chosen_safe_key`` / ``rejected_safe_key`` (true: safe), read into signs -1 / +1. Prompts are rendered by the
 same :class:`~lightrft.adapters.datasets.rendering.PromptRenderer` as RL prompts (chat
 template with the generation prompt, system prompt), so a reward model is trained on text
 laid out exactly as the policy's prompts will be at RL time. A pair whose two answers are
@@ -42,6 +44,8 @@ class PreferenceSpec:
     chosen_key: str = "chosen"
     rejected_key: str = "rejected"
     margin_key: str | None = None
+    chosen_safe_key: str | None = None  # cost-model rows: is the chosen (more harmful) safe?
+    rejected_safe_key: str | None = None
     on_bad_row: BadRowPolicy = "error"
 
 
@@ -96,6 +100,20 @@ def read_preference(ref: RowRef, spec: PreferenceSpec) -> tuple[Content, str, st
     return prompt, chosen, rejected, margin
 
 
+def read_safety_signs(ref: RowRef, spec: PreferenceSpec) -> tuple[int, int]:
+    """(chosen sign, rejected sign) of a cost-model row: +1 unsafe, -1 safe, 0 without key."""
+    signs = []
+    for key in (spec.chosen_safe_key, spec.rejected_safe_key):
+        if key is None:
+            signs.append(0)
+            continue
+        value = ref.row.get(key)
+        if not isinstance(value, bool):
+            raise BadRowError(ref.where, key, "expected true (safe) or false (unsafe) in")
+        signs.append(-1 if value else 1)
+    return signs[0], signs[1]
+
+
 def preference_pairs(
     rows: Iterable[RowRef], renderer: PromptRenderer, spec: PreferenceSpec
 ) -> tuple[list[PreferencePair], int]:
@@ -105,10 +123,12 @@ def preference_pairs(
     for ref in rows:
         try:
             prompt, chosen, rejected, margin = read_preference(ref, spec)
+            signs = read_safety_signs(ref, spec)
         except BadRowError as error:
             bad.add(error)
             continue
-        pairs.append(PreferencePair(ref.uid, renderer.text(prompt), chosen, rejected, margin))
+        text = renderer.text(prompt)
+        pairs.append(PreferencePair(ref.uid, text, chosen, rejected, margin, *signs))
     return pairs, bad.check()
 
 

@@ -17,20 +17,21 @@ NAME = "demo"
 HELP = (
     "the main jobs on the embedded model: GRPO (default), 'rlhf' (reward model, then GRPO), "
     "'ttrl' (label-free majority-vote reward), 'agent' (multi-turn RL with a calculator tool) "
-    "or 'distill' (on-policy distillation of --teacher into the base model)"
+    "or 'distill' (on-policy distillation of --teacher into the base model), "
+    "or 'safe' (helpfulness and cost models, then GRPO under a cost limit: Safe RLHF)"
 )
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
     """``lightrft demo [rlhf] [key=value ...]``: the GRPO main job, or the RLHF one."""
-    parser.add_argument("--rm-pairs", type=int, default=160, help="rlhf: synthetic pairs")
-    parser.add_argument("--rm-epochs", type=int, default=2, help="rlhf: reward-model epochs")
-    parser.add_argument("--rm-lr", type=float, default=2e-3, help="rlhf: reward-model lr")
+    parser.add_argument("--rm-pairs", type=int, default=160, help="rlhf, safe: synthetic pairs")
+    parser.add_argument("--rm-epochs", type=int, default=2, help="rlhf, safe: reward-model epochs")
+    parser.add_argument("--rm-lr", type=float, default=2e-3, help="rlhf, safe: reward-model lr")
     parser.add_argument(
         "--rm-full", action="store_true", help="rlhf: train the whole reward model, not the head"
     )
     parser.add_argument("--serve-rm", action="store_true", help="rlhf: score over HTTP")
-    parser.add_argument("--run-dir", type=Path, default=None, help="rlhf: output directory")
+    parser.add_argument("--run-dir", type=Path, default=None, help="rlhf, safe: output directory")
     parser.add_argument("--rm-model", type=Path, default=None, help="rlhf: skip RM training")
     parser.add_argument(
         "--teacher",
@@ -38,6 +39,14 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="distill: the teacher's directory (default: runs/demo/final_model)",
     )
+    parser.add_argument(
+        "--no-constraint", action="store_true", help="safe: the same GRPO run without the limit"
+    )
+    parser.add_argument(
+        "--cost-limit", type=float, default=0.1, help="safe: largest allowed violation rate"
+    )
+    parser.add_argument("--helpful-model", type=Path, default=None, help="safe: skip its training")
+    parser.add_argument("--cost-model", type=Path, default=None, help="safe: skip its training")
     add_resume_changing(parser)
 
 
@@ -48,6 +57,8 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         return _run_agent(args, with_stated_keys(args, rest[1:]))
     if rest and rest[0] == "distill":
         return _run_distill(args, with_stated_keys(args, rest[1:]))
+    if rest and rest[0] == "safe":
+        return _run_safe(args, with_stated_keys(args, rest[1:]))
     from lightrft.entrypoints.jobs.demo import run_grpo_demo
     from lightrft.entrypoints.recipes.demo import DEMO_OVERRIDES
 
@@ -117,5 +128,35 @@ def _run_distill(args: argparse.Namespace, rest: list[str]) -> int:
         f"held-out accuracy: student before {summary.get('eval_accuracy_before')} -> after "
         f"{summary.get('eval_accuracy_after')}; teacher {summary['teacher_accuracy']}; "
         f"gap closed {summary.get('gap_closed')}"
+    )
+    return 0
+
+
+def _run_safe(args: argparse.Namespace, rest: list[str]) -> int:
+    from lightrft.entrypoints.next_command import NextCommand
+    from lightrft.entrypoints.recipes.safe import SafeDemoOptions, run_safe_demo
+
+    # the seed is the demo's own (both models and GRPO use it)
+    seed = [int(o.split("=", 1)[1]) for o in rest if o.startswith("train.seed=")]
+    rest = [o for o in rest if not o.startswith("train.seed=")]
+    options = SafeDemoOptions(
+        run_dir=args.run_dir or Path("runs/demo_safe"),
+        seed=(seed or [0])[-1],
+        pairs=args.rm_pairs,
+        epochs=args.rm_epochs,
+        lr=args.rm_lr,
+        constrained=not args.no_constraint,
+        limit=args.cost_limit,
+        helpful_model=args.helpful_model,
+        cost_model=args.cost_model,
+        overwrite=True,  # like the other demos: running it again starts over, the old run aside
+        next_command=NextCommand(args.argv, reruns_as_typed=True),
+    )
+    summary = run_safe_demo(options, rest)
+    print(json.dumps(summary, indent=2))
+    print(
+        f"held-out helpfulness {summary['reward_before']:+.3f} -> {summary['reward_after']:+.3f}; "
+        f"unsafe rate {summary['cost_rate_before']:.3f} -> {summary['cost_rate_after']:.3f} "
+        f"(limit {summary['cost_limit']}, multiplier {summary['multiplier_final']})"
     )
     return 0

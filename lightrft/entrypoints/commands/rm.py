@@ -5,6 +5,10 @@
 
 Preference files are jsonl / json / parquet rows with ``prompt`` (text or chat messages),
 ``chosen`` and ``rejected`` (text, or chat conversations ending with the assistant's answer).
+
+A cost model (Safe RLHF): rows whose ``chosen`` is the *more harmful* response, with each
+response's safety label (``--chosen-safe-key is_chosen_safe --rejected-safe-key
+is_rejected_safe``, booleans); the sign term makes its score > 0 read as unsafe.
 """
 
 from __future__ import annotations
@@ -32,6 +36,14 @@ def _data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chosen-key", default="chosen")
     parser.add_argument("--rejected-key", default="rejected")
     parser.add_argument("--margin-key", default=None, help="per-pair margin column (optional)")
+    parser.add_argument(
+        "--chosen-safe-key",
+        default=None,
+        help="cost model: column saying whether the chosen (more harmful) response is safe",
+    )
+    parser.add_argument(
+        "--rejected-safe-key", default=None, help="cost model: the same for the rejected one"
+    )
     parser.add_argument("--skip-bad-rows", action="store_true", help="skip (and count) bad rows")
     parser.add_argument("--system-prompt", default=None)
     parser.add_argument("--render", choices=["auto", "chat", "plain"], default="auto")
@@ -104,6 +116,8 @@ def _data_options(args: argparse.Namespace) -> Any:
         chosen_key=args.chosen_key,
         rejected_key=args.rejected_key,
         margin_key=args.margin_key,
+        chosen_safe_key=args.chosen_safe_key,
+        rejected_safe_key=args.rejected_safe_key,
         on_bad_row="skip" if args.skip_bad_rows else "error",
     )
     return RmDataOptions(

@@ -98,6 +98,12 @@ class RunConfig(Section):
                 f"({self.rollout.max_new_tokens}): the penalized tail must fit in the response "
                 "budget; lower reward.overlong_buffer or raise rollout.max_new_tokens"
             )
+        if self.reward.constraints and (estimator.needs_values or estimator.needs_baseline_rewards):
+            raise ValueError(
+                f"reward.constraints need a critic-free estimator without a greedy baseline "
+                f"(the cost advantage has no cost critic); algorithm.advantage_estimator is "
+                f"{a.advantage_estimator!r}: use grpo, rloo, reinforce_pp, ..."
+            )
         if self.model.lora.rank == 0 and self.model.lora.target_modules != "all-linear":
             raise ValueError("model.lora.target_modules is set but model.lora.rank is 0")
         for section in self.components():
@@ -215,6 +221,7 @@ class RunConfig(Section):
             reward_clip=rw.reward_clip,
             advantage_clip=rw.advantage_clip,
             concurrency=SourceConcurrency(rw.max_concurrent_sources, rw.source_timeout_s),
+            constraints=tuple(c.to_domain() for c in rw.constraints),
         )
         r, t, e = self.rollout, self.train, self.eval
         return CycleSettings(

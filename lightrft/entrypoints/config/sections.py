@@ -30,6 +30,7 @@ from lightrft.entrypoints.config.components import (
     RewardSourceSection,
     component_field,
 )
+from lightrft.entrypoints.config.constraint_section import ConstraintConfig
 from lightrft.entrypoints.config.health_section import HealthConfig
 from lightrft.entrypoints.config.off_policy_section import OffPolicyFields
 from lightrft.entrypoints.config.switches import AutoOnOff, AutoOrBool
@@ -378,6 +379,12 @@ class RewardConfig(Section):
     gate_value: float = Field(
         0.0, description="Reward of a sample that fails a gate (see a source's gate_threshold)."
     )
+    constraints: list[ConstraintConfig] = Field(
+        default_factory=list,
+        description="Cost limits (Safe RLHF): each names a weight-0 source of reward.sources "
+        "whose score is a cost, with its limit, multiplier_lr and init; the Lagrange "
+        "multiplier trades reward against cost in the advantage (docs/algorithms.md).",
+    )
     truncated_reward: float | None = Field(
         None,
         description="Training reward of a response cut off at rollout.max_new_tokens (no EOS) "
@@ -424,7 +431,28 @@ class RewardConfig(Section):
             raise ValueError(f"reward source names must be unique, got {names}")
         if not self.sources:
             raise ValueError("reward.sources is empty; need at least one reward source")
+        self._check_constraints()
         return self
+
+    def _check_constraints(self) -> None:
+        weights = {s.label: s.weight for s in self.typed_sources}
+        named = [c.source for c in self.constraints]
+        if len(set(named)) != len(named):
+            raise ValueError(f"reward.constraints name a source twice: {named}")
+        for i, constraint in enumerate(self.constraints):
+            where = f"reward.constraints[{i}]"
+            if constraint.source not in weights:
+                raise ValueError(
+                    f"{where}.source {constraint.source!r} is not a reward source; "
+                    f"reward.sources are named {sorted(weights)}"
+                )
+            if weights[constraint.source] != 0:
+                raise ValueError(
+                    f"{where}.source {constraint.source!r} has weight "
+                    f"{weights[constraint.source]} in reward.sources; a cost source must have "
+                    "weight 0 (the constraint, not the reward sum, uses its score)"
+                )
+            constraint.check_limit(where)
 
 
 class TrainConfig(Section):

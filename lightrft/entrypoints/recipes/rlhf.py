@@ -89,7 +89,8 @@ class RlhfDemoOptions:
     next_command: NextCommand = field(default_factory=NextCommand)
 
 
-def _model_path(overrides: Sequence[str]) -> str | None:
+def model_path_of(overrides: Sequence[str]) -> str | None:
+    """The last ``model.path=`` override (the policy's model; reward models start from it)."""
     paths = [o.split("=", 1)[1] for o in overrides if o.startswith("model.path=")]
     return paths[-1] if paths else None
 
@@ -109,7 +110,7 @@ def _rm_stage(options: RlhfDemoOptions, overrides: Sequence[str]) -> dict[str, A
     )
     rm = RmTrainOptions(
         output=options.run_dir / "rm",
-        model=_model_path(overrides),
+        model=model_path_of(overrides),
         data=data,
         train=RewardTrainParams(
             batch_size=16, micro_batch_size=16, epochs=options.rm_epochs, seed=_seed(overrides)
