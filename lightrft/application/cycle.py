@@ -113,6 +113,32 @@ class CycleState:
     constraints: ConstraintState = field(default_factory=ConstraintState)  # the multipliers
 
 
+def experience_maker(
+    c: CycleComponents,
+    s: CycleSettings,
+    phases: PhaseSwitcher,
+    *,
+    engine: RolloutEngine | None = None,
+    recompute_old_logprobs: bool = True,
+) -> ExperienceMaker:
+    """The experience maker over ``c``'s ports and ``s``'s parameters (``engine`` instead of
+    ``c.engine`` where given: the split placement's producer engine)."""
+    return ExperienceMaker(
+        engine=c.engine if engine is None else engine,
+        policy=c.policy,
+        reward_sources=c.reward_sources,
+        collective=c.collective,
+        phases=phases,
+        rollout=s.rollout,
+        algorithm=s.algorithm,
+        shaping=s.shaping,
+        reference=c.reference,
+        critic=c.critic,
+        teachers=c.teachers,
+        recompute_old_logprobs=recompute_old_logprobs,
+    )
+
+
 class ColocatedRLCycle:
     """Runs RL steps over the ports; resumable from a :class:`CheckpointStore`."""
 
@@ -129,18 +155,10 @@ class ColocatedRLCycle:
         c, s = components, settings
         self.components, self.settings = c, s
         self.phases = PhaseSwitcher(_switches(c), plan, c.accelerator)
-        self.maker = ExperienceMaker(
-            engine=c.engine,
-            policy=c.policy,
-            reward_sources=c.reward_sources,
-            collective=c.collective,
-            phases=self.phases,
-            rollout=s.rollout,
-            algorithm=s.algorithm,
-            shaping=s.shaping,
-            reference=c.reference,
-            critic=c.critic,
-            teachers=c.teachers,
+        self.maker = experience_maker(
+            c,
+            s,
+            self.phases,
             # one epoch, one optimizer step per batch: the old policy is the current one
             recompute_old_logprobs=not (s.train.epochs == 1 and s.train.mini_batch_size is None),
         )

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lightrft.application.cycle import ColocatedRLCycle
-from lightrft.application.experience_maker import CollectedRollout, ExperienceMaker
+from lightrft.application.cycle import ColocatedRLCycle, experience_maker
+from lightrft.application.experience_maker import CollectedRollout
 from lightrft.application.partial_generation import ChunkedEngine
 from lightrft.application.phases import Phase, PhaseSwitcher
 from lightrft.application.rollout_producer import ProducerPorts, Snapshot, ThreadedRolloutFeed
@@ -63,18 +63,8 @@ def split_feed(engine: RolloutEngine) -> Callable[[ColocatedRLCycle], ThreadedRo
             if off.partial_rollouts
             else None
         )
-        maker = ExperienceMaker(
-            engine=engine if chunked is None else chunked,
-            policy=c.policy,
-            reward_sources=c.reward_sources,
-            collective=c.collective,
-            phases=producer_phases,
-            rollout=s.rollout,
-            algorithm=s.algorithm,
-            shaping=s.shaping,
-            reference=c.reference,
-            critic=c.critic,
-            teachers=c.teachers,
+        maker = experience_maker(
+            c, s, producer_phases, engine=engine if chunked is None else chunked
         )
         return feed
 

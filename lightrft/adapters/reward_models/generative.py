@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 import torch
 
-from lightrft.adapters.reward_models.colocated_source import ColocatedModelSource
+from lightrft.adapters.common.rule_source import ColocatedModelSource
 from lightrft.adapters.reward_models.verdict import VerdictParser
 from lightrft.domain.ports import RolloutEngine
 from lightrft.domain.types import PromptRecord, RewardResult, RewardSample, SamplingParams

@@ -19,8 +19,8 @@ from torch import Tensor, nn
 from typing_extensions import Unpack
 
 from lightrft.adapters.common.host_offload import HostOffload
+from lightrft.adapters.common.rule_source import ColocatedModelSource
 from lightrft.adapters.reward_models.card import RewardModelCard, ScoreNormalization
-from lightrft.adapters.reward_models.colocated_source import ColocatedModelSource
 from lightrft.adapters.reward_models.encoding import PaddingSide, encode_pairs
 from lightrft.adapters.reward_models.loading import (
     load_card,
