@@ -10,17 +10,9 @@ from pathlib import Path
 import pytest
 
 from lightrft.entrypoints.cli import main
+from tests.helpers.demo_runs import TINY_DEMO
 
-TINY = [
-    "train.total_steps=2",
-    "eval.every=2",
-    "rollout.prompts_per_step=2",
-    "rollout.n_samples_per_prompt=2",
-    "rollout.max_new_tokens=6",
-    "data.eval.num_builtin=4",
-    "eval.max_prompts=4",
-    "data.train.num_builtin=16",
-]
+TINY = TINY_DEMO
 KEYS = ("reward_before", "reward_after", "cost_rate_before", "cost_rate_after")
 
 

@@ -15,25 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from scripts.seed_sweep import read_metrics, summarize
+from scripts.seed_sweep import summarize
+from tests.helpers.demo_runs import run_demo
 
 pytestmark = pytest.mark.slow
 
 
 def _demo(run_dir: Path, *args: str) -> list[dict[str, float]]:
-    command = [
-        sys.executable,
-        "-m",
-        "lightrft.entrypoints.cli",
-        "demo",
-        *args,
-        f"logging.run_dir={run_dir}",
-        "logging.progress=false",
-    ]
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1200)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    return read_metrics(run_dir / "metrics.jsonl")
+    return run_demo(run_dir, *args)
 
 
 @pytest.mark.parametrize("seed", [0, 4])

@@ -10,34 +10,19 @@ main job's target.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from scripts.seed_sweep import read_metrics, summarize
+from scripts.seed_sweep import summarize
+from tests.helpers.demo_runs import run_demo
 
 pytestmark = pytest.mark.slow
 
 
 def test_int8_rollout_main_job_learns(tmp_path: Path) -> None:
     run_dir = tmp_path / "demo"
-    command = [
-        sys.executable,
-        "-m",
-        "lightrft.entrypoints.cli",
-        "demo",
-        "train.seed=0",
-        "rollout.engine.quantization=int8",
-        f"logging.run_dir={run_dir}",
-        "logging.progress=false",
-    ]
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3000)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    rows = read_metrics(run_dir / "metrics.jsonl")
+    rows = run_demo(run_dir, "train.seed=0", "rollout.engine.quantization=int8", timeout_s=3000)
     steps = [r for r in rows if "rollout/logp_diff_mean" in r]
     assert len(steps) == 15  # the mismatch is measured at every step
     assert all(0 < r["rollout/logp_diff_mean"] < 0.5 for r in steps)  # int8: small, not zero
