@@ -15,6 +15,7 @@ from lightrft.adapters.distributed.process_group import (
     LaunchEnv,
     init_process_group_from_env,
     is_main_process,
+    leaving_process_group,
     shutdown_process_group,
 )
 
@@ -26,6 +27,7 @@ __all__ = [
     "free_port",
     "init_process_group_from_env",
     "is_main_process",
+    "leaving_process_group",
     "relaunch_with_torchrun",
     "running_under_torchrun",
     "shutdown_process_group",

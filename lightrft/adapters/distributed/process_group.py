@@ -12,6 +12,8 @@ wherever its tensor lives.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
@@ -142,3 +144,25 @@ def shutdown_process_group() -> None:
     """Leaves the default process group (no-op when there is none)."""
     if dist.is_initialized():
         dist.destroy_process_group()
+
+
+@contextmanager
+def leaving_process_group() -> Iterator[None]:
+    """Leaves the default process group when the block ends, so no rank exits with the
+    group's threads alive (an interpreter exit with a live gloo group can abort with
+    "terminate called without an active exception" while a slower rank still exports).
+
+    After a normal end every rank first waits at a barrier (bounded by the group's
+    timeout): all of them have finished their collectives. After an error the group is
+    left at once; the other ranks then fail their next collective within the timeout.
+    """
+    try:
+        yield
+    except BaseException:
+        shutdown_process_group()
+        raise
+    try:
+        if dist.is_initialized() and dist.get_world_size() > 1:
+            dist.barrier()
+    finally:
+        shutdown_process_group()

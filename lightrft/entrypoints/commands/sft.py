@@ -49,9 +49,12 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     status = relaunch_under_torchrun(config.backend.nproc_per_node)
     if status is not None:
         return status
+    from lightrft.adapters.distributed import leaving_process_group
     from lightrft.entrypoints.jobs.sft import sft
     from lightrft.entrypoints.next_command import NextCommand
 
     next_command = NextCommand(args.argv, config.logging.overwrite)
-    print(json.dumps(sft(config, next_command=next_command), indent=2))
+    with leaving_process_group():
+        summary = sft(config, next_command=next_command)
+    print(json.dumps(summary, indent=2))
     return 0

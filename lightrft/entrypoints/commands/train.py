@@ -39,9 +39,11 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     status = relaunch_under_torchrun(config.backend.nproc_per_node)
     if status is not None:
         return status
+    from lightrft.adapters.distributed import leaving_process_group
     from lightrft.entrypoints.jobs.training import train
 
-    summary = train(config, next_command=NextCommand(args.argv, config.logging.overwrite))
+    with leaving_process_group():
+        summary = train(config, next_command=NextCommand(args.argv, config.logging.overwrite))
     print(json.dumps(summary, indent=2))
     if summary.get("stopped_early"):
         from lightrft.entrypoints.graceful_stop import EXIT_STOPPED
