@@ -160,6 +160,8 @@ class TrainParams:
     samples (per rank; one optimizer step each); a mini-batch is processed in micro-batches
     of ``micro_batch_size`` samples, or, with ``max_tokens_per_micro_batch``, in
     micro-batches holding at most that many tokens (dynamic batch size).
+    ``skip_zero_advantage_rows``: samples whose loss is exactly zero (all advantages zero and
+    no term without the advantage) take no forward or backward; the gradient is unchanged.
     """
 
     epochs: int = 1
@@ -168,6 +170,7 @@ class TrainParams:
     max_tokens_per_micro_batch: int | None = None
     shuffle: bool = True
     seed: int = 0
+    skip_zero_advantage_rows: bool = False
 
     def __post_init__(self) -> None:
         _positive("epochs", self.epochs)

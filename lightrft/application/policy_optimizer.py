@@ -7,6 +7,13 @@ mini-batch is split (ALGORITHMS.md, "Loss aggregation modes"). That is why the r
 mini-batch may be reordered so the samples of one group (one prompt) sit together before the
 micro-batch split: a micro-batch then holds whole groups, and a policy that runs each
 distinct prompt once (prefix sharing) shares it across the group.
+
+With ``TrainParams.skip_zero_advantage_rows``, samples whose loss is exactly zero (every
+advantage zero, and no loss term without the advantage: no KL or entropy term, no critic, not
+CPGD) take no forward or backward: the normalizer still counts them, so the gradient is the
+same up to float rounding. In GRPO these are the groups whose samples all scored alike, a
+growing share of the batch as the policy learns. Metrics then describe the trained samples
+(``train/trained_fraction`` says how many).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import torch
 from torch import Tensor
 
 from lightrft.application.batching import (
+    agreed_max,
     split_by_count,
     split_by_token_budget,
     trim_experience,
@@ -29,7 +37,11 @@ from lightrft.application.params import AlgorithmParams, TrainParams
 from lightrft.domain.aggregation import LossNormalizer
 from lightrft.domain.groups import dense_group_ids
 from lightrft.domain.kl import kl_loss
-from lightrft.domain.policy_losses import PolicyLossInputs, compute_policy_loss
+from lightrft.domain.policy_losses import (
+    POLICY_LOSSES,
+    PolicyLossInputs,
+    compute_policy_loss,
+)
 from lightrft.domain.ports import Collective, Critic, Policy, Strategy
 from lightrft.domain.types import Experience
 from lightrft.domain.value_loss import entropy_loss, value_loss
@@ -106,15 +118,43 @@ class PolicyOptimizer:
         return torch.randperm(b, generator=gen)
 
     def _micro_batches(self, experience: Experience, rows: Tensor) -> list[Tensor]:
-        """Index tensors of the micro-batches; with a token budget, as many on every rank
-        (some possibly empty, see :func:`split_by_token_budget`)."""
+        """Index tensors of the micro-batches; with a token budget, or when zero-loss rows
+        are left out, as many on every rank (some possibly empty, see
+        :func:`split_by_token_budget`)."""
         rows = group_contiguous(rows, experience.group_index[rows])
         budget = self.train_params.max_tokens_per_micro_batch
-        if budget is None:
-            return split_by_count(rows, self.train_params.micro_batch_size)
-        tokens = experience.sequences.attention_mask[rows].sum(dim=-1)
-        return split_by_token_budget(
-            rows, tokens, budget, self.collective, groups=experience.group_index[rows]
+        if budget is not None:
+            tokens = experience.sequences.attention_mask[rows].sum(dim=-1)
+            batches = split_by_token_budget(
+                rows, tokens, budget, self.collective, groups=experience.group_index[rows]
+            )
+        else:
+            batches = split_by_count(rows, self.train_params.micro_batch_size) if len(rows) else []
+        if not self.train_params.skip_zero_advantage_rows:
+            return batches
+        # at least one (then a zero-weight padding micro-batch): the step's gradients exist
+        # and are zero, as they would be had the rows been trained
+        count = max(1, agreed_max(len(batches), self.collective))
+        return batches + [rows.new_zeros(0)] * (count - len(batches))
+
+    def _trained_rows(self, experience: Experience, rows: Tensor, kl_coef: float) -> Tensor:
+        """``rows`` without the samples whose loss is exactly zero (module doc); all of them
+        when that is off or some loss term does not carry the advantage."""
+        if not self.train_params.skip_zero_advantage_rows or not self._loss_is_advantage_only(
+            experience, kl_coef
+        ):
+            return rows
+        mask = experience.response_mask[rows].bool()
+        signal = (experience.advantages[rows] != 0) & mask  # [N, R]
+        return rows[signal.any(dim=-1)]
+
+    def _loss_is_advantage_only(self, experience: Experience, kl_coef: float) -> bool:
+        kl_term = self.kl_in_loss and kl_coef > 0 and experience.ref_logprobs is not None
+        return (
+            POLICY_LOSSES.get(self.algorithm.policy_loss).zero_without_advantage
+            and self.critic is None
+            and self.algorithm.entropy_coef == 0
+            and not kl_term
         )
 
     def _micro(self, experience: Experience, micro_rows: Tensor, rows: Tensor) -> Experience:
@@ -140,7 +180,8 @@ class PolicyOptimizer:
         )
         metrics: dict[str, list[float]] = defaultdict(list)
         skip_reason: str | None = None
-        for micro_rows in self._micro_batches(experience, rows):
+        trained = self._trained_rows(experience, rows, kl_coef)
+        for micro_rows in self._micro_batches(experience, trained):
             micro = self._micro(experience, micro_rows, rows)
             loss, micro_metrics = self._policy_loss(micro, normalizer, kl_coef)
             skip_reason = self._agreed_skip_reason(loss)
@@ -160,6 +201,7 @@ class PolicyOptimizer:
                     if not padding:
                         metrics[key].append(critic_value)
         result = {key: sum(values) / len(values) for key, values in metrics.items()}
+        result["train/trained_fraction"] = len(trained) / max(1, len(rows))
         if skip_reason is not None:
             log.warning("train.step_skipped", reason=skip_reason)
         step_result = self.strategy.step(skip_reason=skip_reason)

@@ -109,13 +109,17 @@ class PolicyLoss:
     (sequence losses broadcast over their tokens) and metrics; ``defaults`` are the paper's;
     ``supports_dual_clip``: whether it honours ``PolicyLossParams.dual_clip``;
     ``sequence_level``: one ratio per sequence (GSPO, GMPO), whose papers average over
-    sequences, so a token-mean aggregation (which weights sequences by length) is refused."""
+    sequences, so a token-mean aggregation (which weights sequences by length) is refused;
+    ``zero_without_advantage``: every term of the loss is a multiple of the advantage, so a
+    sample whose advantages are all zero has zero loss and gradient (not CPGD: its drift
+    penalty does not carry the advantage)."""
 
     name: str
     per_token: PerTokenLoss
     defaults: PolicyLossParams
     supports_dual_clip: bool = False
     sequence_level: bool = False
+    zero_without_advantage: bool = True
 
 
 POLICY_LOSSES: Registry[PolicyLoss] = Registry("policy loss")
@@ -254,10 +258,23 @@ def reinforce_per_token(
 
 
 def _register(
-    name: str, fn: PerTokenLoss, defaults: PolicyLossParams, dual: bool, sequence: bool = False
+    name: str,
+    fn: PerTokenLoss,
+    defaults: PolicyLossParams,
+    dual: bool,
+    sequence: bool = False,
+    zero_without_advantage: bool = True,
 ) -> None:
     POLICY_LOSSES.add(
-        name, PolicyLoss(name, fn, defaults, supports_dual_clip=dual, sequence_level=sequence)
+        name,
+        PolicyLoss(
+            name,
+            fn,
+            defaults,
+            supports_dual_clip=dual,
+            sequence_level=sequence,
+            zero_without_advantage=zero_without_advantage,
+        ),
     )
 
 
@@ -268,7 +285,13 @@ _register("dapo", ppo_per_token, PolicyLossParams(0.2, 0.28), dual=True)
 _register("gspo", gspo_per_token, _GSPO, dual=True, sequence=True)
 _register("gspo_token", gspo_token_per_token, _GSPO, dual=True, sequence=True)
 _register("gmpo", gmpo_per_token, _GMPO, dual=False, sequence=True)
-_register("cpgd", cpgd_per_token, PolicyLossParams(drift_coef=0.001), dual=False)
+_register(
+    "cpgd",
+    cpgd_per_token,
+    PolicyLossParams(drift_coef=0.001),
+    dual=False,
+    zero_without_advantage=False,
+)
 _register("reinforce", reinforce_per_token, PolicyLossParams(), dual=False)
 
 

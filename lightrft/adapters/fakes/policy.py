@@ -20,11 +20,13 @@ class FakePolicy(SeededTinyModel):
     """A trainable :class:`TinyGruLm` whose weights depend only on ``seed``.
 
     ``forward`` computes honest log-probs (autograd on under grad mode); records
-    ``forward_calls`` and ``syncs_prepared`` (calls of ``weights_for_sync``).
+    ``forward_calls``, ``forward_rows`` (samples over all forwards) and ``syncs_prepared``
+    (calls of ``weights_for_sync``).
     """
 
     architecture = TinyGruLm
     forward_calls = 0
+    forward_rows = 0
     syncs_prepared = 0
 
     def forward(
@@ -32,6 +34,7 @@ class FakePolicy(SeededTinyModel):
     ) -> PolicyOutput:
         """Log-probs (B, R) of the response tokens (and entropy (B, R)); 0 on padding."""
         self.forward_calls += 1
+        self.forward_rows += len(batch.input_ids)
         return response_logprobs(
             self._module, batch, self.device, temperature=temperature, with_entropy=with_entropy
         )

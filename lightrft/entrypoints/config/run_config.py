@@ -241,7 +241,8 @@ class RunConfig(Section):
             train=copy_fields(
                 service_params.TrainParams,
                 t,
-                "epochs mini_batch_size micro_batch_size max_tokens_per_micro_batch shuffle seed",
+                "epochs mini_batch_size micro_batch_size max_tokens_per_micro_batch shuffle seed "
+                "skip_zero_advantage_rows",
             ),
             cycle=service_params.CycleParams(
                 total_steps=t.total_steps,

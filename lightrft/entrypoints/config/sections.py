@@ -476,6 +476,12 @@ class TrainConfig(Section):
         "on every rank); replaces micro_batch_size when set.",
     )
     shuffle: bool = Field(True, description="Shuffle each epoch's samples before mini-batches.")
+    skip_zero_advantage_rows: bool = Field(
+        True,
+        description="Leave samples whose advantages are all zero out of the forward and "
+        "backward when their loss is exactly zero (no KL or entropy term, no critic, a loss "
+        "whose every term carries the advantage): the same gradient for less compute.",
+    )
     seed: int = Field(0, description="Seed of data order, sampling and shuffles.")
     health: HealthConfig = Field(
         default_factory=HealthConfig, description="Training-health check thresholds."
