@@ -67,11 +67,12 @@ class LoraConfig(Section):
 
 
 class ModelConfig(Section):
-    modality: Literal["text", "vision-language", "audio-language"] = Field(
+    modality: Literal["text", "vision-language", "audio-language", "omni"] = Field(
         "text",
         description="What the model reads besides text; selects the model loader "
         "(policy, reference, critic, tokenizer/processor). vision-language: Qwen2-VL / "
-        "Qwen2.5-VL; audio-language: Qwen2-Audio.",
+        "Qwen2.5-VL; audio-language: Qwen2-Audio; omni: a saved Qwen2.5-Omni thinker "
+        "(images and audio, both in one row if wanted).",
     )
     min_pixels: int = Field(
         28 * 28 * 4, gt=0, description="vision-language: images are resized to at least this."
