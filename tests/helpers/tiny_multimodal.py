@@ -7,6 +7,7 @@ Qwen2-VL and Qwen2-Audio templates do.
 
 from __future__ import annotations
 
+import wave
 from pathlib import Path
 
 import numpy as np
@@ -163,6 +164,16 @@ def noise_image(width: int, height: int, seed: int) -> Image.Image:
     """A random RGB image."""
     rng = np.random.default_rng(seed)
     return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
+
+
+def write_wav(path: Path, samples: np.ndarray, rate: int) -> str:
+    """Writes ``samples`` (in [-1, 1]) as a mono 16-bit PCM ``.wav``; returns its name."""
+    with wave.open(str(path), "wb") as file:
+        file.setnchannels(1)
+        file.setsampwidth(2)
+        file.setframerate(rate)
+        file.writeframes((samples * 32767).astype("<i2").tobytes())
+    return path.name
 
 
 def tiny_qwen2_audio(

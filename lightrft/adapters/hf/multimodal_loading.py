@@ -19,10 +19,10 @@ from typing import Any, cast
 
 import torch
 from transformers import (
+    AutoConfig,
     AutoFeatureExtractor,
     AutoImageProcessor,
     AutoModelForImageTextToText,
-    AutoConfig,
     AutoModelForMultimodalLM,
     PreTrainedModel,
 )
@@ -107,7 +107,7 @@ def check_model_type(path: str, modality: str, *, trust_remote_code: bool = Fals
     accepted = _MODEL_TYPES.get(modality)
     if accepted is None:
         return
-    config = AutoConfig.from_pretrained(  # type: ignore[no-untyped-call]
+    config = AutoConfig.from_pretrained(
         path, local_files_only=True, trust_remote_code=trust_remote_code
     )
     if config.model_type not in accepted:

@@ -142,4 +142,3 @@ class OmniInputs(media.MediaInputs):
 
 
 MULTIMODAL_INPUTS.add(FAMILY, OmniInputs)
-

@@ -134,7 +134,10 @@ def test_encoder_expands_both_media_of_a_row_into_one_payload() -> None:
     assert prompts[0].prompt_token_ids.count(IMAGE) == 6
     assert prompts[0].prompt_token_ids.count(AUDIO) == 12
     assert prompts[1] == raw[1]  # text only: unchanged
-    assert prompts[3].multimodal["audio_tokens"] == (6, 25) and "image_tokens" not in prompts[3].multimodal
+    assert (
+        prompts[3].multimodal["audio_tokens"] == (6, 25)
+        and "image_tokens" not in prompts[3].multimodal
+    )
     for prompt, row in zip(prompts, raw, strict=True):
         assert list(prompt.prompt_token_ids) == direct_inputs(row)[0]
 
@@ -174,9 +177,7 @@ def test_a_mixed_batch_equals_each_row_alone() -> None:
         together = policy.forward(batch_of(prompts, RESPONSES)).logprobs
         for row, (prompt, response) in enumerate(zip(prompts, RESPONSES, strict=True)):
             alone = policy.forward(batch_of([prompt], [response])).logprobs[0]
-            torch.testing.assert_close(
-                together[row, : len(response)], alone, atol=1e-5, rtol=1e-5
-            )
+            torch.testing.assert_close(together[row, : len(response)], alone, atol=1e-5, rtol=1e-5)
 
 
 def test_engine_logprobs_equal_the_policys() -> None:
@@ -210,9 +211,7 @@ def _with_ids(batch: SequenceBatch, ids: Tensor) -> SequenceBatch:
          r"media are 1 image\(s\) and 1 clip\(s\)"),
     ],
 )  # fmt: skip
-def test_a_row_whose_placeholders_do_not_match_its_media_is_named(
-    token: int, message: str
-) -> None:
+def test_a_row_whose_placeholders_do_not_match_its_media_is_named(token: int, message: str) -> None:
     model = tiny_omni_thinker()
     batch = batch_of([encoder().encode(r) for r in raw_rows()], RESPONSES)
     ids = batch.input_ids.clone()
