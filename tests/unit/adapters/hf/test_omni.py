@@ -16,9 +16,10 @@ import pytest
 import torch
 from torch import Tensor
 
-from lightrft.adapters.hf import HfPolicy, HfRolloutEngine
+from lightrft.adapters.hf import HfPolicy, HfRolloutEngine, LoraParams
 from lightrft.adapters.hf.multimodal_inputs import multimodal_inputs_for
 from lightrft.adapters.hf.omni import OmniEncoder
+from lightrft.adapters.hf.vision_language import language_model_lora
 from lightrft.application.batching import build_rollout_tensors
 from lightrft.domain.modality import media_cost
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams, SequenceBatch
@@ -242,3 +243,17 @@ def test_requirements_name_the_thinkers_placeholders_and_rate() -> None:
     media = encoder().requirements
     assert (media.image_placeholder, media.audio_placeholder) == ("<|IMAGE|>", "<|AUDIO|>")
     assert media.audio_sampling_rate == RATE
+
+
+def test_lora_adapts_the_language_model_and_audio_encoder_not_the_vision_tower() -> None:
+    model = tiny_omni_thinker()
+    params = language_model_lora(model, LoraParams(rank=2), train_vision=False)
+    policy = HfPolicy(model, lora=params, multimodal=multimodal_inputs_for(model))
+    trainable = [n for n, p in policy.module.named_parameters() if p.requires_grad]
+    assert all("lora_" in n and ".visual." not in n for n in trainable)
+    assert any(".audio_tower." in n for n in trainable) and any(
+        ".model.layers." in n for n in trainable
+    )
+    batch = batch_of([encoder().encode(r) for r in raw_rows()], RESPONSES)
+    policy.forward(batch).logprobs.sum().backward()  # gradients reach every adapter
+    assert all(p.grad is not None for p in policy.module.parameters() if p.requires_grad)
