@@ -30,6 +30,7 @@ class Modality(str, Enum):
     TEXT = "text"
     VISION_LANGUAGE = "vision-language"
     AUDIO_LANGUAGE = "audio-language"
+    OMNI = "omni"  # images and audio (Qwen2.5-Omni thinker)
 
     @classmethod
     def parse(cls, name: str) -> Modality:

@@ -6,7 +6,6 @@ summary.json) while the run trains on the rest."""
 from __future__ import annotations
 
 import json
-import wave
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,12 @@ import numpy as np
 import pytest
 
 from lightrft.entrypoints.cli import main
-from tests.helpers.tiny_multimodal import noise_image, save_tiny_audio_model, save_tiny_vl_model
+from tests.helpers.tiny_multimodal import (
+    noise_image,
+    save_tiny_audio_model,
+    save_tiny_vl_model,
+    write_wav,
+)
 
 RUN = [
     "train.total_steps=2",
@@ -29,13 +33,7 @@ RUN = [
 
 
 def _wav(path: Path, rate: int) -> str:
-    samples = np.sin(np.arange(rate // 10) * 0.3) * 0.5  # 0.1 s
-    with wave.open(str(path), "wb") as file:
-        file.setnchannels(1)
-        file.setsampwidth(2)
-        file.setframerate(rate)
-        file.writeframes((samples * 32767).astype("<i2").tobytes())
-    return path.name
+    return write_wav(path, np.sin(np.arange(rate // 10) * 0.3) * 0.5, rate)  # 0.1 s
 
 
 def _jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:

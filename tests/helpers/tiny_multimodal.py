@@ -7,6 +7,7 @@ Qwen2-VL and Qwen2-Audio templates do.
 
 from __future__ import annotations
 
+import wave
 from pathlib import Path
 
 import numpy as np
@@ -57,30 +58,41 @@ def token_id(token: str) -> int:
 
 def tiny_mm_tokenizer() -> PreTrainedTokenizerFast:
     """Byte-level tokenizer with the Qwen special tokens (ids 0..9) and a chat template."""
-    vocab = {token: i for i, token in enumerate(SPECIALS)}
+    return byte_tokenizer(SPECIALS, CHAT_TEMPLATE)
+
+
+def byte_tokenizer(specials: tuple[str, ...], chat_template: str) -> PreTrainedTokenizerFast:
+    """Byte-level tokenizer: ``specials`` (ids 0.., the first two pad and EOS), then one
+    token per byte; ``chat_template`` renders media parts."""
+    vocab = {token: i for i, token in enumerate(specials)}
     for i, ch in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet())):
-        vocab[ch] = len(SPECIALS) + i
+        vocab[ch] = len(specials) + i
     backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     backend.decoder = decoders.ByteLevel()
-    return _qwen_tokenizer(backend)
+    return _qwen_tokenizer(backend, specials, chat_template)
 
 
-def _qwen_tokenizer(backend: Tokenizer, **extra: str) -> PreTrainedTokenizerFast:
+def _qwen_tokenizer(
+    backend: Tokenizer,
+    specials: tuple[str, ...] = SPECIALS,
+    chat_template: str = CHAT_TEMPLATE,
+    **extra: str,
+) -> PreTrainedTokenizerFast:
     """``backend`` with the Qwen pad / EOS / media tokens and the media chat template."""
     tok = PreTrainedTokenizerFast(
         tokenizer_object=backend,
-        pad_token="<|endoftext|>",
-        eos_token="<|im_end|>",
-        additional_special_tokens=list(SPECIALS[2:]),
+        pad_token=specials[0],
+        eos_token=specials[1],
+        additional_special_tokens=list(specials[2:]),
         **extra,
     )
-    tok.chat_template = CHAT_TEMPLATE
+    tok.chat_template = chat_template
     tok.padding_side = "left"
     return tok
 
 
-def _text_config(hidden: int = 64) -> dict[str, object]:
+def text_config(hidden: int = 64) -> dict[str, object]:
     return {
         "vocab_size": VOCAB,
         "hidden_size": hidden,
@@ -117,7 +129,7 @@ def tiny_qwen2_vl(seed: int = 0) -> Qwen2VLForConditionalGeneration:
         "spatial_merge_size": 2,
         "temporal_patch_size": 2,
     }
-    config = Qwen2VLConfig(text_config=_text_config(), vision_config=vision, **_vl_ids())
+    config = Qwen2VLConfig(text_config=text_config(), vision_config=vision, **_vl_ids())
     config.eos_token_id, config.pad_token_id = EOS, PAD
     torch.manual_seed(seed)
     return Qwen2VLForConditionalGeneration(config).eval()
@@ -137,7 +149,7 @@ def tiny_qwen2_5_vl(seed: int = 0) -> Qwen2_5_VLForConditionalGeneration:
         "window_size": 56,
         "fullatt_block_indexes": [1],
     }
-    config = Qwen2_5_VLConfig(text_config=_text_config(), vision_config=vision, **_vl_ids())
+    config = Qwen2_5_VLConfig(text_config=text_config(), vision_config=vision, **_vl_ids())
     config.eos_token_id, config.pad_token_id = EOS, PAD
     torch.manual_seed(seed)
     return Qwen2_5_VLForConditionalGeneration(config).eval()
@@ -154,13 +166,23 @@ def noise_image(width: int, height: int, seed: int) -> Image.Image:
     return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
 
 
+def write_wav(path: Path, samples: np.ndarray, rate: int) -> str:
+    """Writes ``samples`` (in [-1, 1]) as a mono 16-bit PCM ``.wav``; returns its name."""
+    with wave.open(str(path), "wb") as file:
+        file.setnchannels(1)
+        file.setsampwidth(2)
+        file.setframerate(rate)
+        file.writeframes((samples * 32767).astype("<i2").tobytes())
+    return path.name
+
+
 def tiny_qwen2_audio(
     seed: int = 0, *, max_source_positions: int = 1500
 ) -> Qwen2AudioForConditionalGeneration:
     """Qwen2-Audio: 2 encoder layers of width 32, 128 mel bins, qwen2 text of hidden 64.
 
     The encoder reads ``2 * max_source_positions`` feature frames (1500: Whisper's 30 s)."""
-    text = _text_config()
+    text = text_config()
     text.pop("rope_parameters")
     text["model_type"] = "qwen2"
     audio = {

@@ -8,7 +8,9 @@ modality, and only one step differs; the common steps are here once:
 - :class:`MediaEncoder` (the prompt encoder): take the record's media items (checked against
   its placeholders), let the modality :meth:`~MediaEncoder.process` them into tensors and a
   position count per item, expand each placeholder to its count, and store the payload
-  (the tensors, ``<noun>_tokens``, ``where`` and the cost);
+  (the tensors, ``<noun>_tokens``, ``where`` and the cost); the payload's other entries
+  stay, so encoders of two media applied one after the other (a model that reads images
+  and audio) leave both media's tensors in one payload, their costs added;
 - :class:`MediaInputs` (the forward arguments): check every row's placeholder count, give
   text positions (1-D, counting attended tokens, zero offsets), and let the modality add its
   media arguments (and its own positions, e.g. M-RoPE) when some row has media.
@@ -26,7 +28,7 @@ from torch import Tensor, nn
 
 from lightrft.adapters.hf.logprobs import position_ids_from_mask
 from lightrft.adapters.hf.multimodal_inputs import ModelInputs, row_name, unwrapped
-from lightrft.domain.modality import COST_KEY, Payload
+from lightrft.domain.modality import COST_KEY, Payload, media_cost
 from lightrft.domain.types import PromptRecord
 
 
@@ -128,11 +130,13 @@ class MediaEncoder(ABC):
         where = str(record.metadata.get("where", record.uid))
         media = self.process(items, where)
         ids = expand_placeholders(record.prompt_token_ids, self._pad, media.counts)
+        rest = {k: v for k, v in record.multimodal.items() if k != self.media_key}
         payload: dict[str, Any] = {
+            **rest,  # other media, raw or processed by another encoder (a composite's)
             **media.tensors,
             f"{self.noun}_tokens": tuple(media.counts),
             "where": where,
-            COST_KEY: media.cost,
+            COST_KEY: media_cost(rest) + media.cost,
         }
         return replace(record, prompt_token_ids=ids, multimodal=payload)
 
@@ -177,11 +181,16 @@ class MediaInputs(ABC):
     ) -> MediaArguments | None:
         """The media arguments of the batch, or None when no row has media."""
 
+    def check_rows(self, input_ids: Tensor, payloads: Sequence[Payload]) -> None:
+        """Raises ``ValueError`` naming the first row whose placeholders do not match its
+        media (a family reading several media checks each)."""
+        check_placeholders(input_ids, payloads, self._token_id, f"{self.noun}_tokens", self.noun)
+
     def model_inputs(
         self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload]
     ) -> ModelInputs:
         """See :class:`~lightrft.adapters.hf.multimodal_inputs.MultimodalInputs`."""
-        check_placeholders(input_ids, payloads, self._token_id, f"{self.noun}_tokens", self.noun)
+        self.check_rows(input_ids, payloads)
         kwargs: dict[str, Any] = {
             "input_ids": input_ids,
             "attention_mask": attention_mask,

@@ -67,21 +67,24 @@ class LoraConfig(Section):
 
 
 class ModelConfig(Section):
-    modality: Literal["text", "vision-language", "audio-language"] = Field(
+    modality: Literal["text", "vision-language", "audio-language", "omni"] = Field(
         "text",
         description="What the model reads besides text; selects the model loader "
         "(policy, reference, critic, tokenizer/processor). vision-language: Qwen2-VL / "
-        "Qwen2.5-VL; audio-language: Qwen2-Audio.",
+        "Qwen2.5-VL; audio-language: Qwen2-Audio; omni: a saved Qwen2.5-Omni thinker "
+        "(images and audio, both in one row if wanted).",
     )
     min_pixels: int = Field(
-        28 * 28 * 4, gt=0, description="vision-language: images are resized to at least this."
+        28 * 28 * 4, gt=0, description="vision-language, omni: images are resized to at least this."
     )
     max_pixels: int = Field(
-        28 * 28 * 1280, gt=0, description="vision-language: images are resized to at most this."
+        28 * 28 * 1280,
+        gt=0,
+        description="vision-language, omni: images are resized to at most this.",
     )
     train_vision_tower: bool = Field(
         False,
-        description="vision-language: train (or LoRA-adapt) the vision tower too; off: it "
+        description="vision-language, omni: train (or LoRA-adapt) the vision tower too; off: it "
         "stays frozen and LoRA adapts the language model only.",
     )
     path: str | None = Field(

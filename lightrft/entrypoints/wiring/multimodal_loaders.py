@@ -1,8 +1,9 @@
-"""Model loaders of ``model.modality`` ``vision-language`` (Qwen2-VL, Qwen2.5-VL) and
-``audio-language`` (Qwen2-Audio): policy, reference, engine model, prompt encoder.
+"""Model loaders of ``model.modality`` ``vision-language`` (Qwen2-VL, Qwen2.5-VL),
+``audio-language`` (Qwen2-Audio) and ``omni`` (the Qwen2.5-Omni thinker): policy,
+reference, engine model, prompt encoder.
 
 The vision tower stays frozen unless ``model.train_vision_tower``; LoRA then adapts the
-language model's linear layers only. A critic (PPO with GAE) is not offered for these
+language model's linear layers only (omni: the audio encoder's too). A critic (PPO with GAE) is not offered for these
 modalities: use a critic-free estimator (GRPO, RLOO, REINFORCE++ ...).
 """
 
@@ -21,8 +22,10 @@ from lightrft.adapters.hf.multimodal_inputs import multimodal_inputs_for
 from lightrft.adapters.hf.multimodal_loading import (
     load_feature_extractor,
     load_image_processor,
+    load_media_processors,
     load_multimodal_model,
 )
+from lightrft.adapters.hf.omni import OmniEncoder
 from lightrft.adapters.hf.vision_language import (
     VisionLanguageEncoder,
     freeze_vision_tower,
@@ -84,6 +87,17 @@ def _feature_extractor(context: BuildContext) -> Any:
     return load_feature_extractor(context.model_path)
 
 
+def _media_processors(context: BuildContext) -> Any:
+    m = context.config.model
+    return load_media_processors(
+        context.model_path, min_pixels=m.min_pixels, max_pixels=m.max_pixels
+    )
+
+
+def _omni_encoder(tokenizer: Any, processors: Any) -> OmniEncoder:
+    return OmniEncoder(tokenizer, processors.image_processor, processors.feature_extractor)
+
+
 def _loader(media: _Media) -> ModelLoader:
     def policy(context: BuildContext) -> HfPolicy:
         m = context.config.model
@@ -139,3 +153,4 @@ MODEL_LOADERS.add(
 MODEL_LOADERS.add(
     "audio-language", _loader(_Media(_feature_extractor, _prepare_audio, AudioLanguageEncoder))
 )
+MODEL_LOADERS.add("omni", _loader(_Media(_media_processors, _prepare_vision, _omni_encoder)))

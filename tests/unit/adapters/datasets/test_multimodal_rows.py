@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import wave
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from lightrft.adapters.datasets import (
     RowSpec,
 )
 from lightrft.adapters.datasets.placeholders import MediaPlaceholders
-from tests.helpers.tiny_multimodal import tiny_mm_tokenizer
+from tests.helpers.tiny_multimodal import tiny_mm_tokenizer, write_wav
 
 VL = RowSpec(images_key="images")
 
@@ -137,15 +136,6 @@ def test_bad_rows_are_skipped_and_the_rest_kept() -> None:
 
 def tone(seconds: float, rate: int) -> np.ndarray:
     return np.sin(np.arange(int(rate * seconds)) * 0.1).astype(np.float32)
-
-
-def write_wav(path: Path, samples: np.ndarray, rate: int) -> Path:
-    with wave.open(str(path), "wb") as file:
-        file.setnchannels(1)
-        file.setsampwidth(2)
-        file.setframerate(rate)
-        file.writeframes((samples * 32767).astype("<i2").tobytes())
-    return path
 
 
 def test_audio_formats_and_rate_check(tmp_path: Path) -> None:

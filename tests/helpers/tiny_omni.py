@@ -1,0 +1,114 @@
+"""A tiny random Qwen2.5-Omni thinker, its tokenizer and processors for tests (no download).
+
+The tokenizer is byte-level (:func:`~tests.helpers.tiny_multimodal.byte_tokenizer`) plus the
+thinker's special tokens; its chat template renders ``{"type": "image"}`` /
+``{"type": "audio"}`` parts as the Qwen2.5-Omni template does:
+``<|vision_bos|><|IMAGE|><|vision_eos|>`` and ``<|audio_bos|><|AUDIO|><|audio_eos|>``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from transformers import (
+    PreTrainedTokenizerFast,
+    Qwen2_5OmniThinkerConfig,
+    Qwen2_5OmniThinkerForConditionalGeneration,
+)
+
+from lightrft.adapters.hf.multimodal_loading import MediaProcessors
+from tests.helpers.tiny_multimodal import (
+    EOS,
+    PAD,
+    byte_tokenizer,
+    text_config,
+    tiny_feature_extractor,
+    tiny_image_processor,
+)
+
+OMNI_SPECIALS = (
+    "<|endoftext|>",
+    "<|im_end|>",
+    "<|im_start|>",
+    "<|vision_bos|>",
+    "<|vision_eos|>",
+    "<|IMAGE|>",
+    "<|VIDEO|>",
+    "<|audio_bos|>",
+    "<|AUDIO|>",
+    "<|audio_eos|>",
+)
+OMNI_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<|vision_bos|><|IMAGE|><|vision_eos|>"
+    "{% elif c['type'] == 'audio' %}<|audio_bos|><|AUDIO|><|audio_eos|>"
+    "{% else %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def omni_token_id(token: str) -> int:
+    """The id of a special token of :func:`tiny_omni_tokenizer`."""
+    return OMNI_SPECIALS.index(token)
+
+
+def tiny_omni_tokenizer() -> PreTrainedTokenizerFast:
+    """Byte-level tokenizer with the thinker's special tokens (ids 0..9)."""
+    return byte_tokenizer(OMNI_SPECIALS, OMNI_TEMPLATE)
+
+
+def tiny_omni_thinker(seed: int = 0) -> Qwen2_5OmniThinkerForConditionalGeneration:
+    """Text as the tiny Qwen2-VL's (hidden 64, head_dim 32, mrope 4+6+6); vision as the tiny
+    Qwen2.5-VL's (width 128, out 64, window 56); audio 2 layers of width 32, 128 mel bins."""
+    vision = {
+        "depth": 2,
+        "hidden_size": 128,
+        "out_hidden_size": 64,
+        "intermediate_size": 128,
+        "num_heads": 2,
+        "patch_size": 14,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        "window_size": 56,
+        "fullatt_block_indexes": [1],
+    }
+    audio = {
+        "num_mel_bins": 128,
+        "encoder_layers": 2,
+        "encoder_attention_heads": 2,
+        "encoder_ffn_dim": 64,
+        "d_model": 32,
+        "output_dim": 64,
+    }
+    config = Qwen2_5OmniThinkerConfig(
+        text_config=text_config(),
+        vision_config=vision,
+        audio_config=audio,
+        image_token_index=omni_token_id("<|IMAGE|>"),
+        video_token_index=omni_token_id("<|VIDEO|>"),
+        audio_token_index=omni_token_id("<|AUDIO|>"),
+        audio_start_token_id=omni_token_id("<|audio_bos|>"),
+        audio_end_token_id=omni_token_id("<|audio_eos|>"),
+        vision_start_token_id=omni_token_id("<|vision_bos|>"),  # read by get_rope_index
+        vision_end_token_id=omni_token_id("<|vision_eos|>"),
+    )
+    config.eos_token_id, config.pad_token_id = EOS, PAD
+    torch.manual_seed(seed)
+    return Qwen2_5OmniThinkerForConditionalGeneration(config).eval()
+
+
+def tiny_omni_processors(chunk_seconds: int = 30) -> MediaProcessors:
+    """The tiny image processor (4-16 merged tokens per image) and Whisper features."""
+    return MediaProcessors(tiny_image_processor(), tiny_feature_extractor(chunk_seconds))
+
+
+def save_tiny_omni_thinker(directory: Path, seed: int = 0) -> Path:
+    """The tiny thinker saved with its tokenizer and processors (one merged
+    ``preprocessor_config.json``, as a released Qwen2.5-Omni has); clips padded to 1 s."""
+    tiny_omni_thinker(seed).save_pretrained(directory)
+    tiny_omni_tokenizer().save_pretrained(directory)
+    tiny_omni_processors(chunk_seconds=1).save_pretrained(directory)
+    return directory
