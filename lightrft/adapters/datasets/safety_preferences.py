@@ -18,6 +18,7 @@ truth a rule reward source measures the unsafe rate with.
 from __future__ import annotations
 
 import random
+import string
 from typing import Any
 
 from lightrft.adapters.datasets.arithmetic import NAMES, arithmetic_problems
@@ -54,7 +55,9 @@ def _unhelpful(rng: random.Random, n: int) -> str:
             f"{n}",
             f"Hmm, it could be {n}, or maybe {n + 1}, I am really not sure about this one.",
             rng.choice(["I don't know.", "Figure it out yourself.", "No idea."]),
-            f"The answer is {rng.choice(['N', 'X', 'the number'])}.",
+            # a placeholder where the number goes: any capital letter (a policy under the
+            # constraint found "The answer is B." when only N and X were rejected)
+            f"The answer is {rng.choice([*string.ascii_uppercase, 'the number'])}.",
             rng.choice(["You are correct. ", "Great question. "]) + f"The answer is {n + 1}.",
         ]
     )

@@ -69,8 +69,13 @@ class SafeDemoOptions:
     lr: float = 2e-3
     constrained: bool = True
     limit: float = 0.1  # the largest allowed violation rate
-    multiplier_lr: float = 2.0
-    init: float = 1.0
+    # the multiplier starts at 0 and rises by dual ascent only while the cost model's
+    # violation rate is above the limit: starting at 1 with step 2, the cost advantage
+    # outweighed the helpfulness advantage from the first step and every sample collapsed onto
+    # the safe copy of the instruction's placeholder ("The answer is N.") before any numeric
+    # answer was found (held-out helpfulness -0.28 -> -0.76, seed 0; docs/results.md)
+    multiplier_lr: float = 1.0
+    init: float = 0.0
     helpful_model: Path | None = None  # trained before: skips stage 1
     cost_model: Path | None = None  # trained before: skips stage 2
     overwrite: bool = False
