@@ -5,7 +5,9 @@ Accepted paths: ``.jsonl`` / ``.json`` (JSON lines or one JSON array), ``.parque
 ``DatasetDict.save_to_disk`` (read with ``load_from_disk``; ``split`` picks the split of a
 ``DatasetDict``). Nothing is ever fetched from the Hugging Face hub. All rows are read,
 rendered and tokenized when the dataset is built (see :mod:`prompt_rows`), so ``len`` is
-exact and ``stats`` tells what was skipped, dropped or truncated.
+exact and ``stats`` tells what was skipped, dropped or truncated. Media columns of the HF
+``Image`` / ``Audio`` features are read as stored and decoded row by row here
+(:mod:`~lightrft.adapters.datasets.media_features`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, NamedTuple
 
 from lightrft.adapters.datasets.bad_rows import BadRowPolicy
 from lightrft.adapters.datasets.json_check import check_json_file
+from lightrft.adapters.datasets.media_features import undecoded_media
 from lightrft.adapters.datasets.prepared_source import PreparedPromptSource
 from lightrft.adapters.datasets.prompt_rows import (
     PreparedPrompt,
@@ -66,7 +69,7 @@ def read_table(
             if split not in loaded:
                 raise ValueError(f"{file} has splits {sorted(loaded)}, not {split!r}")
             loaded = loaded[split]
-        return Table(loaded)
+        return Table(undecoded_media(loaded))
     if not file.is_file():
         raise FileNotFoundError(f"no such prompt file: {file}")
     builder = FILE_BUILDERS.get(file.suffix.lower())
@@ -81,7 +84,7 @@ def read_table(
         table = _load_file(datasets, builder, file, cache_dir)
     if len(table) == 0:
         raise ValueError(f"{file} holds no rows")
-    return Table(table, len(skipped))
+    return Table(undecoded_media(table), len(skipped))
 
 
 def _good_lines(file: Path, bad: set[int]) -> list[dict[str, Any]]:
