@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -69,7 +70,8 @@ def read_table(
             if split not in loaded:
                 raise ValueError(f"{file} has splits {sorted(loaded)}, not {split!r}")
             loaded = loaded[split]
-        return Table(undecoded_media(loaded))
+        with _no_progress_bars(datasets):
+            return Table(undecoded_media(loaded))
     if not file.is_file():
         raise FileNotFoundError(f"no such prompt file: {file}")
     builder = FILE_BUILDERS.get(file.suffix.lower())
@@ -84,7 +86,7 @@ def read_table(
         table = _load_file(datasets, builder, file, cache_dir)
     if len(table) == 0:
         raise ValueError(f"{file} holds no rows")
-    return Table(undecoded_media(table), len(skipped))
+    return Table(table, len(skipped))
 
 
 def _good_lines(file: Path, bad: set[int]) -> list[dict[str, Any]]:
@@ -96,22 +98,31 @@ def _good_lines(file: Path, bad: set[int]) -> list[dict[str, Any]]:
         ]
 
 
-def _load_file(datasets: Any, builder: str, file: Path, cache_dir: PathLike | None) -> Any:
+@contextmanager
+def _no_progress_bars(datasets: Any) -> Iterator[None]:
+    """No bar for a local file (a data error comes first) or a media cast."""
     bars_were_off = datasets.are_progress_bars_disabled()
-    datasets.disable_progress_bars()  # no bar for a local file: a data error comes first
+    datasets.disable_progress_bars()
     try:
-        return datasets.load_dataset(
-            builder,
-            data_files=str(file),
-            split="train",
-            cache_dir=None if cache_dir is None else str(cache_dir),
-        )
-    except Exception as error:
-        reason = str(error) or type(error).__name__
-        raise ValueError(f"cannot read {file}: {reason}") from error
+        yield
     finally:
         if not bars_were_off:
             datasets.enable_progress_bars()
+
+
+def _load_file(datasets: Any, builder: str, file: Path, cache_dir: PathLike | None) -> Any:
+    with _no_progress_bars(datasets):
+        try:
+            table = datasets.load_dataset(
+                builder,
+                data_files=str(file),
+                split="train",
+                cache_dir=None if cache_dir is None else str(cache_dir),
+            )
+        except Exception as error:
+            reason = str(error) or type(error).__name__
+            raise ValueError(f"cannot read {file}: {reason}") from error
+        return undecoded_media(table)
 
 
 class HfPromptDataset(PreparedPromptSource):

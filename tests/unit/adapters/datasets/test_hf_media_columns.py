@@ -124,12 +124,16 @@ def test_an_arrow_file_with_an_image_feature(tmp_path: Path) -> None:
 
 
 def test_an_undecodable_stored_image_names_the_file_row_and_key(tmp_path: Path) -> None:
-    path = write_geo3k_parquet(tmp_path / "g.parquet", [("<image>x", [Image.new("RGB", (4, 4))], "1")])
+    path = write_geo3k_parquet(
+        tmp_path / "g.parquet", [("<image>x", [Image.new("RGB", (4, 4))], "1")]
+    )
     broken = write_hf_parquet(
         tmp_path / "broken.parquet",
         {"images": [[{"bytes": b"\x89PNG garbage", "path": None}]], "problem": ["<image>x"], "answer": ["1"]},
         load_table(path).features,
     )  # fmt: skip
     spec = RowSpec(input_key="problem", reference_key="answer", images_key="images")
-    with pytest.raises(BadRowError, match=rf"{broken} row 0: the image data holds no readable image"):
+    with pytest.raises(
+        BadRowError, match=rf"{broken} row 0: the image data holds no readable image"
+    ):
         HfPromptDataset(broken, tiny_mm_tokenizer(), spec=spec)
