@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from PIL import Image
 
 from lightrft.entrypoints.cli import main
@@ -17,7 +16,6 @@ from tests.helpers.hf_media_files import write_geo3k_parquet
 from tests.helpers.tiny_multimodal import noise_image, save_tiny_vl_model
 
 
-@pytest.mark.slow
 def test_geo3k_eval_runs_on_a_tiny_vision_language_model(tmp_path: Path) -> None:
     model = save_tiny_vl_model(tmp_path / "model", byte_level=True)
     data = write_geo3k_parquet(
