@@ -18,30 +18,31 @@ from typing import Any
 
 
 def undecoded_media(table: Any) -> Any:
-    """``table`` (a ``datasets.Dataset``) with every column that ``datasets`` would decode
-    (an ``Image`` / ``Audio`` feature, alone or inside lists and structs) cast to
-    ``decode=False``; the table itself when it has none."""
-    from datasets.features.features import require_decoding
+    """``table`` (a ``datasets.Dataset``) with every column holding an ``Image`` / ``Audio``
+    feature (alone or inside lists and structs) cast to ``decode=False``; other decoded
+    features (e.g. the JSON of a mixed-type jsonl column) are kept; the table itself when
+    no column holds media."""
+    import datasets
 
+    media = (datasets.Image, datasets.Audio)
     features = getattr(table, "features", None) or {}
     for column, feature in features.items():
-        if require_decoding(feature):
-            table = table.cast_column(column, stored_feature(feature))
+        stored = stored_feature(feature, media)
+        if stored != feature:
+            table = table.cast_column(column, stored)
     return table
 
 
-def stored_feature(feature: Any) -> Any:
-    """``feature`` with ``decode=False`` on every media feature it holds (lists, structs and
-    list wrappers such as ``datasets.List`` are followed; other features are kept)."""
+def stored_feature(feature: Any, media: tuple[type, ...]) -> Any:
+    """``feature`` with ``decode=False`` on every ``media`` feature it holds (lists, structs
+    and list wrappers such as ``datasets.List`` are followed; other features are kept)."""
     if isinstance(feature, dict):
-        return {name: stored_feature(inner) for name, inner in feature.items()}
+        return {name: stored_feature(inner, media) for name, inner in feature.items()}
     if isinstance(feature, (list, tuple)):  # the old list-of-one-feature spelling
-        return type(feature)(stored_feature(inner) for inner in feature)
-    if not dataclasses.is_dataclass(feature) or isinstance(feature, type):
-        return feature
+        return type(feature)(stored_feature(inner, media) for inner in feature)
+    if isinstance(feature, media) and feature.decode:
+        return dataclasses.replace(feature, decode=False)
     inner = getattr(feature, "feature", None)
-    if inner is not None:  # List / LargeList / Sequence of a feature
-        return dataclasses.replace(feature, feature=stored_feature(inner))  # type: ignore[type-var]
-    if getattr(feature, "decode", False):
-        return dataclasses.replace(feature, decode=False)  # type: ignore[type-var]
+    if inner is not None and dataclasses.is_dataclass(feature):  # List / LargeList of a feature
+        return dataclasses.replace(feature, feature=stored_feature(inner, media))  # type: ignore[type-var]
     return feature
