@@ -224,8 +224,13 @@ def task_tokenizer() -> PreTrainedTokenizerFast:
     return _qwen_tokenizer(backend, unk_token="[UNK]")
 
 
-def _save(directory: Path, model: torch.nn.Module, processor: object) -> Path:
-    tok = task_tokenizer()
+def _save(
+    directory: Path,
+    model: torch.nn.Module,
+    processor: object,
+    tok: PreTrainedTokenizerFast | None = None,
+) -> Path:
+    tok = task_tokenizer() if tok is None else tok
     model.resize_token_embeddings(len(tok))  # type: ignore[operator]
     model.save_pretrained(directory)  # type: ignore[operator]
     tok.save_pretrained(directory)
@@ -233,10 +238,12 @@ def _save(directory: Path, model: torch.nn.Module, processor: object) -> Path:
     return directory
 
 
-def save_tiny_vl_model(directory: Path, seed: int = 0) -> Path:
-    """A from-scratch tiny Qwen2-VL over :func:`task_tokenizer`, saved with its tokenizer
-    and image processor (what ``model.path`` of a vision-language run points to)."""
-    return _save(directory, tiny_qwen2_vl(seed), tiny_image_processor())
+def save_tiny_vl_model(directory: Path, seed: int = 0, *, byte_level: bool = False) -> Path:
+    """A from-scratch tiny Qwen2-VL over :func:`task_tokenizer` (``byte_level``:
+    :func:`tiny_mm_tokenizer`, which spells any text), saved with its tokenizer and image
+    processor (what ``model.path`` of a vision-language run points to)."""
+    tok = tiny_mm_tokenizer() if byte_level else None
+    return _save(directory, tiny_qwen2_vl(seed), tiny_image_processor(), tok)
 
 
 def save_tiny_audio_model(directory: Path, seed: int = 0) -> Path:

@@ -1,9 +1,10 @@
 """Prompt sources (``PromptSource`` port): local files through HF ``datasets``, in-memory
-rows, blends of sources, GSM8K, and tiny built-in tasks: arithmetic, shapes (vision) and
+rows, blends of sources, GSM8K, Geo3K (vision), and tiny built-in tasks: arithmetic, shapes (vision) and
 tones (audio)."""
 
 from lightrft.adapters.datasets.arithmetic import arithmetic_problems, arithmetic_prompts
 from lightrft.adapters.datasets.blended import BlendedPromptSource
+from lightrft.adapters.datasets.geo3k import Geo3kPreprocessor, geo3k_prompts, geo3k_spec
 from lightrft.adapters.datasets.gsm8k import (
     Gsm8kPreprocessor,
     gsm8k_prompts,
@@ -21,6 +22,7 @@ __all__ = [
     "BadRowError",
     "BlendedPromptSource",
     "DatasetStats",
+    "Geo3kPreprocessor",
     "Gsm8kPreprocessor",
     "HfPromptDataset",
     "InMemoryPromptSource",
@@ -29,6 +31,8 @@ __all__ = [
     "RowSpec",
     "arithmetic_problems",
     "arithmetic_prompts",
+    "geo3k_prompts",
+    "geo3k_spec",
     "gsm8k_prompts",
     "gsm8k_reference",
     "gsm8k_spec",

@@ -5,7 +5,9 @@ Accepted paths: ``.jsonl`` / ``.json`` (JSON lines or one JSON array), ``.parque
 ``DatasetDict.save_to_disk`` (read with ``load_from_disk``; ``split`` picks the split of a
 ``DatasetDict``). Nothing is ever fetched from the Hugging Face hub. All rows are read,
 rendered and tokenized when the dataset is built (see :mod:`prompt_rows`), so ``len`` is
-exact and ``stats`` tells what was skipped, dropped or truncated.
+exact and ``stats`` tells what was skipped, dropped or truncated. Media columns of the HF
+``Image`` / ``Audio`` features are read as stored and decoded row by row here
+(:mod:`~lightrft.adapters.datasets.media_features`).
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from lightrft.adapters.datasets.bad_rows import BadRowPolicy
 from lightrft.adapters.datasets.json_check import check_json_file
+from lightrft.adapters.datasets.media_features import undecoded_media
 from lightrft.adapters.datasets.prepared_source import PreparedPromptSource
 from lightrft.adapters.datasets.prompt_rows import (
     PreparedPrompt,
@@ -66,7 +70,8 @@ def read_table(
             if split not in loaded:
                 raise ValueError(f"{file} has splits {sorted(loaded)}, not {split!r}")
             loaded = loaded[split]
-        return Table(loaded)
+        with _no_progress_bars(datasets):
+            return Table(undecoded_media(loaded))
     if not file.is_file():
         raise FileNotFoundError(f"no such prompt file: {file}")
     builder = FILE_BUILDERS.get(file.suffix.lower())
@@ -93,22 +98,31 @@ def _good_lines(file: Path, bad: set[int]) -> list[dict[str, Any]]:
         ]
 
 
-def _load_file(datasets: Any, builder: str, file: Path, cache_dir: PathLike | None) -> Any:
+@contextmanager
+def _no_progress_bars(datasets: Any) -> Iterator[None]:
+    """No bar for a local file (a data error comes first) or a media cast."""
     bars_were_off = datasets.are_progress_bars_disabled()
-    datasets.disable_progress_bars()  # no bar for a local file: a data error comes first
+    datasets.disable_progress_bars()
     try:
-        return datasets.load_dataset(
-            builder,
-            data_files=str(file),
-            split="train",
-            cache_dir=None if cache_dir is None else str(cache_dir),
-        )
-    except Exception as error:
-        reason = str(error) or type(error).__name__
-        raise ValueError(f"cannot read {file}: {reason}") from error
+        yield
     finally:
         if not bars_were_off:
             datasets.enable_progress_bars()
+
+
+def _load_file(datasets: Any, builder: str, file: Path, cache_dir: PathLike | None) -> Any:
+    with _no_progress_bars(datasets):
+        try:
+            table = datasets.load_dataset(
+                builder,
+                data_files=str(file),
+                split="train",
+                cache_dir=None if cache_dir is None else str(cache_dir),
+            )
+        except Exception as error:
+            reason = str(error) or type(error).__name__
+            raise ValueError(f"cannot read {file}: {reason}") from error
+        return undecoded_media(table)
 
 
 class HfPromptDataset(PreparedPromptSource):

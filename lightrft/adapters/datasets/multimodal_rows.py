@@ -9,7 +9,9 @@ Accepted image values (one, or a list for several images per prompt):
 - an HF ``datasets`` ``Image`` feature value: ``{"bytes": ..., "path": ...}``.
 
 Accepted audio values (one or a list): ``{"array": [...], "sampling_rate": int}`` (the HF
-``Audio`` feature), a ``(array, sampling_rate)`` pair, or a path to a PCM ``.wav`` file.
+``Audio`` feature decoded), a ``(array, sampling_rate)`` pair, a path to a PCM ``.wav`` file,
+or the HF ``Audio`` feature as stored, ``{"bytes": ..., "path": ...}`` (the bytes of a 16-bit
+PCM ``.wav``, or a path).
 
 Every problem is a :class:`~lightrft.adapters.datasets.prompt_rows.BadRowError` naming the
 file, the row and the key (a missing file, bytes that are not an image, a sampling rate
@@ -118,6 +120,11 @@ def load_audio(
     name = "audio clip"
     if isinstance(value, Mapping) and "array" in value:
         clip: Audio = (np.asarray(value["array"], dtype=np.float32), int(value["sampling_rate"]))
+    elif isinstance(value, Mapping) and value.get("bytes"):  # HF Audio as stored
+        name = f"audio data of {value.get('path') or 'the row'}"
+        clip = _read_wav(io.BytesIO(bytes(value["bytes"])), name, where, key)
+    elif isinstance(value, Mapping) and value.get("path"):
+        return load_audio(value["path"], where=where, key=key, base_dir=base_dir, rate=rate)
     elif _is_audio_pair(value):
         clip = (np.asarray(value[0], dtype=np.float32), int(value[1]))
     elif isinstance(value, (str, os.PathLike)):
@@ -127,7 +134,7 @@ def load_audio(
         if not path.is_file():
             raise BadRowError(where, key, f"audio file {path} does not exist (from)")
         name = f"audio file {path}"
-        clip = _read_wav(path, where, key)
+        clip = _read_wav(path, str(path), where, key)
     else:
         raise BadRowError(where, key, f"expected audio array + rate or a .wav path, got {value!r}")
     if clip[0].ndim != 1:
@@ -141,16 +148,18 @@ def load_audio(
     return clip
 
 
-def _read_wav(path: Path, where: str, key: str) -> Audio:
+def _read_wav(source: Path | io.BytesIO, name: str, where: str, key: str) -> Audio:
+    """A mono clip from a 16-bit PCM ``.wav`` file or its bytes (``name`` in errors)."""
     try:
-        with wave.open(str(path), "rb") as file:
+        with wave.open(str(source) if isinstance(source, Path) else source, "rb") as file:
             width, channels = file.getsampwidth(), file.getnchannels()
             frames = file.readframes(file.getnframes())
             rate = file.getframerate()
     except (wave.Error, EOFError) as error:
-        raise BadRowError(where, key, f"{path} is not a PCM .wav file ({error}); in") from None
+        problem = f"{name} is not a PCM .wav file ({error}; convert it to 16-bit .wav); in"
+        raise BadRowError(where, key, problem) from None
     if width != 2:
-        raise BadRowError(where, key, f"{path}: only 16-bit PCM .wav is read; in")
+        raise BadRowError(where, key, f"{name}: only 16-bit PCM .wav is read; in")
     samples = np.frombuffer(frames, dtype="<i2").astype(np.float32) / 32768.0
     return samples.reshape(-1, channels).mean(axis=1), rate
 

@@ -39,6 +39,12 @@ def check_placeholders(
     to; raises ``ValueError`` naming the first row that does not."""
     found = (input_ids == token_id).sum(-1).tolist()  # [B]
     for row, (have, payload) in enumerate(zip(found, payloads, strict=True)):
+        if payload and COST_KEY not in payload:  # raw media, e.g. {"images": [PIL ...]}
+            raise ValueError(
+                f"{row_name(payload, row)}: its media were not encoded (payload keys "
+                f"{sorted(payload)}); records must go through the model's prompt encoder "
+                "(EncodedPromptSource) before they are batched"
+            )
         want = sum(payload.get(count_key, ())) if payload else 0
         if have != want:
             raise ValueError(
@@ -57,6 +63,8 @@ def checked_media(record: PromptRecord, key: str, placeholder: int, what: str) -
         raise ValueError(
             f"{where}: the prompt holds {pads} {what} placeholder token(s) (id {placeholder}) "
             f"but multimodal[{key!r}] has {len(items)} item(s); expected one placeholder per item"
+            " (ids whose placeholders were already expanded, e.g. by a processor, must be "
+            "rendered again with one per item)"
         )
     return items
 
@@ -123,7 +131,16 @@ class MediaEncoder(ABC):
         """The tensors and position counts of ``items`` (``where`` names the row in errors)."""
 
     def encode(self, record: PromptRecord) -> PromptRecord:
-        """``record`` with its media processed and placeholders expanded (text: unchanged)."""
+        """``record`` with its media processed and placeholders expanded (text: unchanged);
+        ``ValueError`` for a record encoded already (expanding its placeholders again would
+        misalign them with the media)."""
+        done = record.multimodal.get(f"{self.noun}_tokens")
+        if done is not None:
+            where = record.metadata.get("where", record.uid)
+            raise ValueError(
+                f"{where}: the record is encoded already (its {self.noun} placeholders were "
+                f"expanded to {tuple(done)} positions); encode each record once"
+            )
         items = checked_media(record, self.media_key, self._pad, self.noun)
         if not items:
             return record

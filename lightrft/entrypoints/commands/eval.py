@@ -1,8 +1,9 @@
 """`lightrft eval`: evaluate a model.
 
-With ``--data FILE [FILE ...]``: greedy accuracy, pass@k and maj@k on GSM8K-format or
-MATH-style (boxed answer) files, a table per file on stdout and a JSON report. Without it:
-accuracy and pass@k on the config's ``data.eval`` prompts with the configured rewards.
+With ``--data FILE [FILE ...]``: greedy accuracy, pass@k and maj@k on GSM8K-format,
+MATH-style (boxed answer) or Geo3K (vision: ``problem`` / ``images`` / ``answer``) files,
+a table per file on stdout and a JSON report. Without it: accuracy and pass@k on the
+config's ``data.eval`` prompts with the configured rewards.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         help="GSM8K / MATH-style files; 'builtin': the config's data.eval prompts",
     )
     suite.add_argument(
-        "--format", default="auto", help="gsm8k, boxed (alias math) or auto (default)"
+        "--format", default="auto", help="gsm8k, boxed (alias math), geo3k or auto (default)"
     )
     suite.add_argument("--n-samples", type=int, default=0, help="samples per prompt for pass@k")
     suite.add_argument("--k", type=int, nargs="+", default=None, help="k values (default 1 and n)")

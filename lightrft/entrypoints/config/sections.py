@@ -154,8 +154,11 @@ class DatasetConfig(Section):
     instruction: str | None = Field(
         None, description="Text appended to each question (None: the task's default)."
     )
-    preprocessor: Literal["none", "gsm8k"] = Field(
-        "none", description="gsm8k: 'question' -> prompt, answer after '####' -> reference."
+    preprocessor: Literal["none", "gsm8k", "geo3k"] = Field(
+        "none",
+        description="gsm8k: 'question' -> prompt, answer after '####' -> reference; geo3k: "
+        "'problem' (<image> marks the diagram) + a \\boxed{} instruction -> prompt, 'images' "
+        "-> the diagrams, 'answer' -> reference (a vision-language model).",
     )
     input_key: str = Field("prompt", description="Column holding the prompt text or messages.")
     images_key: str | None = Field(

@@ -21,8 +21,10 @@ from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.sections import DatasetConfig
 from lightrft.entrypoints.eval_report import save_eval_report
-from lightrft.entrypoints.wiring.data import build_prompts, prompt_format_of
+from lightrft.entrypoints.wiring.data import placeholders_of, prompt_format_of
 from lightrft.entrypoints.wiring.eval_files import eval_file_prompts
+from lightrft.entrypoints.wiring.models import build_prompt_source, encoded_prompts
+from lightrft.entrypoints.wiring.registries import BuildContext
 
 BUILTIN = "builtin"
 
@@ -39,10 +41,10 @@ def evaluate_files(
 ) -> dict[str, Any]:
     """Evaluates ``config.model`` on every file; writes and returns the report."""
     container = build_container(config)
-    tokenizer = container.tokenizer()
+    context = container.context()
     ds = config.data.eval or config.data.train
     fmt = prompt_format_of(ds)
-    sources = {path: _prompts(config, path, file_format, tokenizer, fmt) for path in files}
+    sources = {path: _prompts(context, path, file_format, fmt) for path in files}
     engine = container.engine()
     if not engine.is_awake:
         engine.wake_up()
@@ -73,12 +75,20 @@ def evaluate_files(
 
 
 def _prompts(
-    config: RunConfig, path: Path, file_format: str, tokenizer: Any, fmt: PromptFormat
+    context: BuildContext, path: Path, file_format: str, fmt: PromptFormat
 ) -> PromptSource:
-    """``builtin`` names the config's ``data.eval`` set; anything else is a file."""
+    """``builtin`` names the config's ``data.eval`` set; anything else is a file. A
+    multimodal model's prompt encoder checks every row's media and encodes them."""
     if str(path) != BUILTIN:
-        return eval_file_prompts(path, file_format, tokenizer, fmt)
-    source = build_prompts(config.data.eval or DatasetConfig(), tokenizer)
+        source = encoded_prompts(
+            context,
+            lambda media: eval_file_prompts(
+                path, file_format, context.tokenizer, fmt, placeholders_of(media)
+            ),
+        )
+    else:
+        dataset = context.config.data.eval or DatasetConfig()
+        source = build_prompt_source(context, dataset, "data.eval")
     assert source is not None
     return source
 

@@ -12,6 +12,7 @@ from lightrft.adapters.datasets import (
     PromptFormat,
     RowSpec,
     arithmetic_prompts,
+    geo3k_prompts,
     gsm8k_prompts,
     tone_prompts,
     visual_prompts,
@@ -67,6 +68,55 @@ def _tones(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptS
     )
 
 
+RowFormat = Callable[[Path, DatasetConfig, Any, PromptFormat, MediaPlaceholders], PromptSource]
+ROW_FORMATS: Registry[RowFormat] = Registry("row preprocessor (data.*.preprocessor)")
+"""How a dataset file's rows become prompts, by ``data.*.preprocessor``; each builder gets
+the file, the section, the tokenizer, the prompt format and the model's placeholders."""
+
+
+@ROW_FORMATS.register("none")
+def _columns(
+    path: Path, dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat, marks: MediaPlaceholders
+) -> PromptSource:
+    spec = copy_fields(
+        RowSpec,
+        dataset,
+        "input_key reference_key on_bad_row images_key audios_key audio_sampling_rate",
+        placeholders=marks,
+    )
+    return HfPromptDataset(path, tokenizer, spec=spec, prompt_format=fmt)
+
+
+@ROW_FORMATS.register("gsm8k")
+def _gsm8k(
+    path: Path, dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat, marks: MediaPlaceholders
+) -> PromptSource:
+    extra = {} if dataset.instruction is None else {"instruction": dataset.instruction}
+    return gsm8k_prompts(path, tokenizer, prompt_format=fmt, on_bad_row=dataset.on_bad_row, **extra)
+
+
+@ROW_FORMATS.register("geo3k")
+def _geo3k(
+    path: Path, dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat, marks: MediaPlaceholders
+) -> PromptSource:
+    extra = {} if dataset.instruction is None else {"instruction": dataset.instruction}
+    return geo3k_prompts(
+        path,
+        tokenizer,
+        placeholders=marks,
+        prompt_format=fmt,
+        on_bad_row=dataset.on_bad_row,
+        **extra,
+    )
+
+
+def placeholders_of(media: MediaRequirements | None) -> MediaPlaceholders:
+    """The placeholder tokens rows are checked against (none for a text model)."""
+    if media is None:
+        return MediaPlaceholders()
+    return MediaPlaceholders(media.image_placeholder, media.audio_placeholder)
+
+
 def prompt_format_of(dataset: DatasetConfig) -> PromptFormat:
     """How ``dataset``'s prompts are rendered and bounded."""
     return PromptFormat(
@@ -99,21 +149,8 @@ def build_prompts(
     path = Path(dataset.path)
     if not path.exists():
         raise FileNotFoundError(f"dataset {path} does not exist")
-    if dataset.preprocessor == "gsm8k":
-        extra = {} if dataset.instruction is None else {"instruction": dataset.instruction}
-        source: PromptSource = gsm8k_prompts(
-            path, tokenizer, prompt_format=fmt, on_bad_row=dataset.on_bad_row, **extra
-        )
-    else:
-        spec = copy_fields(
-            RowSpec,
-            dataset,
-            "input_key reference_key on_bad_row images_key audios_key audio_sampling_rate",
-            placeholders=MediaPlaceholders()
-            if media is None
-            else MediaPlaceholders(media.image_placeholder, media.audio_placeholder),
-        )
-        source = HfPromptDataset(path, tokenizer, spec=spec, prompt_format=fmt)
+    read_rows = ROW_FORMATS.get(dataset.preprocessor)
+    source = read_rows(path, dataset, tokenizer, fmt, placeholders_of(media))
     if dataset.max_samples is not None and dataset.max_samples < len(source):
         return _Truncated(source, dataset.max_samples)
     return source

@@ -2,7 +2,9 @@
 
 ``gsm8k``: rows ``question`` / ``answer`` with the final answer after ``####``;
 ``boxed``: MATH-style rows, ``problem`` (or ``question``) with ``answer`` or a ``solution``
-ending in ``\\boxed{}``. ``auto`` looks at the first row's keys.
+ending in ``\\boxed{}``; ``geo3k``: Geo3K rows, ``problem`` / ``images`` / ``answer`` (a
+vision-language model; every row's image placeholders are checked against its diagrams).
+``auto`` looks at the first row's keys.
 """
 
 from __future__ import annotations
@@ -11,47 +13,66 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lightrft.adapters.datasets import gsm8k_prompts, load_table
+from lightrft.adapters.datasets import geo3k_prompts, gsm8k_prompts, load_table
+from lightrft.adapters.datasets.geo3k import GEO3K_KEYS, NO_PLACEHOLDERS
 from lightrft.adapters.datasets.math_rows import boxed_answer_prompts
+from lightrft.adapters.datasets.placeholders import MediaPlaceholders
 from lightrft.adapters.datasets.rendering import PromptFormat
 from lightrft.adapters.rewards.answer_extraction import last_boxed
 from lightrft.domain.ports import PromptSource
 from lightrft.domain.registry import Registry
 
-EvalFileBuilder = Callable[[Path, Any, PromptFormat], PromptSource]
+EvalFileBuilder = Callable[[Path, Any, PromptFormat, MediaPlaceholders], PromptSource]
 EVAL_FORMATS: Registry[EvalFileBuilder] = Registry("evaluation file format")
+"""Builders get the file, the tokenizer, the prompt format and the model's media
+placeholders (empty for a text model)."""
 
 
 @EVAL_FORMATS.register("gsm8k")
-def _gsm8k(path: Path, tokenizer: Any, fmt: PromptFormat) -> PromptSource:
+def _gsm8k(path: Path, tokenizer: Any, fmt: PromptFormat, marks: MediaPlaceholders) -> PromptSource:
     return gsm8k_prompts(path, tokenizer, prompt_format=fmt, name=path.stem)
 
 
 @EVAL_FORMATS.register("boxed", aliases=("math",))
-def _boxed(path: Path, tokenizer: Any, fmt: PromptFormat) -> PromptSource:
+def _boxed(path: Path, tokenizer: Any, fmt: PromptFormat, marks: MediaPlaceholders) -> PromptSource:
     return boxed_answer_prompts(path, tokenizer, last_boxed, prompt_format=fmt, name=path.stem)
 
 
+@EVAL_FORMATS.register("geo3k")
+def _geo3k(path: Path, tokenizer: Any, fmt: PromptFormat, marks: MediaPlaceholders) -> PromptSource:
+    return geo3k_prompts(path, tokenizer, placeholders=marks, prompt_format=fmt, name=path.stem)
+
+
 def detect_format(path: Path) -> str:
-    """``gsm8k`` or ``boxed`` from the keys of the file's first row."""
+    """``gsm8k``, ``geo3k`` or ``boxed`` from the keys of the file's first row."""
     table = load_table(path)
     if len(table) == 0:
         raise ValueError(f"{path} has no rows")
     row = table[0]
+    if all(key in row for key in GEO3K_KEYS):
+        return "geo3k"
     if "question" in row and "####" in str(row.get("answer", "")):
         return "gsm8k"
     if ("problem" in row or "question" in row) and ("answer" in row or "solution" in row):
         return "boxed"
     raise ValueError(
         f"{path} row 0: cannot tell the format from keys {sorted(row)}; expected GSM8K "
-        "(question, answer with '####') or MATH-style (problem, answer or solution); "
+        "(question, answer with '####'), Geo3K (problem, images, answer) or MATH-style "
+        "(problem, answer or solution); "
         "pass --format"
     )
 
 
-def eval_file_prompts(path: Path, fmt_name: str, tokenizer: Any, fmt: PromptFormat) -> PromptSource:
-    """The prompts of one evaluation file (``fmt_name`` "auto" detects the format)."""
+def eval_file_prompts(
+    path: Path,
+    fmt_name: str,
+    tokenizer: Any,
+    fmt: PromptFormat,
+    placeholders: MediaPlaceholders = NO_PLACEHOLDERS,
+) -> PromptSource:
+    """The prompts of one evaluation file (``fmt_name`` "auto" detects the format);
+    ``placeholders``: the model's media tokens, checked against every row's media."""
     if not path.exists():
         raise FileNotFoundError(f"evaluation file {path} does not exist")
     name = detect_format(path) if fmt_name == "auto" else fmt_name
-    return EVAL_FORMATS.get(name)(path, tokenizer, fmt)
+    return EVAL_FORMATS.get(name)(path, tokenizer, fmt, placeholders)

@@ -20,7 +20,7 @@ from lightrft.adapters.distributed import (
     init_process_group_from_env,
 )
 from lightrft.adapters.hf import HfPolicy, default_model_path
-from lightrft.adapters.hf.multimodal_inputs import EncodedPromptSource
+from lightrft.adapters.hf.multimodal_inputs import EncodedPromptSource, MediaRequirements
 from lightrft.adapters.hf.sequence_parallel import (
     SequenceParallelGroup,
     SequenceParallelPolicy,
@@ -168,10 +168,19 @@ def build_prompt_source(
     """The prompts of ``dataset`` (``None`` stays ``None``), each row checked while the data
     is built against what the modality's prompt encoder needs (placeholders, audio rate),
     then encoded into model inputs on access (text models: plain prompts)."""
+    return encoded_prompts(
+        context, lambda media: data.build_prompts(dataset, context.tokenizer, media, section)
+    )
+
+
+def encoded_prompts(
+    context: BuildContext, read: Callable[[MediaRequirements | None], PromptSource | None]
+) -> PromptSource | None:
+    """The prompts ``read(media)`` builds, given what the modality's prompt encoder needs of
+    every row (None for text), then encoded by it on access (text: as read)."""
     make = loader(context.config).prompt_encoder
     encoder = None if make is None else make(context)
-    media = None if encoder is None else encoder.requirements
-    source = data.build_prompts(dataset, context.tokenizer, media, section)
+    source = read(None if encoder is None else encoder.requirements)
     if source is None or encoder is None:
         return source
     return EncodedPromptSource(source, encoder)
