@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from lightrft.adapters.datasets.arithmetic import arithmetic_problems
 from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
 from lightrft.adapters.datasets.chat_check import check_chat
-from lightrft.adapters.datasets.hf_prompt_dataset import read_table
+from lightrft.adapters.datasets.hf_prompt_dataset import file_row_refs
 from lightrft.adapters.datasets.prompt_rows import RowRef
 from lightrft.adapters.datasets.rendering import PromptRenderer
 from lightrft.domain.judge import SCORE_TOLERANCE, JudgedResponse
@@ -144,14 +144,10 @@ def load_judge_rows(
     spec: JudgeRowSpec | None = None,
 ) -> tuple[list[JudgedResponse], int]:
     """Judge rows from a jsonl / json / parquet file (or ``save_to_disk`` directory)."""
-    file, spec = Path(path), spec or JudgeRowSpec()
-    table = read_table(file, on_bad_row=spec.on_bad_row)  # bad lines are skipped rows too
-    refs = (
-        RowRef(f"{file.stem}:{i}", f"{file.name} row {i}", dict(row))
-        for i, row in enumerate(table.rows)
-    )
+    spec = spec or JudgeRowSpec()
+    refs, bad_lines = file_row_refs(path, spec.on_bad_row)  # bad lines are skipped rows too
     rows, skipped = judge_rows(refs, renderer, spec, verdict)
-    return rows, skipped + table.skipped_lines
+    return rows, skipped + bad_lines
 
 
 def in_memory_judge_rows(

@@ -77,14 +77,16 @@ class JudgeFormat:
 
     def source(self, path: str | Path, dtype: str) -> GenerativeRmConfig:
         """The ``reward.sources`` entry that loads the judge at ``path`` this way."""
-        return GenerativeRmConfig(
-            path=str(path),
-            template=None if self.template == DEFAULT_TEMPLATE else self.template,
-            verdict=self.verdict,  # type: ignore[arg-type]
-            max_score=self.max_score,
-            labels=dict(self.labels),
-            max_new_tokens=self.max_new_tokens,
-            dtype=dtype,  # type: ignore[arg-type]
+        return GenerativeRmConfig.model_validate(
+            {
+                "path": str(path),
+                "template": None if self.template == DEFAULT_TEMPLATE else self.template,
+                "verdict": self.verdict,
+                "max_score": self.max_score,
+                "labels": dict(self.labels),
+                "max_new_tokens": self.max_new_tokens,
+                "dtype": dtype,
+            }
         )
 
 

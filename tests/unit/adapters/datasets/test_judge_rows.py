@@ -30,7 +30,7 @@ def write(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def test_judgement_label_or_both() -> None:
-    rows = [
+    rows: list[dict[str, Any]] = [
         GOOD,
         {"prompt": "2+2?", "response": "5", "judgement": "Wrong.\nScore: 1/10"},
         {"prompt": "2+2?", "response": "5", "label": 0, "reference": "4"},
@@ -60,7 +60,7 @@ def test_chat_prompt_is_rendered_like_an_rl_prompt() -> None:
 
 
 def test_every_bad_row_is_named_by_file_row_and_key(tmp_path: Path) -> None:
-    bad = [
+    bad: list[dict[str, Any]] = [
         GOOD,
         {"response": "4", "label": 9},  # row 1: no prompt
         {"prompt": "q", "response": "", "label": 9},  # row 2: empty response
