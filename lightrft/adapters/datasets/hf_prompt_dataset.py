@@ -89,6 +89,18 @@ def read_table(
     return Table(table, len(skipped))
 
 
+def file_row_refs(path: PathLike, on_bad_row: BadRowPolicy = "error") -> tuple[list[RowRef], int]:
+    """The rows of a file as refs (uid ``<stem>:<i>``, where ``<name> row <i>``) and the
+    number of bad lines skipped reading it (see :func:`read_table`)."""
+    file = Path(path)
+    table = read_table(file, on_bad_row=on_bad_row)
+    refs = [
+        RowRef(f"{file.stem}:{i}", f"{file.name} row {i}", dict(row))
+        for i, row in enumerate(table.rows)
+    ]
+    return refs, table.skipped_lines
+
+
 def _good_lines(file: Path, bad: set[int]) -> list[dict[str, Any]]:
     with open(file, "rb") as f:
         return [

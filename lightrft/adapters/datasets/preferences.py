@@ -30,7 +30,7 @@ from typing import Any
 
 from lightrft.adapters.datasets.arithmetic import arithmetic_problems
 from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
-from lightrft.adapters.datasets.hf_prompt_dataset import read_table
+from lightrft.adapters.datasets.hf_prompt_dataset import file_row_refs
 from lightrft.adapters.datasets.prompt_rows import RowRef
 from lightrft.adapters.datasets.rendering import Content, PromptRenderer
 from lightrft.domain.types import PreferencePair
@@ -136,14 +136,10 @@ def load_preferences(
     path: str | Path, renderer: PromptRenderer, spec: PreferenceSpec | None = None
 ) -> tuple[list[PreferencePair], int]:
     """Pairs from a jsonl / json / parquet file (or ``save_to_disk`` directory)."""
-    file, spec = Path(path), spec or PreferenceSpec()
-    table = read_table(file, on_bad_row=spec.on_bad_row)  # bad lines are skipped rows too
-    refs = (
-        RowRef(f"{file.stem}:{i}", f"{file.name} row {i}", dict(row))
-        for i, row in enumerate(table.rows)
-    )
+    spec = spec or PreferenceSpec()
+    refs, bad_lines = file_row_refs(path, spec.on_bad_row)  # bad lines are skipped rows too
     pairs, skipped = preference_pairs(refs, renderer, spec)
-    return pairs, skipped + table.skipped_lines
+    return pairs, skipped + bad_lines
 
 
 def in_memory_preferences(

@@ -34,6 +34,40 @@ DEFAULT_TEMPLATE = (
 )
 
 
+def check_judge_template(template: str) -> None:
+    """``ValueError`` unless ``template`` uses only ``{prompt}``, ``{response}``,
+    ``{reference}``."""
+    try:
+        template.format(prompt="", response="", reference="")
+    except (KeyError, IndexError, ValueError) as error:
+        raise ValueError(
+            f"judge template may use only {{prompt}}, {{response}}, {{reference}}: {error}"
+        ) from None
+
+
+def render_judge_prompt(
+    tokenizer: Any,
+    template: str,
+    use_chat_template: bool,
+    *,
+    prompt: str,
+    response: str,
+    reference: str,
+) -> tuple[str, list[int]]:
+    """(text, token ids) of the judge's prompt: the filled ``template`` as one user message
+    through the chat template with the generation prompt, or plain text with the
+    tokenizer's special tokens. Judge training lays its rows out with this function too."""
+    text = template.format(prompt=prompt, response=response, reference=reference)
+    if use_chat_template:
+        text = str(
+            tokenizer.apply_chat_template(
+                [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+            )
+        )
+        return text, list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return text, list(tokenizer(text)["input_ids"])
+
+
 class HfGenerativeRewardModel(ColocatedModelSource):
     """``RewardSource`` asking a judge engine for verdicts (see the module docstring)."""
 
@@ -51,12 +85,7 @@ class HfGenerativeRewardModel(ColocatedModelSource):
     ) -> None:
         if not math.isfinite(unparsable_score):
             raise ValueError(f"unparsable_score must be finite, got {unparsable_score}")
-        try:
-            template.format(prompt="", response="", reference="")
-        except (KeyError, IndexError, ValueError) as error:
-            raise ValueError(
-                f"judge template may use only {{prompt}}, {{response}}, {{reference}}: {error}"
-            ) from None
+        check_judge_template(template)
         self.engine, self.tokenizer, self.parser = engine, tokenizer, parser
         self._name = name
         self.template = template
@@ -68,20 +97,14 @@ class HfGenerativeRewardModel(ColocatedModelSource):
 
     def judge_prompt(self, sample: RewardSample) -> PromptRecord:
         """The judge's rendered and tokenized prompt for ``sample``."""
-        text = self.template.format(
+        text, ids = render_judge_prompt(
+            self.tokenizer,
+            self.template,
+            self.use_chat_template,
             prompt=sample.prompt.prompt_text,
             response=sample.completion.text,
             reference=sample.prompt.reference or "",
         )
-        if self.use_chat_template:
-            text = str(
-                self.tokenizer.apply_chat_template(
-                    [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
-                )
-            )
-            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        else:
-            ids = self.tokenizer(text)["input_ids"]
         return PromptRecord(f"judge:{sample.prompt.uid}", text, tuple(ids))
 
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:

@@ -1,7 +1,15 @@
-"""`lightrft rm train` / `lightrft rm eval`: reward models from preference data.
+"""`lightrft rm train` / `lightrft rm eval`: reward models from preference data, and
+generative judges from judged responses.
 
     lightrft rm train --output DIR [--model PATH] [--data FILE|synthetic] [--eval-data FILE] ...
+    lightrft rm train --kind generative --output DIR [--data FILE|synthetic] ...
     lightrft rm eval --model DIR --data FILE|synthetic [--output FILE]
+
+``--kind`` picks what ``rm train`` trains (:data:`RM_KINDS`): ``scalar`` (the default), a
+Bradley-Terry reward model; ``generative``, a judge fine-tuned on rows ``prompt``,
+``response``, ``judgement`` (reasoning ending in a verdict) and/or ``label``, measured by
+held-out verdict accuracy (:mod:`~lightrft.entrypoints.jobs.generative_judge`). A flag of one
+kind given to another is an error.
 
 Preference files are jsonl / json / parquet rows with ``prompt`` (text or chat messages),
 ``chosen`` and ``rejected`` (text, or chat conversations ending with the assistant's answer).
@@ -15,9 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lightrft.domain.registry import Registry
 from lightrft.entrypoints.commands.resume_flags import add_resume_changing, stated_keys
 
 NAME = "rm"
@@ -90,11 +101,55 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         "--no-resume", action="store_true", help="start fresh (the default; kept for scripts)"
     )
     add_resume_changing(train)
+    train.add_argument("--kind", choices=RM_KINDS.names(), default="scalar", help="what to train")
+    _judge_arguments(train)
+    flags = {dest for kind in RM_KINDS.names() for dest in RM_KINDS.get(kind).flags}
+    train.set_defaults(kind_flag_defaults={dest: train.get_default(dest) for dest in flags})
     ev = sub.add_parser("eval", help="accuracy and reward-margin distribution")
     ev.add_argument("--model", required=True, help="reward model directory")
     _data_arguments(ev)
     ev.add_argument("--micro-batch-size", type=int, default=16)
     ev.add_argument("--output", type=Path, help="write the report as JSON here too")
+
+
+def _judge_arguments(parser: argparse.ArgumentParser) -> None:
+    judge = parser.add_argument_group("--kind generative (a judge)")
+    judge.add_argument("--response-key", default="response")
+    judge.add_argument(
+        "--judgement-key", default="judgement", help="column of the judge's reasoning + verdict"
+    )
+    judge.add_argument("--label-key", default="label", help="column of the verdict itself")
+    judge.add_argument("--reference-key", default="reference")
+    judge.add_argument(
+        "--template",
+        default=None,
+        help="judge prompt with {prompt}, {response}, {reference} (default: the generative_rm "
+        "source's built-in one)",
+    )
+    judge.add_argument("--verdict", choices=VERDICT_CHOICES, default="score", help="verdict kind")
+    judge.add_argument("--max-score", type=float, default=10.0, help="scale of 'Score: X'")
+    judge.add_argument(
+        "--labels", type=_labels, default=None, help='label verdicts as JSON: {"A": 1, "B": 0}'
+    )
+    judge.add_argument("--max-new-tokens", type=int, default=256, help="verdict length limit")
+    judge.add_argument(
+        "--eval-batch-size", type=int, default=32, help="held-out rows per verdict batch"
+    )
+
+
+VERDICT_CHOICES = ("label", "score")
+"""The ``generative_rm`` verdict kinds (the keys of ``VERDICT_KINDS``; a test checks)."""
+
+
+def _labels(text: str) -> dict[str, float]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"expected a JSON object, {error}") from None
+    ok = isinstance(value, dict) and bool(value)
+    if not (ok and all(isinstance(v, int | float) for v in value.values())):
+        raise argparse.ArgumentTypeError(f"expected a JSON object label -> number, got {text!r}")
+    return {str(k): float(v) for k, v in value.items()}
 
 
 def _resume_choice(text: str) -> bool | str:
@@ -135,23 +190,41 @@ def _data_options(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace, rest: list[str]) -> int:
     if rest:
         raise ValueError(f"lightrft rm takes no key=value overrides, got {rest}")
-    from lightrft.application.reward_model_training import RewardTrainParams
-    from lightrft.entrypoints.field_copy import copy_fields
-    from lightrft.entrypoints.jobs.reward_model import (
-        RmTrainOptions,
-        eval_reward_model,
-        train_reward_model,
-    )
-    from lightrft.entrypoints.next_command import NextCommand
-
-    data = _data_options(args)
     if args.rm_command == "eval":
-        report = eval_reward_model(args.model, data, micro_batch_size=args.micro_batch_size)
+        from lightrft.entrypoints.jobs.reward_model import eval_reward_model
+
+        report = eval_reward_model(
+            args.model, _data_options(args), micro_batch_size=args.micro_batch_size
+        )
         text = json.dumps(report, indent=2)
         if args.output is not None:
             args.output.write_text(text + "\n")
         print(text)
         return 0
+    kind = RM_KINDS.get(args.kind)
+    _refuse_other_kinds_flags(args)
+    summary = kind.train(args)
+    print(json.dumps(summary, indent=2))
+    print(kind.report(summary))
+    return 0
+
+
+def _refuse_other_kinds_flags(args: argparse.Namespace) -> None:
+    """A flag another kind reads, set to other than its default, is an error (not ignored)."""
+    own = set(RM_KINDS.get(args.kind).flags)
+    for dest, default in args.kind_flag_defaults.items():
+        if dest not in own and getattr(args, dest) != default:
+            owners = [k for k in RM_KINDS.names() if dest in RM_KINDS.get(k).flags]
+            flag = "--" + dest.replace("_", "-")
+            raise ValueError(f"{flag} applies to --kind {' or '.join(owners)}, not {args.kind}")
+
+
+def _train_scalar(args: argparse.Namespace) -> dict[str, Any]:
+    from lightrft.application.reward_model_training import RewardTrainParams
+    from lightrft.entrypoints.field_copy import copy_fields
+    from lightrft.entrypoints.jobs.reward_model import RmTrainOptions, train_reward_model
+    from lightrft.entrypoints.next_command import NextCommand
+
     params = copy_fields(
         RewardTrainParams,
         args,
@@ -161,13 +234,106 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         RmTrainOptions,
         args,
         "output model lr max_length strategy dtype lora_rank lora_alpha resume overwrite",
-        data=data,
+        data=_data_options(args),
         train=params,
         train_backbone=not args.head_only,
         resume_changing=tuple(stated_keys(args)),
         next_command=NextCommand(args.argv),
     )
-    summary = train_reward_model(options)
-    print(json.dumps(summary, indent=2))
-    print(f"held-out preference accuracy: {summary['eval/accuracy']:.3f}")
-    return 0
+    return train_reward_model(options)
+
+
+def _train_generative(args: argparse.Namespace) -> dict[str, Any]:
+    from lightrft.adapters.datasets.judge_rows import JudgeRowSpec
+    from lightrft.entrypoints.field_copy import copy_fields
+    from lightrft.entrypoints.jobs.generative_judge import (
+        JudgeDataOptions,
+        JudgeFormat,
+        JudgeTrainOptions,
+        train_generative_judge,
+    )
+    from lightrft.entrypoints.next_command import NextCommand
+
+    spec = copy_fields(
+        JudgeRowSpec,
+        args,
+        "prompt_key response_key judgement_key label_key reference_key",
+        on_bad_row="skip" if args.skip_bad_rows else "error",
+    )
+    data = copy_fields(
+        JudgeDataOptions,
+        args,
+        "data eval_data eval_fraction num_synthetic system_prompt render",
+        spec=spec,
+    )
+    judge = JudgeFormat(
+        **({"template": args.template} if args.template is not None else {}),
+        **({"labels": args.labels} if args.labels is not None else {}),
+        verdict=args.verdict,
+        max_score=args.max_score,
+        max_new_tokens=args.max_new_tokens,
+    )
+    options = copy_fields(
+        JudgeTrainOptions,
+        args,
+        "output model batch_size micro_batch_size epochs total_steps lr max_length eval_every "
+        "eval_batch_size checkpoint_every seed strategy dtype lora_rank lora_alpha resume "
+        "overwrite",
+        data=data,
+        judge=judge,
+        resume_changing=tuple(stated_keys(args)),
+        next_command=NextCommand(args.argv),
+    )
+    return train_generative_judge(options)
+
+
+@dataclass(frozen=True)
+class RmKind:
+    """One kind of model ``rm train`` trains: the flags only it reads (argparse dests), its
+    job (parsed arguments -> summary) and the summary's one-line report."""
+
+    flags: tuple[str, ...]
+    train: Callable[[argparse.Namespace], dict[str, Any]]
+    report: Callable[[dict[str, Any]], str]
+
+
+RM_KINDS: Registry[RmKind] = Registry("reward-model kind")
+RM_KINDS.add(
+    "scalar",
+    RmKind(
+        flags=(
+            "synthetic_kinds",
+            "chosen_key",
+            "rejected_key",
+            "margin_key",
+            "chosen_safe_key",
+            "rejected_safe_key",
+            "margin",
+            "head_only",
+        ),
+        train=_train_scalar,
+        report=lambda s: f"held-out preference accuracy: {s['eval/accuracy']:.3f}",
+    ),
+)
+RM_KINDS.add(
+    "generative",
+    RmKind(
+        flags=(
+            "response_key",
+            "judgement_key",
+            "label_key",
+            "reference_key",
+            "template",
+            "verdict",
+            "max_score",
+            "labels",
+            "max_new_tokens",
+            "eval_batch_size",
+        ),
+        train=_train_generative,
+        report=lambda s: (
+            "held-out verdict accuracy: "
+            f"{s['verdict_accuracy_before']:.3f} before, {s['verdict_accuracy_after']:.3f} after"
+        ),
+    ),
+)

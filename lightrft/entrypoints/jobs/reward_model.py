@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import structlog
 import torch
@@ -55,6 +56,8 @@ from lightrft.entrypoints.wiring.model_loaders import DTYPES
 from lightrft.entrypoints.wiring.registries import STRATEGIES, BuildContext, build
 
 log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
 
 SYNTHETIC = "synthetic"
 """``data`` value selecting the built-in synthetic preference set."""
@@ -139,13 +142,18 @@ def preference_splits(tokenizer: Any, data: RmDataOptions, seed: int) -> Prefere
     if data.eval_data is not None:
         held_out, skipped_held_out = _read(data.eval_data, renderer, data, seed + 1)
         return PreferenceSplits(pairs, held_out, skipped + skipped_held_out)
-    if not 0 < data.eval_fraction < 1:
-        raise ValueError(f"eval_fraction must be in (0, 1), got {data.eval_fraction}")
-    order = list(range(len(pairs)))
-    random.Random(f"rm-split-{seed}").shuffle(order)
-    held = max(1, int(len(pairs) * data.eval_fraction))
-    train, held_out = [pairs[i] for i in order[held:]], [pairs[i] for i in order[:held]]
+    train, held_out = held_out_split(pairs, data.eval_fraction, seed)
     return PreferenceSplits(train, held_out, skipped)
+
+
+def held_out_split(items: Sequence[T], fraction: float, seed: int) -> tuple[list[T], list[T]]:
+    """(train, held-out): a seeded ``fraction`` of ``items`` (at least one) held out."""
+    if not 0 < fraction < 1:
+        raise ValueError(f"eval_fraction must be in (0, 1), got {fraction}")
+    order = list(range(len(items)))
+    random.Random(f"rm-split-{seed}").shuffle(order)
+    held = max(1, int(len(items) * fraction))
+    return [items[i] for i in order[held:]], [items[i] for i in order[:held]]
 
 
 def _strategy_and_device(options: RmTrainOptions) -> tuple[Any, Any, torch.device]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from lightrft.adapters.datasets.sft_rows import SftDataset
 from lightrft.adapters.tracking.progress import ProgressTracker
 from lightrft.application.sft_trainer import SftParams, SftTrainer
 from lightrft.entrypoints.api import build_container
@@ -33,8 +34,16 @@ from lightrft.entrypoints.wiring.sft_data import build_sft_data
 log = structlog.get_logger(__name__)
 
 
-def sft(config: RunConfig, *, next_command: NextCommand | None = None) -> dict[str, Any]:
+def sft(
+    config: RunConfig,
+    *,
+    next_command: NextCommand | None = None,
+    data: tuple[SftDataset, SftDataset | None] | None = None,
+) -> dict[str, Any]:
     """Runs the configured SFT; returns a summary (losses, steps, data stats, paths).
+
+    ``data``: (train, eval) examples built by the caller (e.g. ``rm train --kind
+    generative``) instead of from ``sft.train_data`` / ``sft.eval_data``.
 
     The run directory is guarded like ``lightrft train``'s
     (:mod:`~lightrft.entrypoints.run_dir.guard`): locked, a previous run refused unless
@@ -42,9 +51,11 @@ def sft(config: RunConfig, *, next_command: NextCommand | None = None) -> dict[s
     """
     s = config.sft
     tokenizer = models.build_tokenizer(config, models.model_path(config))
-    train_data = build_sft_data(s.train_data, tokenizer)
-    assert train_data is not None
-    eval_data = build_sft_data(s.eval_data, tokenizer)
+    if data is None:
+        built = build_sft_data(s.train_data, tokenizer)
+        assert built is not None
+        data = built, build_sft_data(s.eval_data, tokenizer)
+    train_data, eval_data = data
     pad = getattr(tokenizer, "pad_token_id", None)
     params = copy_fields(
         SftParams,

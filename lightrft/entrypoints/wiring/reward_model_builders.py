@@ -77,7 +77,7 @@ def build_generative_rm(section: GenerativeRmConfig, context: BuildContext) -> R
         load_tokenizer,
     )
     from lightrft.adapters.reward_models.generative import DEFAULT_TEMPLATE, HfGenerativeRewardModel
-    from lightrft.adapters.reward_models.verdict import LabelVerdict, ScoreVerdict
+    from lightrft.adapters.reward_models.verdict import verdict_parser
 
     path = Path(section.path) if section.path else context.model_path
     params = ModelLoadParams(dtype=DTYPES[section.dtype])  # type: ignore[arg-type]
@@ -85,11 +85,7 @@ def build_generative_rm(section: GenerativeRmConfig, context: BuildContext) -> R
     engine = HfRolloutEngine(
         load_causal_lm(path, context.device, params), tokenizer, context.device
     )
-    parser = (
-        ScoreVerdict(section.max_score)
-        if section.verdict == "score"
-        else LabelVerdict(section.labels)
-    )
+    parser = verdict_parser(section.verdict, max_score=section.max_score, labels=section.labels)
     return HfGenerativeRewardModel(
         engine,
         tokenizer,
