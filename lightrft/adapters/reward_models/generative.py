@@ -3,8 +3,9 @@
 B samples. For each sample the template is filled with ``{prompt}`` (the policy's rendered
 prompt text), ``{response}`` and ``{reference}`` (empty when the prompt has none), rendered
 as one user message through the judge tokenizer's chat template (plain text when it has
-none), and generated greedily by a ``RolloutEngine`` (the same machinery as rollouts, e.g.
-``HfRolloutEngine`` over the judge model). A strict parser
+none), and generated greedily by a ``RolloutEngine`` (the same machinery as rollouts:
+``HfRolloutEngine`` over the judge model, or ``VllmRolloutEngine`` / ``SglangRolloutEngine``
+started on the judge's directory). A strict parser
 (:mod:`~lightrft.adapters.reward_models.verdict`) turns each verdict into a score; an
 unparsable verdict gets ``unparsable_score`` and is counted, never guessed. ``onload`` /
 ``offload`` wake the engine and put it to sleep. Metrics: ``unparsable`` (count),
@@ -130,8 +131,12 @@ class HfGenerativeRewardModel(ColocatedModelSource):
         return RewardResult(scores, metrics)
 
     def close(self) -> None:
-        """Puts the judge engine to sleep for good (frees its memory)."""
+        """Puts the judge engine to sleep for good (frees its memory), and shuts it down when
+        it can be (an engine with its own weights, e.g. ``VllmRolloutEngine``)."""
         self.offload()
+        closing = getattr(self.engine, "close", None)
+        if callable(closing):
+            closing()
 
     def onload(self) -> None:
         """Wakes the judge engine."""

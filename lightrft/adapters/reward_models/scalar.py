@@ -29,6 +29,7 @@ from lightrft.adapters.reward_models.loading import (
 )
 from lightrft.adapters.reward_models.lora import RewardLoraParams, add_lora, merged_state
 from lightrft.adapters.reward_models.scalar_net import ScalarRewardNet
+from lightrft.adapters.reward_models.scores import scalar_result, scoring_normalization
 from lightrft.domain.types import RewardResult, RewardSample
 
 log = structlog.get_logger(__name__)
@@ -75,8 +76,7 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
         if micro_batch_size < 1:
             raise ValueError(f"micro_batch_size must be >= 1, got {micro_batch_size}")
         self.card = card or RewardModelCard()
-        if normalize and self.card.normalization is None:
-            raise ValueError(f"reward model {name!r}: normalize=True but no normalization saved")
+        self._normalization = scoring_normalization(self.card, normalize, name)
         if tokenizer.pad_token_id is None:
             raise ValueError("the reward model's tokenizer needs a pad token")
         self.net = ScalarRewardNet(classifier)
@@ -85,7 +85,6 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
         self.tokenizer = tokenizer
         self._name = name
         self._device = device
-        self._normalize = normalize
         self._micro_batch_size = micro_batch_size
         self._padding_side = scoring.get("padding_side", "right")
         self._placed = self.net
@@ -151,9 +150,7 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
                 )
         finally:
             self.net.train(was_training)
-        scores = self.normalized(raw) if self._normalize else raw
-        metrics = {"raw_mean": raw.mean() if len(raw) else torch.tensor(0.0)}
-        return RewardResult(scores=scores, metrics=metrics)
+        return scalar_result(raw, self._normalization)
 
     def onload(self) -> None:
         """Moves the weights to the device."""

@@ -37,7 +37,9 @@ _LATE_TAGS = ["kv_cache", "cuda_graph"]
 @dataclass(frozen=True)
 class SglangEngineParams:
     """``sglang.Engine`` settings: model directory, dtype, static memory fraction, tensor
-    parallel size, seed, context length and the weight-sync bucket bound."""
+    parallel size, seed, context length and the weight-sync bucket bound.
+    ``weights_cpu_backup`` keeps a host copy of the weights across ``sleep`` (an engine whose
+    weights are never synced, e.g. a judge, needs it)."""
 
     model_path: str
     dtype: str = "auto"
@@ -47,6 +49,7 @@ class SglangEngineParams:
     context_length: int | None = None
     sync_bucket_mib: float = 512.0
     strip_prefixes: tuple[str, ...] = ("module.", "_orig_mod.")
+    weights_cpu_backup: bool = False
 
     def engine_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``sglang.Engine``."""
@@ -60,6 +63,8 @@ class SglangEngineParams:
         }
         if self.context_length is not None:
             kwargs["context_length"] = self.context_length
+        if self.weights_cpu_backup:
+            kwargs["enable_weights_cpu_backup"] = True
         return kwargs
 
 

@@ -30,7 +30,9 @@ Sleep on CPU: vLLM's CPU worker has no sleep mode, so ``sleep``/``wake_up`` only
 
 Shutdown: :meth:`VllmRolloutEngine.close` runs vLLM's own teardown of an engine it started
 (executor, scheduler, then vLLM's process groups and the default group, which in-process vLLM
-creates when the process has none) and unregisters vLLM's exit hook for it. Without ``close``
+creates when the process has none) and unregisters vLLM's exit hook for it; while another
+in-process engine is open (a judge, a reward model) the teardown waits for it
+(:mod:`~lightrft.adapters.vllm.lifetime`). Without ``close``
 that teardown runs at interpreter exit, and fails ("Invalid process group specified") when
 the groups were destroyed in between, e.g. by a later ``destroy_process_group()``. In a
 ``torchrun`` job the default group is the trainer's and vLLM's teardown destroys it too:
@@ -55,6 +57,7 @@ from lightrft.adapters.vllm.checks import (
     memory_error,
     require_vllm,
 )
+from lightrft.adapters.vllm.lifetime import shut_down, track
 from lightrft.adapters.vllm.params import FP8_BLOCK, VllmEngineParams, llm_kwargs
 from lightrft.adapters.vllm.translate import request_plan, to_completion
 from lightrft.domain.ports import NamedTensors
@@ -64,7 +67,9 @@ log = structlog.get_logger(__name__)
 
 
 def start_llm(params: VllmEngineParams, device_type: str) -> Any:
-    """An in-process ``vllm.LLM`` for ``params``, after the model and dtype checks."""
+    """An in-process ``vllm.LLM`` for ``params``, after the model and dtype checks; close it
+    with :func:`~lightrft.adapters.vllm.lifetime.shut_down` (other engines may share its
+    process groups)."""
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # tensors reach the engine as-is
     vllm = require_vllm()
     from transformers import AutoConfig
@@ -85,10 +90,11 @@ def start_llm(params: VllmEngineParams, device_type: str) -> Any:
     log.info(
         "rollout.engine_start",
         engine="vllm",
+        runner=params.runner,
         device=device_type,
         seconds=round(time.perf_counter() - start, 3),
     )
-    return llm
+    return track(llm)
 
 
 class VllmRolloutEngine(RolloutEngineBase):
@@ -131,7 +137,7 @@ class VllmRolloutEngine(RolloutEngineBase):
         llm, self._llm = self._llm, None
         self._awake = False
         if llm is not None and self._owns_llm:
-            llm.llm_engine.engine_core.shutdown()  # vLLM's teardown; detaches its exit hook
+            shut_down(llm)  # vLLM's teardown once no other engine of the process is open
             log.info("rollout.engine_closed", engine="vllm")
 
     def _open_llm(self) -> Any:

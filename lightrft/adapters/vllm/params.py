@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 VllmDtype = Literal["auto", "float32", "bfloat16", "float16"]
 SleepLevel = Literal[1, 2]
+Runner = Literal["generate", "pooling"]
 
 GIB = 2**30
 MIB = 2**20
@@ -42,6 +43,8 @@ class VllmEngineParams:
         strip_prefixes: trainer name prefixes removed before the engine sees a weight name.
         quantization: ``"fp8"`` runs the engine's linear layers in FP8 (CUDA only).
         trust_remote_code: run model code shipped with the checkpoint (off by default).
+        runner: ``"generate"`` (rollouts, judges) or ``"pooling"`` (a sequence classifier
+            read at its last token, unnormalized: scalar reward models).
     """
 
     model_path: str
@@ -59,6 +62,7 @@ class VllmEngineParams:
     strip_prefixes: tuple[str, ...] = ("module.", "_orig_mod.")
     quantization: Literal["fp8"] | None = None
     trust_remote_code: bool = False
+    runner: Runner = "generate"
 
     def __post_init__(self) -> None:
         if not 0 < self.memory_fraction <= 1:
@@ -109,6 +113,14 @@ def llm_kwargs(params: VllmEngineParams, device_type: str) -> dict[str, Any]:
         kwargs["max_model_len"] = params.max_model_len
     if params.max_num_seqs is not None:
         kwargs["max_num_seqs"] = params.max_num_seqs
+    if params.runner == "pooling":
+        # one score per sequence: the classifier head at the last token, no sigmoid/softmax
+        kwargs["runner"] = "pooling"
+        kwargs["pooler_config"] = {
+            "task": "classify",
+            "seq_pooling_type": "LAST",
+            "use_activation": False,
+        }
     if params.external_launcher:
         kwargs["distributed_executor_backend"] = "external_launcher"
     if params.quantization == "fp8":

@@ -96,7 +96,8 @@ SWITCHES: dict[str, tuple[str, Any]] = {
 ``--flash_attn`` asks for ``auto``: FlashAttention-2 where it can run, else SDPA, logged."""
 
 DEFAULT_SWITCHES: dict[str, str] = {
-    "rm_use_engine": "reward models always run colocated in the training process",
+    "rm_use_engine": "reward models run colocated in the training process; put one on vLLM "
+    "with reward.sources[*].engine=vllm",
     "enable_engine_sleep": "the rollout engine always sleeps outside the generation phase",
     "save_trajectories": "samples.jsonl holds logging.log_samples_per_step trajectories a step",
     "use_kl_loss": "the KL term goes where algorithm.advantage_estimator puts it (the loss "

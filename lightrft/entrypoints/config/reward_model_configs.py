@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from lightrft.entrypoints.config.components import (
     REWARD_SOURCE_CONFIGS,
@@ -12,12 +12,69 @@ from lightrft.entrypoints.config.components import (
     register_config,
 )
 
+RmEngine = Literal["hf", "vllm", "sglang"]
+ENGINE_OPTIONS = ("engine_memory_fraction", "engine_kv_cache_gib", "engine_max_model_len")
+
+
+class EngineRmSection(RewardSourceSection):
+    """Base of the model-backed reward sources that can run on an inference engine
+    (docs/reward-models.md, "Reward models on the engine")."""
+
+    engines: ClassVar[tuple[str, ...]] = ("hf", "vllm", "sglang")
+    """The engines this source type runs on (a subset of ``RmEngine``)."""
+    missing_engines: ClassVar[str] = ""
+    """Why the other engines are not available (part of the config error)."""
+    engine: RmEngine = Field(
+        "hf",
+        description="What runs the model: hf (transformers in the training process), vllm "
+        "(an in-process vLLM engine on the model's directory), sglang (GPU-only, unverified; "
+        "generative_rm only).",
+    )
+    engine_memory_fraction: float = Field(
+        0.2,
+        gt=0,
+        le=1,
+        description="vllm/sglang: share of device memory for this model's engine (vLLM's "
+        "gpu_memory_utilization, SGLang's mem_fraction_static); vLLM on CPU: a share of host "
+        "RAM, the KV cache sized by engine_kv_cache_gib.",
+    )
+    engine_kv_cache_gib: float | None = Field(
+        None, gt=0, description="vllm: explicit KV cache size in GiB (CPU default: 1 GiB)."
+    )
+    engine_max_model_len: int | None = Field(
+        None,
+        gt=0,
+        description="vllm/sglang: longest sequence the engine takes (judge prompt + verdict, "
+        "or prompt + response); null: the model config's.",
+    )
+
+    @model_validator(mode="after")
+    def _engine_is_available(self) -> EngineRmSection:
+        if self.engine not in self.engines:
+            raise ValueError(
+                f"reward source {self.label!r}: engine {self.engine!r} is not available for "
+                f"{self.type} reward sources{self.missing_engines}; choices: "
+                f"{', '.join(self.engines)}"
+            )
+        stray = sorted(set(ENGINE_OPTIONS) & self.model_fields_set) if self.engine == "hf" else []
+        if stray:
+            raise ValueError(
+                f"reward source {self.label!r}: {', '.join(stray)} set but engine is 'hf'; "
+                "these options apply to engine vllm or sglang"
+            )
+        return self
+
 
 @register_config(REWARD_SOURCE_CONFIGS, "scalar_rm")
-class ScalarRmConfig(RewardSourceSection):
+class ScalarRmConfig(EngineRmSection):
     """A scalar reward model directory (``lightrft rm train`` output, or any HF
     sequence-classification model with one label), awake only in the reward phases."""
 
+    engines: ClassVar[tuple[str, ...]] = ("hf", "vllm")
+    missing_engines: ClassVar[str] = (
+        " (LightRFT's SGLang adapter, lightrft/adapters/sglang, generates only: it has no "
+        "reward-model scorer)"
+    )
     type: Literal["scalar_rm"] = "scalar_rm"
     path: str = Field(description="Reward model directory.")
     normalize: bool = Field(False, description="Use the normalization saved with the model.")
@@ -64,7 +121,7 @@ class UnitTestsRewardConfig(RewardSourceSection):
 
 
 @register_config(REWARD_SOURCE_CONFIGS, "generative_rm")
-class GenerativeRmConfig(RewardSourceSection):
+class GenerativeRmConfig(EngineRmSection):
     """A judge model that writes a verdict (``Score: X/10`` or ``[[A]]``), parsed strictly."""
 
     type: Literal["generative_rm"] = "generative_rm"

@@ -58,6 +58,8 @@ RewardBuilder = Callable[[Any, BuildContext], RewardSource]
 StrategyBuilder = Callable[[Any, BuildContext], Strategy]
 EnvironmentBuilder = Callable[[Any, BuildContext], EnvironmentFactory]
 ToolBuilder = Callable[[Any, BuildContext], Tool]
+JudgeEngineBuilder = Callable[[Any, BuildContext, Path], RolloutEngine]
+"""(generative_rm section, context, judge directory) -> the engine that runs the judge."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,9 @@ STRATEGIES: Registry[StrategyBuilder] = Registry("training strategy")
 MODEL_LOADERS: Registry[ModelLoader] = Registry("model modality")
 ENVIRONMENTS: Registry[EnvironmentBuilder] = Registry("environment")
 TOOLS: Registry[ToolBuilder] = Registry("tool")
+JUDGE_ENGINES: Registry[JudgeEngineBuilder] = Registry("generative_rm engine")
+SCALAR_RM_ENGINES: Registry[RewardBuilder] = Registry("scalar_rm engine")
+"""``reward.sources[*].engine`` of the model-backed sources (``wiring/reward_engines.py``)."""
 
 _KINDS: dict[str, tuple[Registry[type[ComponentSection]], Registry[Any]]] = {
     "engine": (ENGINE_CONFIGS, ENGINES),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 from functools import partial
+from pathlib import Path
 
-from lightrft.adapters.reward_models import HfScalarRewardModel
 from lightrft.adapters.rewards.unit_tests import UnitTestsReward
 from lightrft.adapters.sandbox import open_sandbox
 from lightrft.domain.ports import RewardSource
@@ -16,22 +16,19 @@ from lightrft.entrypoints.config.reward_model_configs import (
     UnitTestsRewardConfig,
 )
 from lightrft.entrypoints.field_copy import copy_fields
-from lightrft.entrypoints.wiring.model_loaders import DTYPES
-from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext
+from lightrft.entrypoints.wiring import reward_engines  # noqa: F401  (registers the engines)
+from lightrft.entrypoints.wiring.registries import (
+    JUDGE_ENGINES,
+    REWARD_SOURCES,
+    SCALAR_RM_ENGINES,
+    BuildContext,
+)
 
 
 @REWARD_SOURCES.register("scalar_rm")
-def build_scalar_rm(section: ScalarRmConfig, context: BuildContext) -> HfScalarRewardModel:
-    return HfScalarRewardModel.from_pretrained(
-        section.path,
-        context.device,
-        dtype=DTYPES[section.dtype],
-        trust_remote_code=section.trust_remote_code,
-        init_seed=context.config.train.seed,  # a causal LM path gets a fresh, seeded head
-        name=section.label,
-        normalize=section.normalize,
-        micro_batch_size=section.micro_batch_size,
-    )
+def build_scalar_rm(section: ScalarRmConfig, context: BuildContext) -> RewardSource:
+    """The scalar reward model on its ``engine`` (``wiring/reward_engines.py``)."""
+    return SCALAR_RM_ENGINES.get(section.engine)(section, context)
 
 
 @REWARD_SOURCES.register("remote")
@@ -68,23 +65,13 @@ def build_unit_tests(section: UnitTestsRewardConfig, context: BuildContext) -> U
 
 @REWARD_SOURCES.register("generative_rm")
 def build_generative_rm(section: GenerativeRmConfig, context: BuildContext) -> RewardSource:
-    from pathlib import Path
-
-    from lightrft.adapters.hf import (
-        HfRolloutEngine,
-        ModelLoadParams,
-        load_causal_lm,
-        load_tokenizer,
-    )
+    from lightrft.adapters.hf import load_tokenizer
     from lightrft.adapters.reward_models.generative import DEFAULT_TEMPLATE, HfGenerativeRewardModel
     from lightrft.adapters.reward_models.verdict import verdict_parser
 
     path = Path(section.path) if section.path else context.model_path
-    params = ModelLoadParams(dtype=DTYPES[section.dtype])  # type: ignore[arg-type]
     tokenizer = load_tokenizer(path)
-    engine = HfRolloutEngine(
-        load_causal_lm(path, context.device, params), tokenizer, context.device
-    )
+    engine = JUDGE_ENGINES.get(section.engine)(section, context, path)
     parser = verdict_parser(section.verdict, max_score=section.max_score, labels=section.labels)
     return HfGenerativeRewardModel(
         engine,

@@ -13,6 +13,7 @@ from lightrft.adapters.reward_models.verdict import ScoreVerdict
 from lightrft.domain.types import Completion, PromptRecord, RewardSample
 from tests.helpers.threads import one_torch_thread
 from tests.unit.adapters.hf.hf_tiny import EOS, tiny_model, tiny_tokenizer
+from tests.unit.adapters.reward_models.rm_tiny import teach
 
 CPU = torch.device("cpu")
 STEPS = 60
@@ -30,22 +31,11 @@ _one_thread = pytest.fixture(autouse=True)(one_torch_thread)
 def taught_judge() -> torch.nn.Module:
     """The tiny model fitted (teacher forcing) to answer each template with its verdict."""
     tok = tiny_tokenizer()
-    model = tiny_model(seed=0).train()
-    prompts, targets = [], []
-    for response, verdict in VERDICTS.items():
-        prompts.append(tok(TEMPLATE.format(prompt="2+2", response=response))["input_ids"])
-        targets.append(tok(verdict)["input_ids"] + [EOS])
-    ids = torch.tensor([p + t for p, t in zip(prompts, targets, strict=True)])  # (2, T)
-    labels = torch.tensor(targets)  # (2, L)
-    start = len(prompts[0]) - 1
-    optimizer = torch.optim.Adam(model.parameters(), lr=2e-2)
-    for _ in range(STEPS):
-        logits = model(ids).logits[:, start : start + labels.shape[1]]  # (2, L, V)
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return model.eval()
+    prompts = [
+        tok(TEMPLATE.format(prompt="2+2", response=response))["input_ids"] for response in VERDICTS
+    ]
+    targets = [tok(verdict)["input_ids"] + [EOS] for verdict in VERDICTS.values()]
+    return teach(tiny_model(seed=0), prompts, targets, steps=STEPS)
 
 
 def judge(model: torch.nn.Module, **kwargs: object) -> HfGenerativeRewardModel:

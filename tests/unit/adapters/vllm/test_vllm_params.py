@@ -34,6 +34,17 @@ def test_llm_kwargs_on_cpu_default_kv_cache_and_no_sleep_mode() -> None:
     assert "distributed_executor_backend" not in kwargs and "quantization" not in kwargs
 
 
+def test_llm_kwargs_of_a_pooling_engine_read_the_last_token_without_activation() -> None:
+    assert "runner" not in llm_kwargs(VllmEngineParams("/m"), "cpu")  # generate: vLLM's default
+    kwargs = llm_kwargs(VllmEngineParams("/m", runner="pooling"), "cpu")
+    assert kwargs["runner"] == "pooling"
+    assert kwargs["pooler_config"] == {
+        "task": "classify",
+        "seq_pooling_type": "LAST",
+        "use_activation": False,
+    }
+
+
 def test_llm_kwargs_on_cuda() -> None:
     params = VllmEngineParams(
         "/m",
