@@ -73,6 +73,8 @@ def test_old_and_new_logprobs_agree_at_step_0_on_image_rows(tmp_path: Path) -> N
             "rollout.forward_micro_batch_size=5",
             "train.mini_batch_size=12",  # old log-probs are recomputed (not on-policy reuse)
             "train.max_tokens_per_micro_batch=300",
+            # every row through the optimizer's forward, also those with zero advantage
+            "train.skip_zero_advantage_rows=false",
             f"logging.run_dir={tmp_path / 'run'}",
             "logging.progress=false",
         ],
