@@ -126,15 +126,28 @@ class MediaEncoder(ABC):
         if not items:
             return record
         where = str(record.metadata.get("where", record.uid))
+        ids, payload = self.encode_ids(record.prompt_token_ids, items, where)
+        return replace(record, prompt_token_ids=ids, multimodal=payload)
+
+    def encode_ids(
+        self, ids: Sequence[int], items: list[Any], where: str
+    ) -> tuple[tuple[int, ...], dict[str, Any]]:
+        """``ids`` (one placeholder per item of ``items``) with each placeholder expanded to
+        its item's positions, and the payload of the processed items (SFT rows and reward
+        pairs, whose ids are more than a prompt, use this directly)."""
         media = self.process(items, where)
-        ids = expand_placeholders(record.prompt_token_ids, self._pad, media.counts)
         payload: dict[str, Any] = {
             **media.tensors,
             f"{self.noun}_tokens": tuple(media.counts),
             "where": where,
             COST_KEY: media.cost,
         }
-        return replace(record, prompt_token_ids=ids, multimodal=payload)
+        return expand_placeholders(ids, self._pad, media.counts), payload
+
+    @property
+    def placeholder_id(self) -> int:
+        """The token id of one item's placeholder before expansion."""
+        return self._pad
 
 
 class MediaInputs(ABC):

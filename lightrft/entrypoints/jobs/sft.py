@@ -42,9 +42,10 @@ def sft(config: RunConfig, *, next_command: NextCommand | None = None) -> dict[s
     """
     s = config.sft
     tokenizer = models.build_tokenizer(config, models.model_path(config))
-    train_data = build_sft_data(s.train_data, tokenizer)
+    media = models.build_prompt_encoder(config, tokenizer)  # None for text models
+    train_data = build_sft_data(s.train_data, tokenizer, media)
     assert train_data is not None
-    eval_data = build_sft_data(s.eval_data, tokenizer)
+    eval_data = build_sft_data(s.eval_data, tokenizer, media)
     pad = getattr(tokenizer, "pad_token_id", None)
     params = copy_fields(
         SftParams,

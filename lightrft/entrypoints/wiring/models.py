@@ -135,6 +135,18 @@ def build_context(
     return BuildContext(config, path, device, tokenizer, policy)
 
 
+def build_prompt_encoder(config: RunConfig, tokenizer: Any) -> Any | None:
+    """The media encoder of ``model.modality`` (None for text models), built from the model
+    directory's processor without loading the model (SFT data uses it)."""
+    make = loader(config).prompt_encoder
+    if make is None:
+        return None
+    context = BuildContext(
+        config, model_path(config), torch.device("cpu"), tokenizer, _no_policy_yet
+    )
+    return make(context)
+
+
 def build_policy(
     config: RunConfig,
     path: Path,
@@ -174,7 +186,8 @@ def build_prompt_source(
     source = data.build_prompts(dataset, context.tokenizer, media, section)
     if source is None or encoder is None:
         return source
-    return EncodedPromptSource(source, encoder)
+    budget = None if dataset is None else dataset.max_prompt_length
+    return EncodedPromptSource(source, encoder, max_tokens=budget)
 
 
 def build_reference(context: BuildContext) -> ReferenceModel | None:
