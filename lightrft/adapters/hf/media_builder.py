@@ -112,8 +112,8 @@ class MediaEncoder(ABC):
     media_key: ClassVar[str]  # the record's multimodal key ("images", "audios")
     noun: ClassVar[str]  # in messages and the payload's "<noun>_tokens" ("image", "audio")
 
-    def __init__(self, tokenizer: Any, token: str) -> None:
-        self._token = token
+    def __init__(self, tokenizer: Any, token: str, processor: Any) -> None:
+        self._token, self._processor = token, processor
         self._pad = int(tokenizer.convert_tokens_to_ids(token))
 
     @abstractmethod
@@ -143,6 +143,11 @@ class MediaEncoder(ABC):
             COST_KEY: media.cost,
         }
         return expand_placeholders(ids, self._pad, media.counts), payload
+
+    @property
+    def processor(self) -> Any:
+        """The media processor (image processor, feature extractor) it runs."""
+        return self._processor
 
     @property
     def placeholder_id(self) -> int:

@@ -18,13 +18,15 @@ from lightrft.entrypoints.config.reward_model_configs import (
 from lightrft.entrypoints.field_copy import copy_fields
 from lightrft.entrypoints.wiring.model_loaders import DTYPES
 from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext
+from lightrft.entrypoints.wiring.scalar_reward_models import load_scalar_rm
 
 
 @REWARD_SOURCES.register("scalar_rm")
 def build_scalar_rm(section: ScalarRmConfig, context: BuildContext) -> HfScalarRewardModel:
-    return HfScalarRewardModel.from_pretrained(
+    return load_scalar_rm(  # of the modality its card names (text, vision, audio)
         section.path,
         context.device,
+        context.config,
         dtype=DTYPES[section.dtype],
         trust_remote_code=section.trust_remote_code,
         init_seed=context.config.train.seed,  # a causal LM path gets a fresh, seeded head
