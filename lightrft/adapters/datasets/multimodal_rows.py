@@ -9,7 +9,8 @@ Accepted image values (one, or a list for several images per prompt):
 - an HF ``datasets`` ``Image`` feature value: ``{"bytes": ..., "path": ...}``.
 
 Accepted audio values (one or a list): ``{"array": [...], "sampling_rate": int}`` (the HF
-``Audio`` feature), a ``(array, sampling_rate)`` pair, or a path to a PCM ``.wav`` file.
+``Audio`` feature), a ``(array, sampling_rate)`` pair, a path to a PCM ``.wav`` file, or the
+bytes of one.
 
 Every problem is a :class:`~lightrft.adapters.datasets.prompt_rows.BadRowError` naming the
 file, the row and the key (a missing file, bytes that are not an image, a sampling rate
@@ -128,6 +129,9 @@ def load_audio(
             raise BadRowError(where, key, f"audio file {path} does not exist (from)")
         name = f"audio file {path}"
         clip = _read_wav(path, where, key)
+    elif isinstance(value, (bytes, bytearray)):
+        name = "the audio data"
+        clip = _read_wav(io.BytesIO(bytes(value)), where, key, name)
     else:
         raise BadRowError(where, key, f"expected audio array + rate or a .wav path, got {value!r}")
     if clip[0].ndim != 1:
@@ -141,9 +145,10 @@ def load_audio(
     return clip
 
 
-def _read_wav(path: Path, where: str, key: str) -> Audio:
+def _read_wav(source: Path | io.BytesIO, where: str, key: str, name: str | None = None) -> Audio:
+    path = name or str(source)
     try:
-        with wave.open(str(path), "rb") as file:
+        with wave.open(source if isinstance(source, io.BytesIO) else str(source), "rb") as file:
             width, channels = file.getsampwidth(), file.getnchannels()
             frames = file.readframes(file.getnframes())
             rate = file.getframerate()

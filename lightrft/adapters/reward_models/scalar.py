@@ -136,6 +136,11 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
         """The network a training strategy wraps (backbone + head)."""
         return self.net
 
+    @property
+    def reads_media(self) -> bool:
+        """Whether prompts' images / audio reach the score (a multimodal backbone)."""
+        return self.net.media is not None
+
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) float32 of ``prompt_text + completion.text`` (with the prompt's media
         for a multimodal model), normalized if asked."""
