@@ -76,7 +76,7 @@ def test_an_rl_prompt_encoded_for_the_policy_scores_like_its_decoded_image() -> 
 
 
 def test_media_are_never_truncated_and_placeholders_must_match() -> None:
-    rm, _ = vl_rm(max_length=20)  # the prompt alone is 32 tokens with its 4 image positions
+    rm, _ = vl_rm(max_length=20)  # 24 tokens: the prompt with its 4 image positions + "red"
     with pytest.raises(ValueError, match=r"pair 0 is \d+ tokens with its media expanded, more"):
         rm.pair_scores([VL_PROMPT], ["red"], [{"images": [image("red")]}])
     rm, _ = vl_rm()
