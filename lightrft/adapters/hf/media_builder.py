@@ -25,7 +25,12 @@ import torch
 from torch import Tensor, nn
 
 from lightrft.adapters.hf.logprobs import position_ids_from_mask
-from lightrft.adapters.hf.multimodal_inputs import ModelInputs, row_name, unwrapped
+from lightrft.adapters.hf.multimodal_inputs import (
+    MediaRequirements,
+    ModelInputs,
+    row_name,
+    unwrapped,
+)
 from lightrft.domain.modality import COST_KEY, Payload
 from lightrft.domain.types import PromptRecord
 
@@ -115,6 +120,11 @@ class MediaEncoder(ABC):
     def __init__(self, tokenizer: Any, token: str, processor: Any) -> None:
         self._token, self._processor = token, processor
         self._pad = int(tokenizer.convert_tokens_to_ids(token))
+
+    @property
+    @abstractmethod
+    def requirements(self) -> MediaRequirements:
+        """The placeholders and audio rate :meth:`encode` expects of every record."""
 
     @abstractmethod
     def process(self, items: list[Any], where: str) -> ProcessedMedia:

@@ -28,7 +28,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from lightrft.adapters.common.seeds import seeded_init
-from lightrft.adapters.hf.loading import ModelLoadParams
+from lightrft.adapters.hf.loading import DTypeName, ModelLoadParams
 from lightrft.adapters.hf.media_builder import MediaEncoder, expand_placeholders
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
 from lightrft.adapters.hf.multimodal_loading import load_multimodal_model
@@ -77,7 +77,7 @@ def load_media_reward_classifier(
     device: torch.device,
     processor: Any,
     *,
-    dtype: str = "float32",
+    dtype: DTypeName = "float32",
     init_seed: int = 0,
 ) -> MediaRewardClassifier:
     """The classifier of a multimodal directory: its saved head, else a fresh seeded one."""

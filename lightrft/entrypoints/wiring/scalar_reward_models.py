@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import torch
 from typing_extensions import Unpack
 
+from lightrft.adapters.hf.loading import DTypeName
 from lightrft.adapters.hf.media_reward import HfPairMedia, load_media_reward_classifier
 from lightrft.adapters.hf.multimodal_inputs import MULTIMODAL_INPUTS, multimodal_inputs_for
 from lightrft.adapters.reward_models import (
@@ -51,7 +52,7 @@ def scalar_rm_parts(
     device: torch.device,
     config: RunConfig,
     *,
-    dtype: str = "float32",
+    dtype: DTypeName = "float32",
     trust_remote_code: bool = False,
     init_seed: int = 0,
 ) -> ScalarRmParts:
@@ -76,12 +77,11 @@ def scalar_rm_parts(
     if make is None:
         raise ValueError(f"modality {modality!r} has no media encoder")
     encoder = make(context)
-    classifier = load_media_reward_classifier(
+    media_classifier = load_media_reward_classifier(
         path, modality, device, encoder.processor, dtype=dtype, init_seed=init_seed
     )
-    return ScalarRmParts(
-        classifier, tokenizer, HfPairMedia(encoder, multimodal_inputs_for(classifier.model))
-    )
+    inputs = multimodal_inputs_for(media_classifier.model)
+    return ScalarRmParts(media_classifier, tokenizer, HfPairMedia(encoder, inputs))
 
 
 def _refuse_multimodal_as_text(path: Path) -> None:
@@ -102,7 +102,7 @@ def load_scalar_rm(
     device: torch.device,
     config: RunConfig,
     *,
-    dtype: str = "float32",
+    dtype: DTypeName = "float32",
     trust_remote_code: bool = False,
     init_seed: int = 0,
     **scoring: Unpack[ScoringOptions],
