@@ -27,7 +27,7 @@ def write_pairs(directory: Path, n: int) -> list[dict[str, object]]:
     return rows
 
 
-@pytest.mark.slow  # about 50 s on a loaded 2-core CPU
+@pytest.mark.slow  # up to 3.5 min at load 10 on the shared 2-core CPU (2.5 s at load 3)
 def test_vision_reward_model_learns_the_colour_preference(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

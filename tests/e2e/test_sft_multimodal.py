@@ -46,7 +46,7 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-@pytest.mark.slow  # about 30 s on a loaded 2-core CPU
+@pytest.mark.slow  # 30 s at load 10 on the shared 2-core CPU (under 1 s when idle)
 def test_vision_language_sft_loss_falls(tmp_path: Path) -> None:
     model = save_tiny_vl_model(tmp_path / "model")
     rows = []

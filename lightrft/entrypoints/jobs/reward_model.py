@@ -34,6 +34,7 @@ from lightrft.adapters.reward_models import (
     RewardLoraParams,
     RewardModelCard,
     ScoreNormalization,
+    load_reward_tokenizer,
 )
 from lightrft.adapters.tracking.factory import make_tracker
 from lightrft.application.reward_model_training import (
@@ -51,7 +52,11 @@ from lightrft.entrypoints.run_dir.identity import RM_IDENTITY, fingerprint, flat
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.model_loaders import DTYPES
 from lightrft.entrypoints.wiring.registries import STRATEGIES, BuildContext, build
-from lightrft.entrypoints.wiring.scalar_reward_models import load_scalar_rm, scalar_rm_parts
+from lightrft.entrypoints.wiring.scalar_reward_models import (
+    load_scalar_rm,
+    reward_media_encoder,
+    scalar_rm_parts,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -198,11 +203,16 @@ def _train_in(
     out = Path(options.output)
     strategy, collective, device, config = backend
     seed = options.train.seed  # seeds the fresh score head and LoRA adapters
-    dtype = DTYPES[options.dtype]
-    parts = scalar_rm_parts(path, options.modality, device, config, dtype=dtype, init_seed=seed)
-    tokenizer = parts.tokenizer
-    data = _with_audio_rate(options.data, parts.media)
+    tokenizer = load_reward_tokenizer(path)
+    encoder = reward_media_encoder(path, options.modality, config, tokenizer)
+    rate = None if encoder is None else encoder.requirements.audio_sampling_rate
+    data = _with_audio_rate(options.data, rate)
+    # the data (every row checked) before the weights
     train_pairs, eval_pairs, skipped_rows = preference_splits(tokenizer, data, seed)
+    dtype = DTYPES[options.dtype]
+    parts = scalar_rm_parts(
+        path, options.modality, encoder, tokenizer, device, dtype=dtype, init_seed=seed
+    )
     renderer = _renderer(tokenizer, options.data)
     encoding = PairEncoding(not renderer.uses_chat_template, options.max_length)
     card = RewardModelCard(encoding, modality=options.modality)
@@ -270,9 +280,8 @@ def _train_in(
     return summary
 
 
-def _with_audio_rate(data: RmDataOptions, media: Any) -> RmDataOptions:
-    """``data`` whose audio clips must have the reward model's feature-extractor rate."""
-    rate = None if media is None else media.audio_sampling_rate
+def _with_audio_rate(data: RmDataOptions, rate: int | None) -> RmDataOptions:
+    """``data`` whose audio clips must have the reward model's feature-extractor ``rate``."""
     if rate is None or data.spec.audio_sampling_rate is not None:
         return data
     return replace(data, spec=replace(data.spec, audio_sampling_rate=rate))
@@ -285,7 +294,9 @@ def eval_reward_model(
     config = load_config(None, [], algorithm="grpo")
     device = models.device_of(models.build_accelerator(config))
     rm = load_scalar_rm(model, device, config, micro_batch_size=micro_batch_size)
-    data = _with_audio_rate(data, rm.net.media)
+    data = _with_audio_rate(
+        data, None if rm.net.media is None else rm.net.media.audio_sampling_rate
+    )
     pairs, skipped = _read(data.data, _renderer(rm.tokenizer, data), data, seed)
     result = evaluate_preferences(rm, pairs, micro_batch_size)
     return {"model": str(model), "pairs": len(pairs), "skipped_rows": skipped, **result.metrics()}

@@ -46,20 +46,37 @@ def _no_policy() -> Any:
     raise RuntimeError("a reward model has no policy")
 
 
+def reward_media_encoder(
+    path: str | Path, modality: str, config: RunConfig, tokenizer: Any
+) -> Any | None:
+    """The prompt encoder of a ``modality`` reward model in ``path`` (None for text), built
+    from its processor alone (no weights loaded: data can be checked first)."""
+    if modality == "text":
+        _refuse_multimodal_as_text(Path(path))
+        return None
+    model = config.model.model_copy(update={"modality": modality, "path": str(path)})
+    run = config.model_copy(update={"model": model})
+    context = BuildContext(run, Path(path), torch.device("cpu"), tokenizer, _no_policy)
+    make = MODEL_LOADERS.get(modality).prompt_encoder
+    if make is None:
+        raise ValueError(f"modality {modality!r} has no media encoder")
+    return make(context)
+
+
 def scalar_rm_parts(
     path: str | Path,
     modality: str,
+    encoder: Any | None,
+    tokenizer: Any,
     device: torch.device,
-    config: RunConfig,
     *,
     dtype: DTypeName = "float32",
     trust_remote_code: bool = False,
     init_seed: int = 0,
 ) -> ScalarRmParts:
-    """The parts of the reward model in ``path`` with a ``modality`` backbone."""
-    tokenizer = load_reward_tokenizer(path, trust_remote_code=trust_remote_code)
-    if modality == "text":
-        _refuse_multimodal_as_text(Path(path))
+    """The reward model in ``path``: a text classifier, or a ``modality`` one reading media
+    with ``encoder`` (:func:`reward_media_encoder`)."""
+    if encoder is None:
         classifier = load_reward_classifier(
             path,
             device,
@@ -69,14 +86,6 @@ def scalar_rm_parts(
             init_seed=init_seed,
         )
         return ScalarRmParts(classifier, tokenizer, None)
-    model = config.model.model_copy(update={"modality": modality, "path": str(path)})
-    context = BuildContext(
-        config.model_copy(update={"model": model}), Path(path), device, tokenizer, _no_policy
-    )
-    make = MODEL_LOADERS.get(modality).prompt_encoder
-    if make is None:
-        raise ValueError(f"modality {modality!r} has no media encoder")
-    encoder = make(context)
     media_classifier = load_media_reward_classifier(
         path, modality, device, encoder.processor, dtype=dtype, init_seed=init_seed
     )
@@ -109,11 +118,14 @@ def load_scalar_rm(
 ) -> HfScalarRewardModel:
     """A saved scalar reward model, frozen in eval mode, of the modality its card names."""
     card = load_card(path)
+    tokenizer = load_reward_tokenizer(path, trust_remote_code=trust_remote_code)
+    encoder = reward_media_encoder(path, card.modality, config, tokenizer)
     parts = scalar_rm_parts(
         path,
         card.modality,
+        encoder,
+        tokenizer,
         device,
-        config,
         dtype=dtype,
         trust_remote_code=trust_remote_code,
         init_seed=init_seed,
