@@ -103,11 +103,12 @@ def _chunks(items: Sequence[PreferencePair], size: int) -> list[Sequence[Prefere
 def pair_scores(
     model: TrainableRewardModel, chunk: Sequence[PreferencePair]
 ) -> tuple[Tensor, Tensor]:
-    """Scores (M,) of the chosen and of the rejected responses, in one forward of 2M rows."""
+    """Scores (M,) of the chosen and of the rejected responses, in one forward of 2M rows
+    (each pair's media, if any, with both of its responses)."""
     prompts = [p.prompt for p in chunk]
-    scores = model.pair_scores(
-        prompts + prompts, [p.chosen for p in chunk] + [p.rejected for p in chunk]
-    )
+    responses = [p.chosen for p in chunk] + [p.rejected for p in chunk]
+    media = [p.multimodal for p in chunk]
+    scores = model.pair_scores(prompts + prompts, responses, media + media)
     return scores[: len(chunk)], scores[len(chunk) :]
 
 

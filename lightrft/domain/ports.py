@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 from torch import Tensor, nn
 
 from lightrft.domain.eval_metrics import GradedAnswer
+from lightrft.domain.modality import Payload
 from lightrft.domain.sandbox import SandboxLimits, SandboxResult
 from lightrft.domain.types import (
     Completion,
@@ -173,8 +174,14 @@ class TrainableRewardModel(Protocol):
         """The ``nn.Module`` the training strategy wraps."""
         ...
 
-    def pair_scores(self, prompts: Sequence[str], responses: Sequence[str]) -> Tensor:
-        """Raw scores (B,) float32 of ``prompt + response``; autograd follows the caller."""
+    def pair_scores(
+        self,
+        prompts: Sequence[str],
+        responses: Sequence[str],
+        multimodal: Sequence[Payload] = (),
+    ) -> Tensor:
+        """Raw scores (B,) float32 of ``prompt + response``; autograd follows the caller.
+        ``multimodal``: one media payload per pair (``()``: text only)."""
         ...
 
 

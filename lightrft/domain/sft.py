@@ -6,17 +6,20 @@ An :class:`SftExample` is one tokenized training row split at its first trained 
 prompt/completion row; 0 for later user/system turns). :func:`sft_batch` lays examples out
 as a :class:`~lightrft.domain.types.SequenceBatch` (left-padded prompts, right-padded
 responses), so any ``Policy`` gives the log-probs the loss needs; its ``response_mask`` is
-the loss mask.
+the loss mask. A row with images or audio carries its opaque media payload (``multimodal``,
+see :mod:`~lightrft.domain.modality`); its ids hold the media placeholders already expanded
+(never trained), and the batch hands one payload per row to the policy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
+from lightrft.domain.modality import Payload
 from lightrft.domain.types import SequenceBatch
 
 
@@ -28,6 +31,7 @@ class SftExample:
     prompt_ids: tuple[int, ...]
     response_ids: tuple[int, ...]
     loss_mask: tuple[int, ...]
+    multimodal: Payload = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.prompt_ids:
@@ -69,7 +73,8 @@ def sft_batch(examples: Sequence[SftExample], pad_token_id: int = 0) -> Sequence
         ids[row, p : p + lr] = torch.tensor(e.response_ids, dtype=torch.long)
         attention[row, p - lp : p + lr] = 1
         loss_mask[row, :lr] = torch.tensor(e.loss_mask, dtype=torch.long)
-    return SequenceBatch(ids, attention, loss_mask)
+    payloads = tuple(e.multimodal for e in examples)
+    return SequenceBatch(ids, attention, loss_mask, multimodal=payloads)
 
 
 def masked_nll_sum(logprobs: Tensor, loss_mask: Tensor) -> Tensor:

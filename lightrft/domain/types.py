@@ -285,6 +285,8 @@ class PreferencePair:
     ``margin`` (>= 0) asks the Bradley-Terry loss for at least that score gap.
     ``chosen_sign`` / ``rejected_sign``: safety labels of a cost model's rows (``chosen`` is
     then the more harmful response): +1 unsafe, -1 safe, 0 unlabeled (no sign term).
+    ``multimodal``: the prompt's media (opaque to the services, :mod:`.modality`; the prompt
+    text holds one model placeholder per item), shared by both responses.
     """
 
     uid: str
@@ -294,6 +296,7 @@ class PreferencePair:
     margin: float = 0.0
     chosen_sign: int = 0
     rejected_sign: int = 0
+    multimodal: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_non_negative("margin", self.margin)

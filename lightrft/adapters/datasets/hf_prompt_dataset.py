@@ -90,12 +90,14 @@ def read_table(
 
 
 def file_row_refs(path: PathLike, on_bad_row: BadRowPolicy = "error") -> tuple[list[RowRef], int]:
-    """The rows of a file as refs (uid ``<stem>:<i>``, where ``<name> row <i>``) and the
-    number of bad lines skipped reading it (see :func:`read_table`)."""
+    """The rows of a file as refs (uid ``<stem>:<i>``, where ``<name> row <i>``; relative
+    media paths start at the file's folder) and the number of bad lines skipped reading it
+    (see :func:`read_table`)."""
     file = Path(path)
     table = read_table(file, on_bad_row=on_bad_row)
+    base = file if file.is_dir() else file.parent
     refs = [
-        RowRef(f"{file.stem}:{i}", f"{file.name} row {i}", dict(row))
+        RowRef(f"{file.stem}:{i}", f"{file.name} row {i}", dict(row), base_dir=base)
         for i, row in enumerate(table.rows)
     ]
     return refs, table.skipped_lines

@@ -10,8 +10,8 @@ Accepted image values (one, or a list for several images per prompt):
 
 Accepted audio values (one or a list): ``{"array": [...], "sampling_rate": int}`` (the HF
 ``Audio`` feature decoded), a ``(array, sampling_rate)`` pair, a path to a PCM ``.wav`` file,
-or the HF ``Audio`` feature as stored, ``{"bytes": ..., "path": ...}`` (the bytes of a 16-bit
-PCM ``.wav``, or a path).
+the bytes of one, or the HF ``Audio`` feature as stored, ``{"bytes": ..., "path": ...}`` (the
+bytes of a 16-bit PCM ``.wav``, or a path).
 
 Every problem is a :class:`~lightrft.adapters.datasets.prompt_rows.BadRowError` naming the
 file, the row and the key (a missing file, bytes that are not an image, a sampling rate
@@ -135,6 +135,9 @@ def load_audio(
             raise BadRowError(where, key, f"audio file {path} does not exist (from)")
         name = f"audio file {path}"
         clip = _read_wav(path, str(path), where, key)
+    elif isinstance(value, (bytes, bytearray)):
+        name = "the audio data"
+        clip = _read_wav(io.BytesIO(bytes(value)), name, where, key)
     else:
         raise BadRowError(where, key, f"expected audio array + rate or a .wav path, got {value!r}")
     if clip[0].ndim != 1:

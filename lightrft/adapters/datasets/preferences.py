@@ -17,6 +17,13 @@ template with the generation prompt, system prompt), so a reward model is traine
 laid out exactly as the policy's prompts will be at RL time. A pair whose two answers are
 the same text teaches nothing and is a bad row like a malformed one: bad rows make one error
 naming the file, row and key of each, or are skipped and counted (``on_bad_row="skip"``).
+
+Pairs for vision- and audio-language reward models name their media columns
+(``images_key`` / ``audios_key``, values as in RL prompt rows:
+:mod:`~lightrft.adapters.datasets.multimodal_rows`; paths relative to the data file). The
+media belong to the prompt (both responses are judged with them): placed at ``<image>`` /
+``<audio>`` markers of its last user message, else first, rendered as the model's
+placeholders, and carried decoded in ``PreferencePair.multimodal``.
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ from typing import Any
 from lightrft.adapters.datasets.arithmetic import arithmetic_problems
 from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
 from lightrft.adapters.datasets.hf_prompt_dataset import file_row_refs
-from lightrft.adapters.datasets.prompt_rows import RowRef
+from lightrft.adapters.datasets.multimodal_rows import media_content
+from lightrft.adapters.datasets.prompt_rows import RowRef, RowSpec, multimodal_of
 from lightrft.adapters.datasets.rendering import Content, PromptRenderer
 from lightrft.domain.types import PreferencePair
 
@@ -47,6 +55,9 @@ class PreferenceSpec:
     chosen_safe_key: str | None = None  # cost-model rows: is the chosen (more harmful) safe?
     rejected_safe_key: str | None = None
     on_bad_row: BadRowPolicy = "error"
+    images_key: str | None = None  # the prompt's images (vision-language reward models)
+    audios_key: str | None = None  # the prompt's audio clips (audio-language reward models)
+    audio_sampling_rate: int | None = None  # every clip's rate (None: any)
 
 
 def _is_chat(value: Any) -> bool:
@@ -120,15 +131,25 @@ def preference_pairs(
     """The pairs of ``rows`` with rendered prompts, and the number of skipped bad rows."""
     pairs: list[PreferencePair] = []
     bad = BadRows(spec.on_bad_row)
+    media_spec = RowSpec(
+        images_key=spec.images_key,
+        audios_key=spec.audios_key,
+        audio_sampling_rate=spec.audio_sampling_rate,
+    )
     for ref in rows:
         try:
             prompt, chosen, rejected, margin = read_preference(ref, spec)
             signs = read_safety_signs(ref, spec)
+            media = multimodal_of(ref, media_spec)
+            if media:
+                images, audios = len(media.get("images", ())), len(media.get("audios", ()))
+                key = str(spec.images_key if images else spec.audios_key)
+                prompt = media_content(prompt, images, audios, ref.where, key)
         except BadRowError as error:
             bad.add(error)
             continue
         text = renderer.text(prompt)
-        pairs.append(PreferencePair(ref.uid, text, chosen, rejected, margin, *signs))
+        pairs.append(PreferencePair(ref.uid, text, chosen, rejected, margin, *signs, media))
     return pairs, bad.check()
 
 

@@ -17,6 +17,13 @@ then ``messages[:i+1]``), so a token is trained exactly when it starts inside an
 message's rendering (its end-of-turn marker included). Without a template the prompt is
 tokenized with the tokenizer's special tokens and the completion is appended with EOS.
 
+Messages may carry images and audio as content parts (``{"type": "image", "image": path}``,
+:mod:`~lightrft.adapters.datasets.chat_media`); with the model's media encoder (``media``)
+each placeholder is expanded to its item's positions (never trained) and the example carries
+the processed media. ``max_length`` counts the expanded tokens; a row with media is cut at
+the right only when no media placeholder is cut (else it is a bad row: a cut image would no
+longer match its placeholders).
+
 Chats are checked as RL prompt chats are (:mod:`~lightrft.adapters.datasets.chat_check`:
 known roles in a valid order, no empty assistant turn). Rows longer than ``max_length``
 tokens are cut at the right; a row left without trained tokens is dropped (counted in
@@ -35,6 +42,12 @@ from typing import Any
 
 from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
 from lightrft.adapters.datasets.chat_check import check_chat
+from lightrft.adapters.datasets.chat_media import (
+    MediaExpander,
+    cut_keeps_media,
+    expand_row,
+    split_chat_media,
+)
 from lightrft.adapters.datasets.hf_prompt_dataset import read_table
 from lightrft.adapters.datasets.prompt_rows import RowRef
 from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
@@ -52,6 +65,7 @@ class SftRowSpec:
     completion_key: str = "completion"
     max_length: int | None = 1024
     on_bad_row: BadRowPolicy = "error"
+    audio_sampling_rate: int | None = None  # every audio part's rate (None: any)
 
     def __post_init__(self) -> None:
         if self.max_length is not None and self.max_length < 2:
@@ -91,6 +105,7 @@ def load_sft_dataset(
     spec: SftRowSpec | None = None,
     prompt_format: PromptFormat | None = None,
     split: str = "train",
+    media: MediaExpander | None = None,
 ) -> SftDataset:
     """SFT examples from jsonl/json/parquet/arrow files or ``save_to_disk`` directories."""
     files = [Path(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
@@ -103,9 +118,13 @@ def load_sft_dataset(
     def refs() -> Iterator[RowRef]:
         for file, table in zip(files, tables, strict=True):
             for index, row in enumerate(table.rows):
-                yield RowRef(uid=f"{file.stem}:{index}", where=f"{file} row {index}", row=row)
+                where = f"{file} row {index}"
+                base = file if file.is_dir() else file.parent
+                yield RowRef(uid=f"{file.stem}:{index}", where=where, row=row, base_dir=base)
 
-    built = build_sft_examples(refs(), tokenizer, spec=spec, prompt_format=prompt_format)
+    built = build_sft_examples(
+        refs(), tokenizer, spec=spec, prompt_format=prompt_format, media=media
+    )
     lines = sum(table.skipped_lines for table in tables)  # bad lines are skipped rows too
     stats = replace(
         built.stats,
@@ -124,8 +143,10 @@ def build_sft_examples(
     *,
     spec: SftRowSpec | None = None,
     prompt_format: PromptFormat | None = None,
+    media: MediaExpander | None = None,
 ) -> SftDataset:
-    """Tokenizes ``rows`` (see the module docstring) into an :class:`SftDataset`."""
+    """Tokenizes ``rows`` (see the module docstring) into an :class:`SftDataset`;
+    ``media``: the model's media encoder (None: rows with media are bad rows)."""
     spec = spec or SftRowSpec()
     renderer = PromptRenderer(tokenizer, prompt_format)
     examples: list[SftExample] = []
@@ -134,14 +155,15 @@ def build_sft_examples(
     for ref in rows:
         total += 1
         try:
-            ids, trained = _tokenize_row(ref, spec, renderer)
+            ids, trained, payload = _tokenize_row(ref, spec, renderer, media)
+            if spec.max_length is not None and len(ids) > spec.max_length:
+                _check_cut(ids, spec.max_length, media if payload else None, ref.where)
+                ids, trained = ids[: spec.max_length], trained[: spec.max_length]
+                truncated += 1
         except BadRowError as error:
             bad.add(error)
             continue
-        if spec.max_length is not None and len(ids) > spec.max_length:
-            ids, trained = ids[: spec.max_length], trained[: spec.max_length]
-            truncated += 1
-        example = _split(ref.uid, ids, trained)
+        example = _split(ref.uid, ids, trained, payload)
         if example is None:
             dropped += 1
             continue
@@ -150,26 +172,53 @@ def build_sft_examples(
     return SftDataset(examples, SftStats(total, len(examples), skipped, truncated, dropped))
 
 
-def _split(uid: str, ids: list[int], trained: list[int]) -> SftExample | None:
+def _split(
+    uid: str, ids: list[int], trained: list[int], payload: dict[str, Any]
+) -> SftExample | None:
     """Cuts at the first trained token (keeping at least one context token)."""
     if 1 not in trained[1:]:
         return None
     first = max(1, trained.index(1))
-    return SftExample(uid, tuple(ids[:first]), tuple(ids[first:]), tuple(trained[first:]))
+    return SftExample(uid, tuple(ids[:first]), tuple(ids[first:]), tuple(trained[first:]), payload)
+
+
+def _check_cut(ids: list[int], limit: int, media: MediaExpander | None, where: str) -> None:
+    if cut_keeps_media(ids, limit, media):
+        return
+    assert media is not None
+    raise BadRowError(
+        where,
+        "max_length",
+        f"the row is {len(ids)} tokens with its {media.noun} placeholders expanded, and cutting "
+        f"it to max_length ({limit}) would cut its media (never truncated); raise max_length "
+        "or lower model.max_pixels; for",
+    )
 
 
 def _tokenize_row(
-    ref: RowRef, spec: SftRowSpec, renderer: PromptRenderer
-) -> tuple[list[int], list[int]]:
-    """Token ids of the row and a 0/1 trained flag per token."""
+    ref: RowRef, spec: SftRowSpec, renderer: PromptRenderer, media: MediaExpander | None
+) -> tuple[list[int], list[int], dict[str, Any]]:
+    """Token ids of the row, a 0/1 trained flag per token and the media payload ({} if
+    none), every media placeholder expanded."""
     row = ref.row
     if row.get(spec.messages_key) is not None:
-        chat = _messages(row[spec.messages_key], ref.where, spec.messages_key)
+        key = spec.messages_key
+        chat = _messages(row[key], ref.where, key)
         if not any(m["role"] == "assistant" for m in chat):
-            raise BadRowError(ref.where, spec.messages_key, "no assistant message in")
+            raise BadRowError(ref.where, key, "no assistant message in")
         if not renderer.uses_chat_template:
-            raise BadRowError(ref.where, spec.messages_key, "a chat row needs a chat template for")
-        return _chat_tokens(chat, renderer)  # as written: no system prompt is added
+            raise BadRowError(ref.where, key, "a chat row needs a chat template for")
+        rate = spec.audio_sampling_rate
+        split = split_chat_media(chat, ref.where, key, base_dir=ref.base_dir, audio_rate=rate)
+        ids, trained = _chat_tokens(split.chat, renderer)  # as written: no system prompt added
+        return expand_row(ids, trained, split.media, media, ref.where, key)
+    return (*_prompt_completion_tokens(ref, spec, renderer), {})
+
+
+def _prompt_completion_tokens(
+    ref: RowRef, spec: SftRowSpec, renderer: PromptRenderer
+) -> tuple[list[int], list[int]]:
+    row = ref.row
     prompt, completion = row.get(spec.prompt_key), row.get(spec.completion_key)
     if prompt is None:
         problem = f"no {spec.messages_key!r} chat and missing key"

@@ -45,7 +45,7 @@ class AudioLanguageEncoder(media.MediaEncoder):
     media_key, noun = "audios", "audio"
 
     def __init__(self, tokenizer: Any, feature_extractor: Any, *, audio_token: str = AUDIO_TOKEN):
-        super().__init__(tokenizer, audio_token)
+        super().__init__(tokenizer, audio_token, feature_extractor)
         self._extractor = feature_extractor
         self._rate = int(feature_extractor.sampling_rate)
 

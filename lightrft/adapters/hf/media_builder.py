@@ -27,7 +27,12 @@ import torch
 from torch import Tensor, nn
 
 from lightrft.adapters.hf.logprobs import position_ids_from_mask
-from lightrft.adapters.hf.multimodal_inputs import ModelInputs, row_name, unwrapped
+from lightrft.adapters.hf.multimodal_inputs import (
+    MediaRequirements,
+    ModelInputs,
+    row_name,
+    unwrapped,
+)
 from lightrft.domain.modality import COST_KEY, Payload, media_cost
 from lightrft.domain.types import PromptRecord
 
@@ -122,9 +127,14 @@ class MediaEncoder(ABC):
     media_key: ClassVar[str]  # the record's multimodal key ("images", "audios")
     noun: ClassVar[str]  # in messages and the payload's "<noun>_tokens" ("image", "audio")
 
-    def __init__(self, tokenizer: Any, token: str) -> None:
-        self._token = token
+    def __init__(self, tokenizer: Any, token: str, processor: Any) -> None:
+        self._token, self._processor = token, processor
         self._pad = int(tokenizer.convert_tokens_to_ids(token))
+
+    @property
+    @abstractmethod
+    def requirements(self) -> MediaRequirements:
+        """The placeholders and audio rate :meth:`encode` expects of every record."""
 
     @abstractmethod
     def process(self, items: list[Any], where: str) -> ProcessedMedia:
@@ -145,9 +155,24 @@ class MediaEncoder(ABC):
         if not items:
             return record
         where = str(record.metadata.get("where", record.uid))
-        media = self.process(items, where)
-        ids = expand_placeholders(record.prompt_token_ids, self._pad, media.counts)
+        # other media, raw or processed by another encoder (a composite's), stay
         rest = {k: v for k, v in record.multimodal.items() if k != self.media_key}
+        ids, payload = self.encode_ids(record.prompt_token_ids, items, where, rest=rest)
+        return replace(record, prompt_token_ids=ids, multimodal=payload)
+
+    def encode_ids(
+        self,
+        ids: Sequence[int],
+        items: list[Any],
+        where: str,
+        *,
+        rest: dict[str, Any] | None = None,
+    ) -> tuple[tuple[int, ...], dict[str, Any]]:
+        """``ids`` (one placeholder per item of ``items``) with each placeholder expanded to
+        its item's positions, and the payload of the processed items plus ``rest`` (SFT rows
+        and reward pairs, whose ids are more than a prompt, use this directly)."""
+        media = self.process(items, where)
+        rest = rest or {}
         payload: dict[str, Any] = {
             **rest,  # other media, raw or processed by another encoder (a composite's)
             **media.tensors,
@@ -155,7 +180,17 @@ class MediaEncoder(ABC):
             "where": where,
             COST_KEY: media_cost(rest) + media.cost,
         }
-        return replace(record, prompt_token_ids=ids, multimodal=payload)
+        return expand_placeholders(ids, self._pad, media.counts), payload
+
+    @property
+    def processor(self) -> Any:
+        """The media processor (image processor, feature extractor) it runs."""
+        return self._processor
+
+    @property
+    def placeholder_id(self) -> int:
+        """The token id of one item's placeholder before expansion."""
+        return self._pad
 
 
 class MediaInputs(ABC):

@@ -139,11 +139,22 @@ class EncodedPromptSource:
     """A ``PromptSource`` whose records went through a :class:`PromptEncoder` on access.
 
     Encoding happens when a record is read (the media of a large dataset are not held in
-    memory); the last ``cache_size`` encoded records are kept.
+    memory); the last ``cache_size`` encoded records are kept. ``max_tokens`` (the data's
+    ``max_prompt_length``) bounds the prompt *with its media expanded*: the row's text was
+    bounded before its placeholders were expanded, and media are never cut (a cut image
+    would no longer match its placeholders), so a longer record is an error naming the row.
     """
 
-    def __init__(self, inner: PromptSource, encoder: PromptEncoder, cache_size: int = 256) -> None:
+    def __init__(
+        self,
+        inner: PromptSource,
+        encoder: PromptEncoder,
+        cache_size: int = 256,
+        *,
+        max_tokens: int | None = None,
+    ) -> None:
         self._inner, self._encoder, self._cache_size = inner, encoder, cache_size
+        self._max_tokens = max_tokens
         self._cache: dict[int, PromptRecord] = {}
 
     def __len__(self) -> int:
@@ -155,6 +166,7 @@ class EncodedPromptSource:
         if cached is not None:
             return cached
         record = self._encoder.encode(self._inner[index])
+        check_media_budget(record, self._max_tokens)
         if len(self._cache) >= self._cache_size:
             self._cache.pop(next(iter(self._cache)))
         self._cache[key] = record
@@ -162,3 +174,21 @@ class EncodedPromptSource:
 
     def __getattr__(self, name: str) -> Any:  # stats, name ... of the wrapped source
         return getattr(self._inner, name)
+
+
+def check_media_budget(record: PromptRecord, max_tokens: int | None) -> None:
+    """Raises ``ValueError`` naming the row when ``record``'s ids (media expanded) are more
+    than ``max_tokens``; see :class:`EncodedPromptSource`."""
+    length = len(record.prompt_token_ids)
+    if max_tokens is None or length <= max_tokens:
+        return
+    media = sum(
+        sum(counts) for key, counts in record.multimodal.items() if key.endswith("_tokens")
+    )  # image_tokens / audio_tokens: positions of each item
+    where = record.metadata.get("where", record.uid)
+    raise ValueError(
+        f"{where}: the prompt is {length} tokens with its media expanded ({media} media "
+        f"positions), more than max_prompt_length ({max_tokens}); media are never truncated "
+        "(the placeholders would no longer match them): raise max_prompt_length, lower "
+        "model.max_pixels, or shorten the clips"
+    )

@@ -45,8 +45,7 @@ class VisionLanguageEncoder(media.MediaEncoder):
     media_key, noun = "images", "image"
 
     def __init__(self, tokenizer: Any, image_processor: Any, *, image_token: str = IMAGE_PAD):
-        super().__init__(tokenizer, image_token)
-        self._processor = image_processor
+        super().__init__(tokenizer, image_token, image_processor)
         self._merge = int(getattr(image_processor, "merge_size", 2))
 
     @property

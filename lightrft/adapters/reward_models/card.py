@@ -3,7 +3,8 @@
 Written next to the HF files by the export, read by the loader: how (prompt, response) pairs
 were tokenized during training (:class:`~lightrft.adapters.reward_models.encoding.
 PairEncoding`) and, optionally, the mean and standard deviation of the model's raw scores
-(measured after training) that score normalization divides by. A directory without the file
+(measured after training) that score normalization divides by, and the backbone's modality
+(``text``, ``vision-language``, ``audio-language``: how the directory is loaded). A directory without the file
 is a plain HF model (a fresh head when it is a causal LM): defaults apply.
 """
 
@@ -41,6 +42,7 @@ class RewardModelCard:
 
     encoding: PairEncoding = field(default_factory=PairEncoding)
     normalization: ScoreNormalization | None = None
+    modality: str = "text"
 
     def save(self, directory: str | Path) -> Path:
         """Writes ``lightrft_reward.json`` into ``directory``; returns the file."""
@@ -49,6 +51,7 @@ class RewardModelCard:
             "version": CARD_VERSION,
             "encoding": asdict(self.encoding),
             "normalization": asdict(self.normalization) if self.normalization else None,
+            "modality": self.modality,
         }
         path.write_text(json.dumps(payload, indent=2) + "\n")
         return path
@@ -67,6 +70,7 @@ class RewardModelCard:
             return cls(
                 encoding=PairEncoding(**payload["encoding"]),
                 normalization=ScoreNormalization(**norm) if norm else None,
+                modality=str(payload.get("modality", "text")),
             )
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"invalid reward model card {path}: {error}") from None

@@ -42,12 +42,20 @@ def encode_pairs(
     padding_side: PaddingSide = "right",
 ) -> tuple[Tensor, Tensor]:
     """Token ids and attention mask, both (B, T), of ``prompt + response`` per pair."""
+    rows = pair_rows(tokenizer, prompts, responses, encoding)
+    if encoding.max_length is not None:
+        rows = [row[-encoding.max_length :] for row in rows]
+    return pad_rows(tokenizer, rows, padding_side)
+
+
+def pair_rows(
+    tokenizer: Any, prompts: Sequence[str], responses: Sequence[str], encoding: PairEncoding
+) -> list[list[int]]:
+    """The untruncated token ids of ``prompt + response`` per pair."""
     if len(prompts) != len(responses):
         raise ValueError(f"{len(prompts)} prompts but {len(responses)} responses")
     if not prompts:
         raise ValueError("encode_pairs needs at least one pair")
-    if padding_side not in ("left", "right"):
-        raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}")
     prompt_ids = tokenizer(list(prompts), add_special_tokens=encoding.prompt_special_tokens)
     response_ids = tokenizer(list(responses), add_special_tokens=False)
     rows = []
@@ -55,11 +63,18 @@ def encode_pairs(
         zip(prompt_ids["input_ids"], response_ids["input_ids"], strict=True)
     ):
         row = list(p) + list(r)
-        if encoding.max_length is not None:
-            row = row[-encoding.max_length :]
         if not row:
             raise ValueError(f"pair {i} has no tokens (empty prompt and response)")
         rows.append(row)
+    return rows
+
+
+def pad_rows(
+    tokenizer: Any, rows: Sequence[Sequence[int]], padding_side: PaddingSide = "right"
+) -> tuple[Tensor, Tensor]:
+    """``rows`` padded to one width: ids and attention mask, both (B, T)."""
+    if padding_side not in ("left", "right"):
+        raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}")
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     width = max(len(row) for row in rows)
     ids = torch.full((len(rows), width), int(pad_id), dtype=torch.long)

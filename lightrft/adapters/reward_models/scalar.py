@@ -21,15 +21,22 @@ from typing_extensions import Unpack
 from lightrft.adapters.common.host_offload import HostOffload
 from lightrft.adapters.common.rule_source import ColocatedModelSource
 from lightrft.adapters.reward_models.card import RewardModelCard, ScoreNormalization
-from lightrft.adapters.reward_models.encoding import PaddingSide, encode_pairs
+from lightrft.adapters.reward_models.encoding import (
+    PaddingSide,
+    encode_pairs,
+    pad_rows,
+    pair_rows,
+)
 from lightrft.adapters.reward_models.loading import (
     load_card,
     load_reward_classifier,
     load_reward_tokenizer,
 )
 from lightrft.adapters.reward_models.lora import RewardLoraParams, add_lora, merged_state
+from lightrft.adapters.reward_models.media import PairMedia, expand_media_rows
 from lightrft.adapters.reward_models.scalar_net import ScalarRewardNet
 from lightrft.adapters.reward_models.scores import scalar_result, scoring_normalization
+from lightrft.domain.modality import Payload
 from lightrft.domain.types import RewardResult, RewardSample
 
 log = structlog.get_logger(__name__)
@@ -54,6 +61,8 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
         device: where the weights live while onloaded.
         card: pair encoding and saved normalization.
         lora: add fresh LoRA adapters to the backbone (training only).
+        media: the backbone family's media reader (vision- / audio-language reward models,
+            :mod:`~lightrft.adapters.reward_models.media`); None: text only.
         name: the reward source's name (metrics, weights); default "reward_model".
         normalize: divide by the card's normalization (an error if it has none); default off.
         micro_batch_size: rows per forward pass when scoring; default 16.
@@ -68,6 +77,7 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
         *,
         card: RewardModelCard | None = None,
         lora: RewardLoraParams | None = None,
+        media: PairMedia | None = None,
         **scoring: Unpack[ScoringOptions],
     ) -> None:
         name = scoring.get("name", "reward_model")
@@ -79,7 +89,7 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
         self._normalization = scoring_normalization(self.card, normalize, name)
         if tokenizer.pad_token_id is None:
             raise ValueError("the reward model's tokenizer needs a pad token")
-        self.net = ScalarRewardNet(classifier)
+        self.net = ScalarRewardNet(classifier, media)
         if lora is not None:
             add_lora(self.net.backbone, lora)
         self.tokenizer = tokenizer
@@ -125,12 +135,20 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
         """The network a training strategy wraps (backbone + head)."""
         return self.net
 
+    @property
+    def reads_media(self) -> bool:
+        """Whether prompts' images / audio reach the score (a multimodal backbone)."""
+        return self.net.media is not None
+
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
-        """Scores (B,) float32 of ``prompt_text + completion.text``, normalized if asked."""
+        """Scores (B,) float32 of ``prompt_text + completion.text`` (with the prompt's media
+        for a multimodal model), normalized if asked."""
         if self._offloaded:
             raise RuntimeError(f"reward model {self._name!r} is offloaded; call onload() first")
         prompts = [s.prompt.prompt_text for s in samples]
         responses = [s.completion.text for s in samples]
+        payloads = [s.prompt.multimodal for s in samples] if self.net.media else []
+        step = self._micro_batch_size
         was_training = self.net.training
         self.net.eval()
         try:
@@ -139,8 +157,9 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
                     torch.cat(
                         [
                             self.pair_scores(
-                                prompts[i : i + self._micro_batch_size],
-                                responses[i : i + self._micro_batch_size],
+                                prompts[i : i + step],
+                                responses[i : i + step],
+                                payloads[i : i + step],
                             ).cpu()
                             for i in range(0, len(samples), self._micro_batch_size)
                         ]
@@ -167,12 +186,24 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
 
     # -- scoring and training ---------------------------------------------------------
 
-    def pair_scores(self, prompts: Sequence[str], responses: Sequence[str]) -> Tensor:
-        """Raw scores (B,) float32 of the pairs; autograd follows the caller."""
-        ids, mask = encode_pairs(
-            self.tokenizer, prompts, responses, self.card.encoding, padding_side=self._padding_side
-        )
-        return self.net(ids.to(self._device), mask.to(self._device))
+    def pair_scores(
+        self,
+        prompts: Sequence[str],
+        responses: Sequence[str],
+        multimodal: Sequence[Payload] = (),
+    ) -> Tensor:
+        """Raw scores (B,) float32 of the pairs; autograd follows the caller.
+        ``multimodal``: one media payload per pair (``()``: text only)."""
+        encoding = self.card.encoding
+        if not any(multimodal):
+            ids, mask = encode_pairs(
+                self.tokenizer, prompts, responses, encoding, padding_side=self._padding_side
+            )
+            return self.net(ids.to(self._device), mask.to(self._device))
+        rows = pair_rows(self.tokenizer, prompts, responses, encoding)
+        rows, payloads = expand_media_rows(rows, multimodal, self.net.media, encoding.max_length)
+        ids, mask = pad_rows(self.tokenizer, rows, self._padding_side)
+        return self.net(ids.to(self._device), mask.to(self._device), payloads)
 
     def normalized(self, raw: Tensor) -> Tensor:
         """(raw - mean) / std with the card's normalization. Shape: (B,) -> (B,)."""
@@ -200,7 +231,9 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
         classifier_state = {self.net.classifier_names(k): v for k, v in merged.items()}
         self.net.classifier.save_pretrained(directory, state_dict=classifier_state)
         self.tokenizer.save_pretrained(directory)
-        card = RewardModelCard(self.card.encoding, normalization or self.card.normalization)
+        card = RewardModelCard(
+            self.card.encoding, normalization or self.card.normalization, self.card.modality
+        )
         card.save(directory)
         log.info("reward_model.exported", directory=str(directory))
         return directory

@@ -9,12 +9,17 @@ last_token_index`), found from the attention mask, so left and right padding giv
 scores (unlike pooling by pad id, which breaks when pad = EOS). Position ids count attended
 tokens only.
 
+A vision- or audio-language backbone reads media: with ``media``
+(:class:`~lightrft.adapters.reward_models.media.PairMedia`), rows that carry a payload run with
+the family's forward arguments (pixels, M-RoPE positions ...).
+
 A causal LM checkpoint loads as such a classifier with a fresh head (``from_pretrained`` with
 ``num_labels=1``), which is how reward-model training starts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -22,6 +27,8 @@ from torch import Tensor, nn
 from transformers import PreTrainedModel
 
 from lightrft.adapters.common.positions import position_ids_from_mask
+from lightrft.adapters.reward_models.media import PairMedia
+from lightrft.domain.modality import Payload
 from lightrft.domain.preference import last_token_index
 
 HEAD_NAMES = ("score", "classifier")
@@ -51,7 +58,7 @@ class ScalarRewardNet(nn.Module):
     ``backbone.*`` and ``head.*``; :meth:`classifier_names` maps them to the classifier's.
     """
 
-    def __init__(self, classifier: PreTrainedModel) -> None:
+    def __init__(self, classifier: PreTrainedModel, media: PairMedia | None = None) -> None:
         super().__init__()
         head_name = score_head_name(classifier)
         self.backbone: nn.Module = classifier.base_model
@@ -60,6 +67,7 @@ class ScalarRewardNet(nn.Module):
             "classifier": classifier,
             "head_name": head_name,
             "prefix": classifier.base_model_prefix,
+            "media": media,
         }
 
     @property
@@ -68,14 +76,27 @@ class ScalarRewardNet(nn.Module):
         classifier: PreTrainedModel = self._aside["classifier"]
         return classifier
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
-        """Scores (B,) in float32 of ``input_ids`` (B, T) under ``attention_mask`` (B, T)."""
-        out = self.backbone(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            position_ids=position_ids_from_mask(attention_mask),
-            use_cache=False,
-        )
+    @property
+    def media(self) -> PairMedia | None:
+        """The family's media reader (None: a text model)."""
+        media: PairMedia | None = self._aside["media"]
+        return media
+
+    def forward(
+        self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload] = ()
+    ) -> Tensor:
+        """Scores (B,) in float32 of ``input_ids`` (B, T) under ``attention_mask`` (B, T);
+        ``payloads``: one media payload per row (``()`` when no row has media)."""
+        media = self.media
+        if media is not None and any(payloads):
+            kwargs = media.model_kwargs(input_ids, attention_mask, payloads)
+        else:
+            kwargs = {
+                "input_ids": input_ids,
+                "attention_mask": attention_mask,
+                "position_ids": position_ids_from_mask(attention_mask),
+            }
+        out = self.backbone(**kwargs, use_cache=False)
         hidden = out.last_hidden_state  # [B, T, H]
         last = last_token_index(attention_mask)
         pooled = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]  # [B, H]

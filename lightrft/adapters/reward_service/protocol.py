@@ -9,15 +9,20 @@ Sources behind the service judge text: the prompt as rendered for the policy and
 response. Token ids travel when the client sends them (``RemoteRewardSource`` does); a
 request without them gets a one-token placeholder prompt and an empty response token list,
 so a served source that reads token ids must be called with them.
+
+Samples for vision- and audio-language reward models carry ``images`` / ``audios``: lists
+of ``{"path": ...}`` or ``{"base64": ...}`` items (limits and the allowed root:
+:mod:`~lightrft.adapters.reward_service.media`), one placeholder per item in the prompt.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lightrft.adapters.reward_service.media import WireMedia
 from lightrft.domain.types import Completion, PromptRecord, RewardSample
 
 PLACEHOLDER_PROMPT_TOKENS = (0,)
@@ -35,11 +40,17 @@ class WireSample(BaseModel):
     prompt_token_ids: list[int] | None = None
     response_token_ids: list[int] | None = None
     finish_reason: Literal["stop", "length"] = "stop"
+    images: list[WireMedia] | None = None
+    audios: list[WireMedia] | None = None
 
-    def to_sample(self) -> RewardSample:
-        """The domain sample (see the module docstring for missing token ids)."""
+    def to_sample(self, multimodal: Mapping[str, Any] | None = None) -> RewardSample:
+        """The domain sample (see the module docstring for missing token ids), with the
+        decoded media of ``images`` / ``audios`` when given."""
         prompt_ids = tuple(self.prompt_token_ids or PLACEHOLDER_PROMPT_TOKENS)
-        record = PromptRecord(self.uid, self.prompt, prompt_ids, reference=self.reference)
+        record = PromptRecord(
+            self.uid, self.prompt, prompt_ids, reference=self.reference,
+            multimodal=dict(multimodal or {}),
+        )  # fmt: skip
         response_ids = tuple(self.response_token_ids or ())
         return RewardSample(record, Completion(0, response_ids, self.response, self.finish_reason))
 

@@ -9,7 +9,9 @@ they stream in: at ``max_request_bytes`` the request gets 413 and the rest is ne
 reading); more than ``max_batch`` samples get 413 too; a malformed body gets 422 naming the
 field. A request whose client disconnects before its batch is scored is dropped, not scored.
 A source that raises ``ValueError`` for a request's samples gets that request 422 (only that
-request: see the batcher), any other error 500 with its message.
+request: see the batcher), any other error 500 with its message. Images and audio in a request
+are read and bounded by ``media`` (:mod:`~lightrft.adapters.reward_service.media`; without it
+every request with media is refused) and only for a source whose ``reads_media`` is true.
 ``BackgroundServer`` runs an app on a thread (tests, in-process serving); ``serve`` runs it
 in the foreground (both shared with the environment service, from
 :mod:`~lightrft.adapters.service_access`). Both refuse a non-loopback host when the app has no
@@ -29,6 +31,7 @@ from fastapi import FastAPI, HTTPException, Request, Response
 from pydantic import ValidationError
 
 from lightrft.adapters.reward_service.batcher import MicroBatcher
+from lightrft.adapters.reward_service.media import MediaError, MediaLimits, RequestMedia
 from lightrft.adapters.reward_service.protocol import ScoreRequest, ScoreResponse
 from lightrft.adapters.service_access import DEFAULT_HOST, AccessGuard, BackgroundServer, serve
 from lightrft.domain.ports import RewardSource
@@ -44,8 +47,11 @@ def create_app(
     max_request_bytes: int = 8 * 2**20,
     micro_batch_samples: int = 64,
     batch_window_s: float = 0.005,
+    media: RequestMedia | None = None,
 ) -> FastAPI:
     """The FastAPI app serving ``source`` (see the module docstring)."""
+    media = media or RequestMedia(MediaLimits(), decode=None)
+    reads_media = bool(getattr(source, "reads_media", False))
     batcher = MicroBatcher(source.score, max_samples=micro_batch_samples, window_s=batch_window_s)
 
     @asynccontextmanager
@@ -76,8 +82,18 @@ def create_app(
             raise HTTPException(
                 413, f"{len(parsed.samples)} samples exceed the limit of {max_batch}"
             )
+        try:  # file reads and decoding off the event loop (text requests stay on it)
+            carries = any(s.images or s.audios for s in parsed.samples)
+            payloads = (
+                await asyncio.to_thread(media.payloads, parsed.samples, reads_media)
+                if carries
+                else [{} for _ in parsed.samples]
+            )
+        except MediaError as error:
+            raise HTTPException(error.status, str(error)) from None
+        samples = [s.to_sample(p) for s, p in zip(parsed.samples, payloads, strict=True)]
         started = time.perf_counter()
-        scoring = asyncio.ensure_future(batcher.submit([s.to_sample() for s in parsed.samples]))
+        scoring = asyncio.ensure_future(batcher.submit(samples))
         gone = asyncio.ensure_future(_disconnect(request))
         await asyncio.wait({scoring, gone}, return_when=asyncio.FIRST_COMPLETED)
         if not scoring.done():  # the client left: its samples are not scored

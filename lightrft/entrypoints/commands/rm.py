@@ -55,6 +55,12 @@ def _data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rejected-safe-key", default=None, help="cost model: the same for the rejected one"
     )
+    parser.add_argument(
+        "--images-key", default=None, help="column of the prompt's images (vision-language RMs)"
+    )
+    parser.add_argument(
+        "--audios-key", default=None, help="column of the prompt's audio (audio-language RMs)"
+    )
     parser.add_argument("--skip-bad-rows", action="store_true", help="skip (and count) bad rows")
     parser.add_argument("--system-prompt", default=None)
     parser.add_argument("--render", choices=["auto", "chat", "plain"], default="auto")
@@ -80,6 +86,12 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--strategy", default="single", help="single, fsdp2 or deepspeed")
     train.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default="fp32")
+    train.add_argument(
+        "--modality",
+        choices=["text", "vision-language", "audio-language"],
+        default="text",
+        help="the backbone: a causal LM, Qwen2-VL / Qwen2.5-VL, or Qwen2-Audio",
+    )
     train.add_argument("--lora-rank", type=int, default=0, help="> 0: LoRA on the backbone")
     train.add_argument("--lora-alpha", type=float, default=16.0)
     train.add_argument(
@@ -174,6 +186,8 @@ def _data_options(args: argparse.Namespace) -> Any:
         chosen_safe_key=args.chosen_safe_key,
         rejected_safe_key=args.rejected_safe_key,
         on_bad_row="skip" if args.skip_bad_rows else "error",
+        images_key=args.images_key,
+        audios_key=args.audios_key,
     )
     return RmDataOptions(
         data=args.data,
@@ -233,7 +247,7 @@ def _train_scalar(args: argparse.Namespace) -> dict[str, Any]:
     options = copy_fields(
         RmTrainOptions,
         args,
-        "output model lr max_length strategy dtype lora_rank lora_alpha resume overwrite",
+        "output model lr max_length strategy dtype modality lora_rank lora_alpha resume overwrite",
         data=_data_options(args),
         train=params,
         train_backbone=not args.head_only,
@@ -310,6 +324,9 @@ RM_KINDS.add(
             "rejected_safe_key",
             "margin",
             "head_only",
+            "modality",
+            "images_key",
+            "audios_key",
         ),
         train=_train_scalar,
         report=lambda s: f"held-out preference accuracy: {s['eval/accuracy']:.3f}",

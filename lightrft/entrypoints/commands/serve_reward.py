@@ -31,6 +31,13 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--micro-batch", type=int, default=64, help="samples per source call")
     parser.add_argument("--batch-window-ms", type=float, default=5.0)
     parser.add_argument(
+        "--media-root", help="serve requests' local image / audio paths from under this folder"
+    )
+    parser.add_argument(
+        "--max-media-bytes", type=int, default=16 * 2**20, help="bytes per image / audio item"
+    )
+    parser.add_argument("--max-media-items", type=int, default=32, help="media per request")
+    parser.add_argument(
         "--no-auth",
         action="store_true",
         help="serve a loopback host without a token (every local process can call it)",
@@ -46,7 +53,8 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     options = copy_fields(
         ServeOptions,
         args,
-        "source host port token_env max_batch max_request_bytes batch_window_ms no_auth",
+        "source host port token_env max_batch max_request_bytes batch_window_ms no_auth "
+        "media_root max_media_bytes max_media_items",
         micro_batch_samples=args.micro_batch,
     )
     app = build_app(load_config(args.config, rest, algorithm="grpo"), options)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -35,7 +35,6 @@ from lightrft.adapters.reward_models import (
     RewardLoraParams,
     RewardModelCard,
     ScoreNormalization,
-    load_reward_classifier,
     load_reward_tokenizer,
 )
 from lightrft.adapters.tracking.factory import make_tracker
@@ -54,6 +53,11 @@ from lightrft.entrypoints.run_dir.identity import RM_IDENTITY, fingerprint, flat
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.model_loaders import DTYPES
 from lightrft.entrypoints.wiring.registries import STRATEGIES, BuildContext, build
+from lightrft.entrypoints.wiring.scalar_reward_models import (
+    load_scalar_rm,
+    reward_media_encoder,
+    scalar_rm_parts,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -91,6 +95,7 @@ class RmTrainOptions:
     max_length: int | None = 512
     strategy: str = "single"
     dtype: str = "fp32"
+    modality: str = "text"  # the backbone: text, vision-language or audio-language
     lora_rank: int = 0
     lora_alpha: float = 16.0
     train_backbone: bool = True  # False: only the score head trains (a probe on frozen features)
@@ -156,8 +161,8 @@ def held_out_split(items: Sequence[T], fraction: float, seed: int) -> tuple[list
     return [items[i] for i in order[held:]], [items[i] for i in order[:held]]
 
 
-def _strategy_and_device(options: RmTrainOptions) -> tuple[Any, Any, torch.device]:
-    """(strategy, collective, device) through the strategy registry."""
+def _strategy_and_device(options: RmTrainOptions) -> tuple[Any, Any, torch.device, Any]:
+    """(strategy, collective, device, run config) through the strategy registry."""
     overrides = [
         f"backend.strategy={options.strategy}",
         f"optim.lr={options.lr}",
@@ -169,7 +174,7 @@ def _strategy_and_device(options: RmTrainOptions) -> tuple[Any, Any, torch.devic
     device = models.device_of(accelerator)
     collective = models.build_collective(config, accelerator)
     context = BuildContext(config, Path("."), device, None, _no_policy)
-    return build(STRATEGIES, config.backend.strategy, context), collective, device
+    return build(STRATEGIES, config.backend.strategy, context), collective, device, config
 
 
 def _no_policy() -> Any:
@@ -184,7 +189,7 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
     identity is checked.
     """
     path = Path(options.model) if options.model else default_model_path()
-    strategy, collective, device = _strategy_and_device(options)
+    strategy, collective, device, config = _strategy_and_device(options)
     request = RunRequest(
         run_dir=Path(options.output),
         resume=options.resume,
@@ -194,34 +199,39 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
         resume_changing=options.resume_changing,
     )
     with guard_run_directory(request, collective) as start:
-        return _train_in(options, start, path, (strategy, collective, device))
+        return _train_in(options, start, path, (strategy, collective, device, config))
 
 
 def _train_in(
-    options: RmTrainOptions, start: RunStart, path: Path, backend: tuple[Any, Any, torch.device]
+    options: RmTrainOptions,
+    start: RunStart,
+    path: Path,
+    backend: tuple[Any, Any, torch.device, Any],
 ) -> dict[str, Any]:
     out = Path(options.output)
-    strategy, collective, device = backend
-    tokenizer = load_reward_tokenizer(path)
-    train_pairs, eval_pairs, skipped_rows = preference_splits(
-        tokenizer, options.data, options.train.seed
-    )
+    strategy, collective, device, config = backend
     seed = options.train.seed  # seeds the fresh score head and LoRA adapters
-    classifier = load_reward_classifier(
-        path,
-        device,
-        dtype=DTYPES[options.dtype],
-        pad_token_id=tokenizer.pad_token_id,
-        init_seed=seed,
+    tokenizer = load_reward_tokenizer(path)
+    encoder = reward_media_encoder(path, options.modality, config, tokenizer)
+    rate = None if encoder is None else encoder.requirements.audio_sampling_rate
+    data = _with_audio_rate(options.data, rate)
+    # the data (every row checked) before the weights
+    train_pairs, eval_pairs, skipped_rows = preference_splits(tokenizer, data, seed)
+    dtype = DTYPES[options.dtype]
+    parts = scalar_rm_parts(
+        path, options.modality, encoder, tokenizer, device, dtype=dtype, init_seed=seed
     )
     renderer = _renderer(tokenizer, options.data)
-    card = RewardModelCard(PairEncoding(not renderer.uses_chat_template, options.max_length))
+    encoding = PairEncoding(not renderer.uses_chat_template, options.max_length)
+    card = RewardModelCard(encoding, modality=options.modality)
     lora = (
         RewardLoraParams(options.lora_rank, options.lora_alpha, init_seed=seed)
         if options.lora_rank
         else None
     )
-    rm = HfScalarRewardModel(classifier, tokenizer, device, card=card, lora=lora)
+    rm = HfScalarRewardModel(
+        parts.classifier, tokenizer, device, card=card, lora=lora, media=parts.media
+    )
     if not options.train_backbone:
         rm.net.backbone.requires_grad_(False)
     strategy.prepare(rm.module)
@@ -278,12 +288,23 @@ def _train_in(
     return summary
 
 
+def _with_audio_rate(data: RmDataOptions, rate: int | None) -> RmDataOptions:
+    """``data`` whose audio clips must have the reward model's feature-extractor ``rate``."""
+    if rate is None or data.spec.audio_sampling_rate is not None:
+        return data
+    return replace(data, spec=replace(data.spec, audio_sampling_rate=rate))
+
+
 def eval_reward_model(
     model: str | Path, data: RmDataOptions, *, micro_batch_size: int = 16, seed: int = 0
 ) -> dict[str, Any]:
     """Held-out accuracy and margin distribution of a saved reward model on ``data.data``."""
-    device = models.device_of(models.build_accelerator(load_config(None, [], algorithm="grpo")))
-    rm = HfScalarRewardModel.from_pretrained(model, device, micro_batch_size=micro_batch_size)
+    config = load_config(None, [], algorithm="grpo")
+    device = models.device_of(models.build_accelerator(config))
+    rm = load_scalar_rm(model, device, config, micro_batch_size=micro_batch_size)
+    data = _with_audio_rate(
+        data, None if rm.net.media is None else rm.net.media.audio_sampling_rate
+    )
     pairs, skipped = _read(data.data, _renderer(rm.tokenizer, data), data, seed)
     result = evaluate_preferences(rm, pairs, micro_batch_size)
     return {"model": str(model), "pairs": len(pairs), "skipped_rows": skipped, **result.metrics()}

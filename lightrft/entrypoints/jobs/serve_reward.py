@@ -4,6 +4,11 @@ Authenticated by default: without a token (``$LIGHTRFT_REWARD_TOKEN``, or the va
 ``--token-env`` names) the service refuses to start, unless ``--no-auth`` is given and the
 host is a loopback address; a non-loopback host without a token is always refused. Both are
 one-line configuration errors (exit status 2), raised before the source is built.
+
+Requests may carry images and audio for a source that reads them (a vision- or
+audio-language ``scalar_rm``): base64 always, local paths only under ``media_root``; each item
+at most ``max_media_bytes``, at most ``max_media_items`` per request
+(:mod:`lightrft.adapters.reward_service.media`).
 """
 
 from __future__ import annotations
@@ -39,6 +44,9 @@ class ServeOptions:
     micro_batch_samples: int = 64
     batch_window_ms: float = 5.0
     no_auth: bool = False
+    media_root: str | None = None  # local media paths are served from under it only
+    max_media_bytes: int = 16 * 2**20  # per image / audio item
+    max_media_items: int = 32  # per request
 
 
 def _no_policy() -> Any:
@@ -89,9 +97,15 @@ def service_token(options: ServeOptions) -> str | None:
 def build_app(config: RunConfig, options: ServeOptions) -> Any:
     """The FastAPI app of ``options.source`` (token: :func:`service_token`, checked first)."""
     from lightrft.adapters.reward_service import create_app
+    from lightrft.adapters.reward_service.media import MediaLimits, RequestMedia
 
     token = service_token(options)
     source = build_served_source(config, options.source)
+    limits = MediaLimits(
+        Path(options.media_root) if options.media_root else None,
+        options.max_media_bytes,
+        options.max_media_items,
+    )
     return create_app(
         source,
         token=token,
@@ -99,4 +113,14 @@ def build_app(config: RunConfig, options: ServeOptions) -> Any:
         max_request_bytes=options.max_request_bytes,
         micro_batch_samples=options.micro_batch_samples,
         batch_window_s=options.batch_window_ms / 1000.0,
+        media=RequestMedia(limits, decode_media),
     )
+
+
+def decode_media(kind: str, data: bytes, where: str) -> Any:
+    """A served image (RGB) or audio clip ``(waveform, rate)`` from its file's bytes."""
+    from lightrft.adapters.datasets.multimodal_rows import load_audio, load_image
+
+    if kind == "images":
+        return load_image(data, where=where, key=kind)
+    return load_audio(data, where=where, key=kind)

@@ -52,9 +52,10 @@ def sft(
     s = config.sft
     tokenizer = models.build_tokenizer(config, models.model_path(config))
     if data is None:
-        built = build_sft_data(s.train_data, tokenizer)
+        media = models.build_prompt_encoder(config, tokenizer)  # None for text models
+        built = build_sft_data(s.train_data, tokenizer, media)
         assert built is not None
-        data = built, build_sft_data(s.eval_data, tokenizer)
+        data = built, build_sft_data(s.eval_data, tokenizer, media)
     train_data, eval_data = data
     pad = getattr(tokenizer, "pad_token_id", None)
     params = copy_fields(

@@ -135,6 +135,7 @@ RM_IDENTITY = IdentityKeys(
         "max_grad_norm",
         "max_length",
         "dtype",
+        "modality",
         "lora_rank",
         "lora_alpha",
         "train_backbone",

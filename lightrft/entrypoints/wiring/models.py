@@ -135,6 +135,18 @@ def build_context(
     return BuildContext(config, path, device, tokenizer, policy)
 
 
+def build_prompt_encoder(config: RunConfig, tokenizer: Any) -> Any | None:
+    """The media encoder of ``model.modality`` (None for text models), built from the model
+    directory's processor without loading the model (SFT data uses it)."""
+    make = loader(config).prompt_encoder
+    if make is None:
+        return None
+    context = BuildContext(
+        config, model_path(config), torch.device("cpu"), tokenizer, _no_policy_yet
+    )
+    return make(context)
+
+
 def build_policy(
     config: RunConfig,
     path: Path,
@@ -169,21 +181,27 @@ def build_prompt_source(
     is built against what the modality's prompt encoder needs (placeholders, audio rate),
     then encoded into model inputs on access (text models: plain prompts)."""
     return encoded_prompts(
-        context, lambda media: data.build_prompts(dataset, context.tokenizer, media, section)
+        context,
+        lambda media: data.build_prompts(dataset, context.tokenizer, media, section),
+        max_tokens=None if dataset is None else dataset.max_prompt_length,
     )
 
 
 def encoded_prompts(
-    context: BuildContext, read: Callable[[MediaRequirements | None], PromptSource | None]
+    context: BuildContext,
+    read: Callable[[MediaRequirements | None], PromptSource | None],
+    *,
+    max_tokens: int | None = None,
 ) -> PromptSource | None:
     """The prompts ``read(media)`` builds, given what the modality's prompt encoder needs of
-    every row (None for text), then encoded by it on access (text: as read)."""
+    every row (None for text), then encoded by it on access (text: as read); ``max_tokens``
+    bounds a prompt with its media expanded."""
     make = loader(context.config).prompt_encoder
     encoder = None if make is None else make(context)
     source = read(None if encoder is None else encoder.requirements)
     if source is None or encoder is None:
         return source
-    return EncodedPromptSource(source, encoder)
+    return EncodedPromptSource(source, encoder, max_tokens=max_tokens)
 
 
 def build_reference(context: BuildContext) -> ReferenceModel | None:

@@ -18,7 +18,6 @@ from typing import Any
 
 import structlog
 
-from lightrft.adapters.reward_models import HfScalarRewardModel
 from lightrft.domain.ports import RewardSource, RolloutEngine
 from lightrft.entrypoints.config.reward_model_configs import (
     EngineRmSection,
@@ -99,10 +98,14 @@ def sglang_judge(section: GenerativeRmConfig, context: BuildContext, path: Path)
 
 @SCALAR_RM_ENGINES.register("hf")
 def hf_scalar_rm(section: ScalarRmConfig, context: BuildContext) -> RewardSource:
-    """The reward model's forward in transformers, on the run's device."""
-    return HfScalarRewardModel.from_pretrained(
+    """The reward model's forward in transformers, on the run's device, of the modality its
+    card names (text, vision, audio)."""
+    from lightrft.entrypoints.wiring.scalar_reward_models import load_scalar_rm
+
+    return load_scalar_rm(
         section.path,
         context.device,
+        context.config,
         dtype=DTYPES[section.dtype],
         trust_remote_code=section.trust_remote_code,
         init_seed=context.config.train.seed,  # a causal LM path gets a fresh, seeded head

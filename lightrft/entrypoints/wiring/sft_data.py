@@ -18,12 +18,20 @@ from lightrft.entrypoints.config.sft_section import BUILTIN_SYSTEM_PROMPT, SftDa
 from lightrft.entrypoints.field_copy import copy_fields
 
 
-def build_sft_data(section: SftDataConfig | None, tokenizer: Any) -> SftDataset | None:
-    """The tokenized examples ``section`` describes (``None`` stays ``None``)."""
+def build_sft_data(
+    section: SftDataConfig | None, tokenizer: Any, media: Any | None = None
+) -> SftDataset | None:
+    """The tokenized examples ``section`` describes (``None`` stays ``None``); ``media``: the
+    model's media encoder (vision- and audio-language models), which expands the image /
+    audio parts of chat rows."""
     if section is None:
         return None
+    requirements = getattr(media, "requirements", None)
     spec = copy_fields(
-        SftRowSpec, section, "messages_key prompt_key completion_key max_length on_bad_row"
+        SftRowSpec,
+        section,
+        "messages_key prompt_key completion_key max_length on_bad_row",
+        audio_sampling_rate=getattr(requirements, "audio_sampling_rate", None),
     )
     system = section.system_prompt
     if system is None and section.path is None:
@@ -55,7 +63,7 @@ def build_sft_data(section: SftDataConfig | None, tokenizer: Any) -> SftDataset 
         for path in paths:
             if not Path(path).exists():
                 raise FileNotFoundError(f"SFT data {path} does not exist")
-        data = load_sft_dataset(paths, tokenizer, spec=spec, prompt_format=fmt)
+        data = load_sft_dataset(paths, tokenizer, spec=spec, prompt_format=fmt, media=media)
     if section.max_samples is not None and section.max_samples < len(data):
         data = SftDataset(list(data)[: section.max_samples], data.stats)
     return data

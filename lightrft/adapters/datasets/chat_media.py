@@ -1,0 +1,140 @@
+"""Chats whose messages carry images and audio as content parts, and the expansion of their
+placeholders in a tokenized row.
+
+A message's ``content`` may be a list of parts (the Hugging Face / Qwen chat format):
+``{"type": "text", "text": ...}``, ``{"type": "image", "image": VALUE}``,
+``{"type": "audio", "audio": VALUE}``, where VALUE is any image or audio value of
+:mod:`~lightrft.adapters.datasets.multimodal_rows` (a path relative to the data file's folder,
+base64, bytes, an ``{"array", "sampling_rate"}`` clip ...). :func:`split_chat_media` decodes
+the media (in chat order) and leaves bare ``{"type": "image"}`` / ``{"type": "audio"}`` parts
+for the chat template, which renders each as the model's placeholder. Media belong to the
+context: a part in an assistant message is a bad row (a trained token cannot be an image).
+
+:func:`expand_row` then expands each placeholder of a tokenized row to the positions its item
+occupies through the model's media encoder (``MediaExpander``, e.g.
+:class:`~lightrft.adapters.hf.vision_language.VisionLanguageEncoder`), extending a per-token
+flag list alongside (expanded placeholders are never trained).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+from lightrft.adapters.datasets.bad_rows import BadRowError
+from lightrft.adapters.datasets.multimodal_rows import load_audio, load_image
+
+MEDIA_KINDS = {"image": "images", "audio": "audios"}  # part type -> payload key
+
+
+class MediaExpander(Protocol):
+    """A model's media encoder, as far as row tokenization needs it."""
+
+    media_key: str  # "images" / "audios": the kind of media it takes
+    noun: str
+
+    @property
+    def placeholder_id(self) -> int:
+        """The placeholder token id of one item before expansion."""
+        ...
+
+    def encode_ids(
+        self, ids: Sequence[int], items: list[Any], where: str
+    ) -> tuple[tuple[int, ...], dict[str, Any]]:
+        """Expanded ids and the payload of ``items`` (one placeholder each in ``ids``)."""
+        ...
+
+
+class ChatMedia(NamedTuple):
+    """A chat ready for the template (bare media parts) and its decoded media by kind."""
+
+    chat: list[dict[str, Any]]
+    media: dict[str, list[Any]]
+
+
+def split_chat_media(
+    chat: Sequence[Mapping[str, Any]],
+    where: str,
+    key: str,
+    *,
+    base_dir: Path | None = None,
+    audio_rate: int | None = None,
+) -> ChatMedia:
+    """Decodes the media parts of ``chat`` (see the module docstring); :class:`BadRowError`."""
+    out: list[dict[str, Any]] = []
+    media: dict[str, list[Any]] = {}
+    for i, message in enumerate(chat):
+        content = message["content"]
+        if not isinstance(content, list):
+            out.append(dict(message))
+            continue
+        parts: list[dict[str, Any]] = []
+        for j, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, Mapping) else None
+            if kind not in MEDIA_KINDS:
+                if kind != "text" or not isinstance(part.get("text"), str):
+                    problem = f"message {i} part {j}: expected a text, image or audio part in"
+                    raise BadRowError(where, key, problem)
+                parts.append(dict(part))
+                continue
+            if message.get("role") == "assistant":
+                problem = f"message {i} (assistant) holds an {kind} part; media go in user turns;"
+                raise BadRowError(where, key, f"{problem} in")
+            if part.get(kind) is None:
+                raise BadRowError(where, key, f"message {i} part {j}: no {kind!r} value in")
+            place = f"{key} message {i} part {j}"
+            item = (
+                load_image(part[kind], where=where, key=place, base_dir=base_dir)
+                if kind == "image"
+                else load_audio(
+                    part[kind], where=where, key=place, base_dir=base_dir, rate=audio_rate
+                )
+            )
+            media.setdefault(MEDIA_KINDS[kind], []).append(item)
+            parts.append({"type": kind})
+        out.append({**message, "content": parts})
+    return ChatMedia(out, media)
+
+
+def expand_row(
+    ids: Sequence[int],
+    flags: Sequence[int],
+    media: Mapping[str, list[Any]],
+    expander: MediaExpander | None,
+    where: str,
+    key: str,
+) -> tuple[list[int], list[int], dict[str, Any]]:
+    """``ids`` and ``flags`` (one per token) with every placeholder expanded, and the media
+    payload (``{}`` for a text row); :class:`BadRowError` when the model takes no such media
+    or the placeholders do not match the items."""
+    kinds = [kind for kind, items in media.items() if items]
+    if not kinds and (expander is None or expander.placeholder_id not in ids):
+        return list(ids), list(flags), {}
+    if expander is None or kinds not in ([], [expander.media_key]):
+        takes = "no media" if expander is None else f"{expander.media_key} only"
+        problem = f"the row has {', '.join(kinds)} but the model takes {takes} (model.modality);"
+        raise BadRowError(where, key, f"{problem} in")
+    items, pad = media.get(expander.media_key, []), expander.placeholder_id
+    found = list(ids).count(pad)
+    if found != len(items):
+        raise BadRowError(
+            where,
+            key,
+            f"the rendered chat holds {found} {expander.noun} placeholder token(s) but the row "
+            f"has {len(items)} {expander.noun} part(s) (placeholders typed into the text?); in",
+        )
+    expanded, payload = expander.encode_ids(ids, items, where)
+    counts = iter(payload[f"{expander.noun}_tokens"])
+    new_flags: list[int] = []
+    for token, flag in zip(ids, flags, strict=True):
+        new_flags.extend([0] * next(counts) if token == pad else [flag])
+    return list(expanded), new_flags, payload
+
+
+def cut_keeps_media(ids: Sequence[int], limit: int, expander: MediaExpander | None) -> bool:
+    """Whether cutting ``ids`` to its first ``limit`` tokens keeps every media placeholder."""
+    if expander is None:
+        return True
+    pad = expander.placeholder_id
+    return pad not in ids[limit:]
