@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -129,7 +130,8 @@ class RemoteRewardSource(RuleSource):
 
     def _request(self, chunk: Sequence[RewardSample]) -> tuple[list[float], int, float]:
         """(scores, attempts used, latency of the successful attempt)."""
-        payload = {"samples": wire_samples(chunk)}
+        # one id per request, the same on every attempt: the service scores a retry once
+        payload = {"samples": wire_samples(chunk), "request_id": uuid.uuid4().hex}
         return self._poster.post(
             f"{self.url}/score", payload, lambda body: self._validated(body, len(chunk))
         )

@@ -61,6 +61,12 @@ class ScoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     samples: list[WireSample] = Field(min_length=1)
+    request_id: str | None = Field(
+        None,
+        max_length=128,
+        description="The client's id of this request, the same on every retry: a retry is "
+        "answered from the first attempt's scoring (request_memo.py), never scored twice.",
+    )
 
 
 class ScoreResponse(BaseModel):

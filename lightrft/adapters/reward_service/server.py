@@ -7,7 +7,9 @@ time), else 401 (:mod:`~lightrft.adapters.service_access`). Bodies are counted w
 they stream in: at ``max_request_bytes`` the request gets 413 and the rest is never read
 (chunked bodies included; a declared ``Content-Length`` over the limit is refused before
 reading); more than ``max_batch`` samples get 413 too; a malformed body gets 422 naming the
-field. A request whose client disconnects before its batch is scored is dropped, not scored.
+field. A request whose client disconnects before its batch is scored is dropped, not scored,
+unless it carries a ``request_id``: a retried request is scored once
+(:mod:`~lightrft.adapters.reward_service.request_memo`).
 A source that raises ``ValueError`` for a request's samples gets that request 422 (only that
 request: see the batcher), any other error 500 with its message. Images and audio in a request
 are read and bounded by ``media`` (:mod:`~lightrft.adapters.reward_service.media`; without it
@@ -33,6 +35,7 @@ from pydantic import ValidationError
 from lightrft.adapters.reward_service.batcher import MicroBatcher
 from lightrft.adapters.reward_service.media import MediaError, MediaLimits, RequestMedia
 from lightrft.adapters.reward_service.protocol import ScoreRequest, ScoreResponse
+from lightrft.adapters.reward_service.request_memo import RequestMemo
 from lightrft.adapters.service_access import DEFAULT_HOST, AccessGuard, BackgroundServer, serve
 from lightrft.domain.ports import RewardSource
 
@@ -53,6 +56,7 @@ def create_app(
     media = media or RequestMedia(MediaLimits(), decode=None)
     reads_media = bool(getattr(source, "reads_media", False))
     batcher = MicroBatcher(source.score, max_samples=micro_batch_samples, window_s=batch_window_s)
+    memo: RequestMemo[Any] = RequestMemo()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -93,7 +97,8 @@ def create_app(
             raise HTTPException(error.status, str(error)) from None
         samples = [s.to_sample(p) for s, p in zip(parsed.samples, payloads, strict=True)]
         started = time.perf_counter()
-        scoring = asyncio.ensure_future(batcher.submit(samples))
+        key = memo.key(parsed.request_id, body)
+        scoring = asyncio.ensure_future(memo.run(key, lambda: batcher.submit(samples)))
         gone = asyncio.ensure_future(_disconnect(request))
         await asyncio.wait({scoring, gone}, return_when=asyncio.FIRST_COMPLETED)
         if not scoring.done():  # the client left: its samples are not scored

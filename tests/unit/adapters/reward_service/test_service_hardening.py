@@ -124,7 +124,9 @@ def test_a_bad_sample_fails_only_its_own_request() -> None:
     assert bad.status_code == 422 and "pair 0 has no tokens" in bad.json()["detail"]
     for k in range(8):
         assert responses[k].status_code == 200
-        assert responses[k].json()["scores"] == [expected[k]]
+        # approx: under load a request can miss the window and share a batch with other
+        # good ones (another padding width: float noise of about 1e-6)
+        assert responses[k].json()["scores"] == [pytest.approx(expected[k], rel=1e-5)]
     assert app.state.batcher.stats.isolated == 1  # they were merged, then scored apart
 
 
