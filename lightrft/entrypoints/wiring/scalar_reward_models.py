@@ -51,15 +51,13 @@ def reward_media_encoder(
 ) -> Any | None:
     """The prompt encoder of a ``modality`` reward model in ``path`` (None for text), built
     from its processor alone (no weights loaded: data can be checked first)."""
-    if modality == "text":
+    make = MODEL_LOADERS.get(modality).prompt_encoder
+    if make is None:  # a text modality: no media to read
         _refuse_multimodal_as_text(Path(path))
         return None
     model = config.model.model_copy(update={"modality": modality, "path": str(path)})
     run = config.model_copy(update={"model": model})
     context = BuildContext(run, Path(path), torch.device("cpu"), tokenizer, _no_policy)
-    make = MODEL_LOADERS.get(modality).prompt_encoder
-    if make is None:
-        raise ValueError(f"modality {modality!r} has no media encoder")
     return make(context)
 
 

@@ -56,12 +56,14 @@ def test_tiny_cost_model_learns_the_sign() -> None:
     rm = HfScalarRewardModel(tiny_classifier(seed=0), tiny_tokenizer(), torch.device("cpu"))
     strategy = SingleDeviceStrategy(torch.device("cpu"), OptimizerParams(lr=3e-3))
     strategy.prepare(rm.module)
-    params = RewardTrainParams(batch_size=16, micro_batch_size=16, epochs=2, seed=0)
+    params = RewardTrainParams(batch_size=16, micro_batch_size=16, epochs=3, seed=0)
     trainer = RewardModelTrainer(rm, strategy, train, params)
     before = trainer.evaluate(held_out)
     trainer.run(resume=False)
     after = trainer.evaluate(held_out)
     assert after.sign_accuracy is not None and before.sign_accuracy is not None
-    # a tiny random model: from chance (0.41) to 0.73 of the held-out verdicts right
-    assert after.sign_accuracy >= before.sign_accuracy + 0.25, (before, after)
+    # a tiny random model: from about chance (0.59: the rows' safe/unsafe mix) to 0.80 of the
+    # held-out verdicts right (3 epochs; any capital letter as a placeholder since 2026-11-26)
+    assert after.sign_accuracy >= 0.75, (before, after)
+    assert after.sign_accuracy >= before.sign_accuracy + 0.15, (before, after)
     assert after.metrics()["eval/sign_accuracy"] == after.sign_accuracy

@@ -76,10 +76,9 @@ def test_losses_with_a_term_beyond_the_advantage_train_every_row(
     torch.testing.assert_close(kept, full)
 
 
-def _rank(exp: Experience) -> Callable[[Callable[[Tensor], Tensor]], object]:
+def _rank(exp: Experience, policy: FakePolicy) -> Callable[[Callable[[Tensor], Tensor]], object]:
     def go(reduce: Callable[[Tensor], Tensor]) -> object:
         rank = int(exp.group_index[0] != 0)
-        policy = FakePolicy(seed=5)
         params = TrainParams(micro_batch_size=2, skip_zero_advantage_rows=True)
         grad, strategy = train_once(
             policy, exp, params, ThreadCollective(rank, 2, reduce), ADVANTAGE_ONLY
@@ -94,7 +93,10 @@ def test_ranks_with_different_silent_shares_run_as_many_backwards_and_equal_one_
     # rank 0: groups 0-2 (0 and 2 silent: one micro-batch of 2 live rows), rank 1: groups
     # 3-5 (4 silent: two micro-batches)
     parts = (union.select(torch.arange(6)), union.select(torch.arange(6, 12)))
-    (g0, b0), (g1, b1) = run_on_ranks([_rank(p) for p in parts])  # type: ignore[misc]
+    # the policies are built before the threads start: their seeded init uses the global RNG
+    policies = [FakePolicy(seed=5), FakePolicy(seed=5)]
+    runs = [_rank(part, policy) for part, policy in zip(parts, policies, strict=True)]
+    (g0, b0), (g1, b1) = run_on_ranks(runs)  # type: ignore[misc]
     assert b0 == b1 == 2  # a sharded strategy's collectives pair up
     one, _, _ = run(union, skip=False)
     torch.testing.assert_close((g0 + g1) / 2, one, atol=1e-7, rtol=1e-5)
