@@ -33,7 +33,7 @@ from lightrft.adapters.datasets.judge_rows import (
     load_judge_rows,
     synthetic_judge_rows,
 )
-from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer, RenderMode
+from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
 from lightrft.adapters.datasets.sft_rows import SftDataset, SftStats
 from lightrft.adapters.reward_models.generative import DEFAULT_TEMPLATE, HfGenerativeRewardModel
 from lightrft.adapters.reward_models.judge_training import JudgeEncoding, judge_verdict_accuracy
@@ -42,7 +42,7 @@ from lightrft.domain.judge import JudgedResponse, VerdictAccuracy
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import load_config
 from lightrft.entrypoints.config.reward_model_configs import GenerativeRmConfig
-from lightrft.entrypoints.jobs.reward_model import SYNTHETIC, held_out_split
+from lightrft.entrypoints.jobs.reward_model import SYNTHETIC, RowSourceOptions, held_out_split
 from lightrft.entrypoints.jobs.sft import sft
 from lightrft.entrypoints.next_command import NextCommand
 from lightrft.entrypoints.run_dir.directory import ResumeChoice
@@ -53,16 +53,10 @@ log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
-class JudgeDataOptions:
-    """Where judge rows come from and how their prompts are rendered."""
+class JudgeDataOptions(RowSourceOptions):
+    """Judge rows: the file's columns and verdict checks."""
 
-    data: str = SYNTHETIC
-    eval_data: str | None = None
-    eval_fraction: float = 0.1
-    num_synthetic: int = 1000
     spec: JudgeRowSpec = field(default_factory=JudgeRowSpec)
-    system_prompt: str | None = None
-    render: RenderMode = "auto"
 
 
 @dataclass(frozen=True)

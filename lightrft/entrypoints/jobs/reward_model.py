@@ -68,18 +68,25 @@ SYNTHETIC = "synthetic"
 
 
 @dataclass(frozen=True)
-class RmDataOptions:
-    """Where preference pairs come from and how prompts are rendered."""
+class RowSourceOptions:
+    """Where a reward model's rows come from (a file or the built-in synthetic set), its
+    held-out part (a file, or a seeded fraction) and how prompts are rendered."""
 
     data: str = SYNTHETIC
     eval_data: str | None = None
     eval_fraction: float = 0.1
     num_synthetic: int = 1000
+    system_prompt: str | None = None
+    render: RenderMode = "auto"
+
+
+@dataclass(frozen=True)
+class RmDataOptions(RowSourceOptions):
+    """Preference pairs: the synthetic set's kinds and instruction, the file's columns."""
+
     synthetic_kinds: tuple[str, ...] = ("bare", "ramble", "refuse", "wrong")
     synthetic_instruction: str = ""
     spec: PreferenceSpec = field(default_factory=PreferenceSpec)
-    system_prompt: str | None = None
-    render: RenderMode = "auto"
 
 
 @dataclass(frozen=True)
