@@ -129,7 +129,8 @@ def _side_in_subprocess(
         str(root),
         *extra,
     ]
-    env = {**os.environ, "PYTHONPATH": os.getcwd(), "OMP_NUM_THREADS": str(threads)}
+    path = os.pathsep.join(x for x in (os.getcwd(), os.environ.get("PYTHONPATH")) if x)
+    env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": str(threads)}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=7200)
     if done.returncode != 0:
         raise RuntimeError(f"side {workload}/{mode} failed:\n{done.stderr[-3000:]}")

@@ -1,4 +1,5 @@
-"""GRPO step time, tokens/s and peak memory: LightRFT vs TRL's ``GRPOTrainer``, on CPU.
+"""GRPO step time, tokens/s and peak memory: LightRFT vs TRL's ``GRPOTrainer``, on CPU (or a
+CUDA GPU with ``--device cuda``).
 
 Run: ``.venv/bin/python bench/bench_vs_trl.py`` (needs ``pip install 'lightrft[bench]'``;
 about 5 minutes on 2 cores; ``--rounds 2`` repeats both sides in alternating order). Prints a
@@ -6,7 +7,10 @@ markdown table; ``--json PATH`` also writes the raw numbers. ``--workload main-j
 default) is the sizes and prompts of ``lightrft demo``; ``--workload small-group`` is 4
 prompts x G=4 with 48 new tokens, where fewer samples share each prompt.
 ``--fixed-length`` makes both sides ignore EOS and generate exactly ``--max-new-tokens``
-tokens per row, so the work per step is identical whatever the samples.
+tokens per row, so the work per step is identical whatever the samples. ``--device cuda``
+runs both sides on the first GPU (``--dtype bf16``: ours ``model.dtype=bf16``, bf16 compute
+with fp32 master weights; TRL ``bf16=True``, autocast over fp32 weights) and adds each side's
+peak GPU memory (``torch.cuda.max_memory_allocated``).
 
 The workload, the same on both sides (each side runs in its own fresh subprocess, so the
 peak RSS of one does not include the other; see ``--help`` for the sizes):
@@ -104,6 +108,15 @@ def _proc_status_mb(field: str) -> float:
     return float("nan")
 
 
+def _peak_gpu_mb() -> float:
+    """Peak memory allocated by torch on the GPU in MB (0 when CUDA was not used)."""
+    import torch
+
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return 0.0
+    return torch.cuda.max_memory_allocated() / 2**20
+
+
 def _set_threads(threads: int) -> None:
     import torch
 
@@ -137,10 +150,10 @@ def _config_overrides(a: argparse.Namespace, run_dir: str) -> dict[str, Any]:
         "algorithm.clip_eps_high": 0.2,
         "algorithm.agg": "token-mean",
         **({"model.path": a.model} if a.model else {}),
-        "model.dtype": "fp32",
+        "model.dtype": a.dtype,
         "model.attn_implementation": "sdpa",
         "model.gradient_checkpointing": False,
-        "backend.accelerator": "cpu",
+        "backend.accelerator": a.device,
         "logging.run_dir": run_dir,
         "logging.log_samples_per_step": 0,
         "logging.progress": False,
@@ -228,6 +241,7 @@ def run_ours(a: argparse.Namespace) -> dict[str, Any]:
         "steps": steps,
         "setup_rss_mb": setup_rss,
         "peak_rss_mb": _proc_status_mb("VmHWM"),
+        "peak_gpu_mb": _peak_gpu_mb(),
         "prompt_ids": prompt_ids,
         "passes": passes,
     }
@@ -290,8 +304,8 @@ def run_trl(a: argparse.Namespace) -> dict[str, Any]:
     gen_kwargs = {"min_new_tokens": a.max_new_tokens} if a.fixed_length else None
     args = GRPOConfig(
         output_dir=tempfile.mkdtemp(prefix="bench_vs_trl_trl_"),
-        use_cpu=True,
-        bf16=False,
+        use_cpu=a.device == "cpu",
+        bf16=a.dtype == "bf16",
         fp16=False,
         gradient_checkpointing=False,
         per_device_train_batch_size=a.micro_batch,
@@ -385,6 +399,7 @@ def run_trl(a: argparse.Namespace) -> dict[str, Any]:
         "steps": steps,
         "setup_rss_mb": setup_rss,
         "peak_rss_mb": _proc_status_mb("VmHWM"),
+        "peak_gpu_mb": _peak_gpu_mb(),
         "prompt_ids": prompt_ids,
         "threads": sorted(threads_seen),
         "passes": "generate (HF generate), reward, fwd(fused head, all positions)+bwd per "
@@ -445,6 +460,7 @@ def _summary(runs: Sequence[dict[str, Any]], warmup: int) -> dict[str, float]:
         "gen_tok_s": _median([s["gen_tokens"] / max(s["gen_s"], 1e-9) for s in timed]),
         "setup_rss_mb": max(r["setup_rss_mb"] for r in runs),
         "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+        "peak_gpu_mb": max(r.get("peak_gpu_mb", 0.0) for r in runs),
         "load": _median([r["load"] for r in runs]),
         "timed_steps": float(len(timed)),
     }
@@ -463,6 +479,7 @@ ROWS = [
     ("generation tokens/s", "gen_tok_s", "{:.1f}"),
     ("setup RSS (MB)", "setup_rss_mb", "{:.0f}"),
     ("peak RSS (MB)", "peak_rss_mb", "{:.0f}"),
+    ("peak GPU memory allocated (MB)", "peak_gpu_mb", "{:.0f}"),
     ("CPU time / wall time (cores obtained)", "cores", "{:.2f}"),
     ("machine load average during the run", "load", "{:.2f}"),
 ]
@@ -478,6 +495,8 @@ def table(summaries: dict[str, dict[str, float]]) -> str:
     head = [NAMES[s] for s in sides] + [f"{NAMES[s]} / TRL" for s in ratios]
     lines = ["| metric | " + " | ".join(head) + " |", "|---|" + "---:|" * len(head)]
     for label, key, fmt in ROWS:
+        if key == "peak_gpu_mb" and not any(summaries[s][key] for s in sides):
+            continue  # a CPU run
         cells = [fmt.format(summaries[s][key]) for s in sides]
         trl = summaries["trl"][key] if ratios else 0.0
         cells += [f"{summaries[s][key] / trl:.2f}" if trl else "nan" for s in ratios]
@@ -539,6 +558,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="both sides")
+    p.add_argument(
+        "--dtype",
+        choices=["fp32", "bf16"],
+        default="fp32",
+        help="bf16: ours model.dtype=bf16 (fp32 master weights), TRL bf16=True (autocast)",
+    )
     p.add_argument(
         "--rounds",
         type=int,
@@ -597,7 +623,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     results = {side: r[0] for side, r in runs.items()}
     summaries = {side: _summary(r, a.warmup) for side, r in runs.items()}
     print(
-        f"\nGRPO on SmolLM2-135M-Instruct (fp32, CPU, {a.threads} threads), workload "
+        f"\nGRPO on {a.model or 'SmolLM2-135M-Instruct'} ({a.dtype}, {a.device.upper()}, "
+        f"{a.threads} threads), workload "
         f"{a.workload}: {a.prompts} prompts x "
         f"G={a.group}, max {a.max_new_tokens} new tokens"
         f"{' (EOS ignored: fixed length)' if a.fixed_length else ''}, micro-batch {a.micro_batch}, "

@@ -228,8 +228,9 @@ class PolicyOptimizer:
     def _policy_loss(
         self, micro: Experience, normalizer: LossNormalizer, kl_coef: float
     ) -> tuple[Tensor, Mapping[str, Tensor]]:
-        mask = micro.response_mask
         out = self.policy.forward(micro.sequences, with_entropy=True)
+        micro = micro.to(out.logprobs.device)  # the experience stays on the host until here
+        mask = micro.response_mask
         kept = torch.where(mask.bool(), out.logprobs.detach(), torch.zeros_like(out.logprobs))
         if not bool(torch.isfinite(kept).all()):
             return torch.tensor(float("nan")), {}  # skipped by the caller, on every rank
@@ -279,6 +280,8 @@ class PolicyOptimizer:
         if micro.values is None:
             raise ValueError("the experience has no values; the critic needs old values")
         values = self.critic.values(micro.sequences)
+        micro = micro.to(values.device)
+        assert micro.values is not None  # checked above; moving keeps it
         out = value_loss(
             values,
             micro.values,

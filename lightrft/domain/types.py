@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
+import torch
 from torch import Tensor
 
 from lightrft.domain.checks import check_non_negative, check_positive, check_shape
@@ -184,6 +185,20 @@ class SequenceBatch:
             multimodal=tuple(payloads[i] for i in index.tolist()) if payloads else (),
         )
 
+    def to(self, device: torch.device | str) -> SequenceBatch:
+        """The same rows with ``input_ids`` and the masks on ``device`` (``self`` when they
+        are there already). Media payloads stay where they are: the model's input builder
+        moves the tensors it makes of them."""
+        target = torch.device(device)
+        if self.input_ids.device == target:
+            return self
+        return replace(
+            self,
+            input_ids=self.input_ids.to(target),
+            attention_mask=self.attention_mask.to(target),
+            response_mask=self.response_mask.to(target),
+        )
+
 
 @dataclass(frozen=True)
 class Experience:
@@ -229,6 +244,16 @@ class Experience:
             value = getattr(self, f.name)
             if f.name != "sequences" and isinstance(value, Tensor):
                 updates[f.name] = value[index]
+        return replace(self, **updates)
+
+    def to(self, device: torch.device | str) -> Experience:
+        """Every tensor on ``device``."""
+        target = torch.device(device)
+        updates: dict[str, Any] = {"sequences": self.sequences.to(target)}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name != "sequences" and isinstance(value, Tensor):
+                updates[f.name] = value.to(target)
         return replace(self, **updates)
 
 

@@ -13,6 +13,7 @@ from transformers import PreTrainedModel
 
 from lightrft.adapters.common.seeds import seeded_init
 from lightrft.adapters.hf.logprobs import position_ids_from_mask
+from lightrft.adapters.hf.weights import module_device
 from lightrft.domain.types import SequenceBatch
 
 
@@ -55,7 +56,9 @@ class HfCritic:
         return self._model
 
     def values(self, batch: SequenceBatch) -> Tensor:
-        """V_t for each response token, shape (B, R); autograd follows the caller."""
+        """V_t for each response token, shape (B, R), on the model's device (the batch is
+        moved there); autograd follows the caller."""
+        batch = batch.to(module_device(self._model))
         r = batch.response_length
         t = batch.input_ids.shape[1]
         if r >= t:

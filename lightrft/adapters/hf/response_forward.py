@@ -18,6 +18,7 @@ from lightrft.adapters.hf.prefix_sharing import (
     PrefixSharing,
     PrefixSharingMode,
 )
+from lightrft.adapters.hf.weights import module_device
 from lightrft.domain.ports import PolicyOutput
 from lightrft.domain.types import SequenceBatch
 
@@ -61,7 +62,9 @@ class ResponseForward:
         temperature: float = 1.0,
         with_entropy: bool = False,
     ) -> PolicyOutput:
-        """Log-probs (B, R) of the response tokens (0 on padding), entropy (B, R) if asked."""
+        """Log-probs (B, R) of the response tokens (0 on padding), entropy (B, R) if asked,
+        on the model's device (the batch is moved there: callers keep theirs on the host)."""
+        batch = batch.to(module_device(model))
         if self._multimodal is not None:
             return multimodal_logprobs(
                 model,

@@ -15,6 +15,14 @@ HOST = torch.device("cpu")
 META = torch.device("meta")
 
 
+def module_device(model: nn.Module) -> torch.device:
+    """Where ``model``'s first parameter lives (the host for a module without any): the
+    device its inputs must be on."""
+    for param in model.parameters():
+        return param.device
+    return HOST
+
+
 def frozen_on(model: nn.Module, device: torch.device) -> None:
     """Eval mode, no gradients, weights on ``device`` (in place)."""
     model.requires_grad_(False)
