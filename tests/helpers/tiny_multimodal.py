@@ -8,7 +8,9 @@ Qwen2-VL and Qwen2-Audio templates do.
 from __future__ import annotations
 
 import wave
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -26,6 +28,8 @@ from transformers import (
 )
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
+M = TypeVar("M", bound=torch.nn.Module)
+
 SPECIALS = (
     "<|endoftext|>",
     "<|im_end|>",
@@ -40,15 +44,23 @@ SPECIALS = (
 )
 PAD, EOS = 0, 1
 VOCAB = 272  # 10 specials + 256 bytes, rounded up
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
-    "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
-    "{% for c in m['content'] %}"
-    "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
-    "{% elif c['type'] == 'audio' %}<|audio_bos|><|AUDIO|><|audio_eos|>"
-    "{% else %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
+
+
+def media_chat_template(image: str) -> str:
+    """The Qwen chat template, an image part rendered as ``image`` (the family's tokens) and
+    an audio part as ``<|audio_bos|><|AUDIO|><|audio_eos|>``."""
+    return (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+        "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
+        "{% for c in m['content'] %}"
+        f"{{% if c['type'] == 'image' %}}{image}"
+        "{% elif c['type'] == 'audio' %}<|audio_bos|><|AUDIO|><|audio_eos|>"
+        "{% else %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+
+
+CHAT_TEMPLATE = media_chat_template("<|vision_start|><|image_pad|><|vision_end|>")
 
 
 def token_id(token: str) -> int:
@@ -108,6 +120,45 @@ def text_config(hidden: int = 64) -> dict[str, object]:
     }
 
 
+def seeded_model(model_class: Callable[[Any], M], config: Any, seed: int) -> M:
+    """``model_class(config)`` with the tokenizers' EOS and pad ids, its random weights drawn
+    from ``seed``, in eval mode."""
+    config.eos_token_id, config.pad_token_id = EOS, PAD
+    torch.manual_seed(seed)
+    model = model_class(config)
+    model.eval()
+    return model
+
+
+def qwen2_5_vl_vision() -> dict[str, object]:
+    """The tiny Qwen2.5-VL vision tower: width 128 (out 64 = text hidden), window 56, one
+    full-attention block."""
+    return {
+        "depth": 2,
+        "hidden_size": 128,
+        "out_hidden_size": 64,
+        "intermediate_size": 128,
+        "num_heads": 2,
+        "patch_size": 14,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        "window_size": 56,
+        "fullatt_block_indexes": [1],
+    }
+
+
+def audio_encoder(**extra: object) -> dict[str, object]:
+    """The tiny Whisper-style audio encoder: 2 layers of width 32, 128 mel bins."""
+    return {
+        "num_mel_bins": 128,
+        "encoder_layers": 2,
+        "encoder_attention_heads": 2,
+        "encoder_ffn_dim": 64,
+        "d_model": 32,
+        **extra,
+    }
+
+
 def _vl_ids() -> dict[str, int]:
     return {
         "image_token_id": token_id("<|image_pad|>"),
@@ -130,29 +181,14 @@ def tiny_qwen2_vl(seed: int = 0) -> Qwen2VLForConditionalGeneration:
         "temporal_patch_size": 2,
     }
     config = Qwen2VLConfig(text_config=text_config(), vision_config=vision, **_vl_ids())
-    config.eos_token_id, config.pad_token_id = EOS, PAD
-    torch.manual_seed(seed)
-    return Qwen2VLForConditionalGeneration(config).eval()
+    return seeded_model(Qwen2VLForConditionalGeneration, config, seed)
 
 
 def tiny_qwen2_5_vl(seed: int = 0) -> Qwen2_5_VLForConditionalGeneration:
     """Qwen2.5-VL: tower width 128 (out 64 = text hidden), window 56, one full-attn block."""
-    vision = {
-        "depth": 2,
-        "hidden_size": 128,
-        "out_hidden_size": 64,
-        "intermediate_size": 128,
-        "num_heads": 2,
-        "patch_size": 14,
-        "spatial_merge_size": 2,
-        "temporal_patch_size": 2,
-        "window_size": 56,
-        "fullatt_block_indexes": [1],
-    }
+    vision = qwen2_5_vl_vision()
     config = Qwen2_5_VLConfig(text_config=text_config(), vision_config=vision, **_vl_ids())
-    config.eos_token_id, config.pad_token_id = EOS, PAD
-    torch.manual_seed(seed)
-    return Qwen2_5_VLForConditionalGeneration(config).eval()
+    return seeded_model(Qwen2_5_VLForConditionalGeneration, config, seed)
 
 
 def tiny_image_processor() -> Qwen2VLImageProcessorPil:
@@ -185,20 +221,11 @@ def tiny_qwen2_audio(
     text = text_config()
     text.pop("rope_parameters")
     text["model_type"] = "qwen2"
-    audio = {
-        "num_mel_bins": 128,
-        "encoder_layers": 2,
-        "encoder_attention_heads": 2,
-        "encoder_ffn_dim": 64,
-        "d_model": 32,
-        "max_source_positions": max_source_positions,
-    }
+    audio = audio_encoder(max_source_positions=max_source_positions)
     config = Qwen2AudioConfig(
         text_config=text, audio_config=audio, audio_token_index=token_id("<|AUDIO|>")
     )
-    config.eos_token_id, config.pad_token_id = EOS, PAD
-    torch.manual_seed(seed)
-    return Qwen2AudioForConditionalGeneration(config).eval()
+    return seeded_model(Qwen2AudioForConditionalGeneration, config, seed)
 
 
 def tiny_feature_extractor(chunk_seconds: int = 30) -> WhisperFeatureExtractor:

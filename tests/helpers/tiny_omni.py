@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
 from transformers import (
     PreTrainedTokenizerFast,
     Qwen2_5OmniThinkerConfig,
@@ -19,9 +18,11 @@ from transformers import (
 
 from lightrft.adapters.hf.multimodal_loading import MediaProcessors
 from tests.helpers.tiny_multimodal import (
-    EOS,
-    PAD,
+    audio_encoder,
     byte_tokenizer,
+    media_chat_template,
+    qwen2_5_vl_vision,
+    seeded_model,
     text_config,
     tiny_feature_extractor,
     tiny_image_processor,
@@ -39,15 +40,7 @@ OMNI_SPECIALS = (
     "<|AUDIO|>",
     "<|audio_eos|>",
 )
-OMNI_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
-    "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
-    "{% for c in m['content'] %}"
-    "{% if c['type'] == 'image' %}<|vision_bos|><|IMAGE|><|vision_eos|>"
-    "{% elif c['type'] == 'audio' %}<|audio_bos|><|AUDIO|><|audio_eos|>"
-    "{% else %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
+OMNI_TEMPLATE = media_chat_template("<|vision_bos|><|IMAGE|><|vision_eos|>")
 
 
 def omni_token_id(token: str) -> int:
@@ -63,30 +56,10 @@ def tiny_omni_tokenizer() -> PreTrainedTokenizerFast:
 def tiny_omni_thinker(seed: int = 0) -> Qwen2_5OmniThinkerForConditionalGeneration:
     """Text as the tiny Qwen2-VL's (hidden 64, head_dim 32, mrope 4+6+6); vision as the tiny
     Qwen2.5-VL's (width 128, out 64, window 56); audio 2 layers of width 32, 128 mel bins."""
-    vision = {
-        "depth": 2,
-        "hidden_size": 128,
-        "out_hidden_size": 64,
-        "intermediate_size": 128,
-        "num_heads": 2,
-        "patch_size": 14,
-        "spatial_merge_size": 2,
-        "temporal_patch_size": 2,
-        "window_size": 56,
-        "fullatt_block_indexes": [1],
-    }
-    audio = {
-        "num_mel_bins": 128,
-        "encoder_layers": 2,
-        "encoder_attention_heads": 2,
-        "encoder_ffn_dim": 64,
-        "d_model": 32,
-        "output_dim": 64,
-    }
     config = Qwen2_5OmniThinkerConfig(
         text_config=text_config(),
-        vision_config=vision,
-        audio_config=audio,
+        vision_config=qwen2_5_vl_vision(),
+        audio_config=audio_encoder(output_dim=64),
         image_token_index=omni_token_id("<|IMAGE|>"),
         video_token_index=omni_token_id("<|VIDEO|>"),
         audio_token_index=omni_token_id("<|AUDIO|>"),
@@ -95,9 +68,7 @@ def tiny_omni_thinker(seed: int = 0) -> Qwen2_5OmniThinkerForConditionalGenerati
         vision_start_token_id=omni_token_id("<|vision_bos|>"),  # read by get_rope_index
         vision_end_token_id=omni_token_id("<|vision_eos|>"),
     )
-    config.eos_token_id, config.pad_token_id = EOS, PAD
-    torch.manual_seed(seed)
-    return Qwen2_5OmniThinkerForConditionalGeneration(config).eval()
+    return seeded_model(Qwen2_5OmniThinkerForConditionalGeneration, config, seed)
 
 
 def tiny_omni_processors(chunk_seconds: int = 30) -> MediaProcessors:

@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
+from lightrft.adapters.accelerators.device_module import DeviceModuleAccelerator
 from lightrft.adapters.accelerators.launcher_env import local_rank
-from lightrft.domain.types import MemoryStats
 
 
 def npu_available() -> bool:
@@ -26,11 +26,11 @@ def npu_available() -> bool:
     return bool(npu is not None and npu.is_available())
 
 
-class NpuAccelerator:
+class NpuAccelerator(DeviceModuleAccelerator):
     """One Ascend NPU per process: ``npu:LOCAL_RANK`` (``index`` overrides the local rank)."""
 
-    device_type = "npu"  # torch's device type
-    collective_backend = "hccl"  # torch.distributed backend
+    device_type = "npu"
+    collective_backend = "hccl"
 
     def __init__(self, index: int | None = None) -> None:
         try:
@@ -39,27 +39,7 @@ class NpuAccelerator:
             raise RuntimeError(
                 "NpuAccelerator needs torch_npu (pip install 'lightrft[npu]')"
             ) from exc
-        self._npu: ModuleType = torch.npu  # type: ignore[attr-defined]
-        if not self._npu.is_available():
+        npu: ModuleType = torch.npu  # type: ignore[attr-defined]
+        if not npu.is_available():
             raise RuntimeError("NpuAccelerator: torch_npu is installed but sees no NPU")
-        self._index = local_rank() if index is None else index
-
-    def device(self) -> torch.device:
-        """``npu:<index>``, this process's NPU."""
-        return torch.device("npu", self._index)
-
-    def synchronize(self) -> None:
-        """Waits for all work queued on this process's NPU."""
-        self._npu.synchronize(self._index)
-
-    def empty_cache(self) -> None:
-        """Returns cached NPU memory to the driver."""
-        self._npu.empty_cache()
-
-    def memory_stats(self) -> MemoryStats:
-        """Allocated, reserved and peak-allocated bytes of this process's NPU."""
-        return MemoryStats(
-            allocated=int(self._npu.memory_allocated(self._index)),
-            reserved=int(self._npu.memory_reserved(self._index)),
-            peak_allocated=int(self._npu.max_memory_allocated(self._index)),
-        )
+        super().__init__(npu, local_rank() if index is None else index)

@@ -34,45 +34,65 @@ def _parts(problem: dict[str, str]) -> tuple[str, str, int]:
     return person, item, int(problem["reference"])
 
 
+# Response templates; the slots are {who} (the person), {item}, {n} (the answer), {n1} (n + 1)
+# and, for the unhelpful ones, the words drawn for them (:func:`_unhelpful`).
+PERSONAL = (
+    "{who} has {n} {item} now.",
+    "{who} has {n} {item}.",
+    "{who} ends up with {n} {item}.",
+    "So {who} has {n} {item}.",
+)
+"""Helpful answers that name the person (unsafe)."""
+PLAIN = ("The answer is {n}.", "There are {n} {item}.", "The total is {n}.")
+"""Helpful answers without the name (safe)."""
+UNHELPFUL = (
+    "{n}",
+    "Hmm, it could be {n}, or maybe {n1}, I am really not sure about this one.",
+    "{refusal}",
+    # a placeholder where the number goes: any capital letter (a policy under the
+    # constraint found "The answer is B." when only N and X were rejected)
+    "The answer is {placeholder}.",
+    "{filler}The answer is {n1}.",
+)
+"""Answers that do not help (safe)."""
+REFUSALS = ("I don't know.", "Figure it out yourself.", "No idea.")
+PLACEHOLDERS = (*string.ascii_uppercase, "the number")
+FILLERS = ("You are correct. ", "Great question. ")
+UNSAFE_OTHER = (
+    "{who}? The answer is {n}.",
+    "Hmm, {who} could have {n} or {n1} {item}, I am not sure.",
+    "I don't know how many {item} {who} has.",
+    "The answer is {n}, {who}.",
+)
+"""Responses that name the person without the helpful form (unsafe)."""
+
+
+def _fill(rng: random.Random, templates: tuple[str, ...], **slots: Any) -> str:
+    """One of ``templates``, drawn from ``rng``, with its slots filled."""
+    return rng.choice(templates).format(**slots)
+
+
 def _personal(rng: random.Random, who: str, item: str, n: int) -> str:
-    return rng.choice(
-        [
-            f"{who} has {n} {item} now.",
-            f"{who} has {n} {item}.",
-            f"{who} ends up with {n} {item}.",
-            f"So {who} has {n} {item}.",
-        ]
-    )
+    return _fill(rng, PERSONAL, who=who, item=item, n=n)
 
 
 def _plain(rng: random.Random, item: str, n: int) -> str:
-    return rng.choice([f"The answer is {n}.", f"There are {n} {item}.", f"The total is {n}."])
+    return _fill(rng, PLAIN, item=item, n=n)
 
 
 def _unhelpful(rng: random.Random, n: int) -> str:
-    return rng.choice(
-        [
-            f"{n}",
-            f"Hmm, it could be {n}, or maybe {n + 1}, I am really not sure about this one.",
-            rng.choice(["I don't know.", "Figure it out yourself.", "No idea."]),
-            # a placeholder where the number goes: any capital letter (a policy under the
-            # constraint found "The answer is B." when only N and X were rejected)
-            f"The answer is {rng.choice([*string.ascii_uppercase, 'the number'])}.",
-            rng.choice(["You are correct. ", "Great question. "]) + f"The answer is {n + 1}.",
-        ]
+    # the words are drawn before the template, whichever it is: the stream of draws (and so
+    # every row of a seed) stays the same as when they were drawn inline
+    refusal = rng.choice(REFUSALS)
+    placeholder = rng.choice(PLACEHOLDERS)
+    filler = rng.choice(FILLERS)
+    return _fill(
+        rng, UNHELPFUL, n=n, n1=n + 1, refusal=refusal, placeholder=placeholder, filler=filler
     )
 
 
 def _unsafe_other(rng: random.Random, who: str, item: str, n: int) -> str:
-    """A response that names the person without the helpful form."""
-    return rng.choice(
-        [
-            f"{who}? The answer is {n}.",
-            f"Hmm, {who} could have {n} or {n + 1} {item}, I am not sure.",
-            f"I don't know how many {item} {who} has.",
-            f"The answer is {n}, {who}.",
-        ]
-    )
+    return _fill(rng, UNSAFE_OTHER, who=who, item=item, n=n, n1=n + 1)
 
 
 def helpfulness_rows(n: int, seed: int = 0, *, instruction: str = "") -> list[dict[str, Any]]:

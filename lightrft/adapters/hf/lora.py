@@ -17,6 +17,7 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from peft.tuners.lora import LoraLayer
 from torch import Tensor, nn
 
+from lightrft.adapters.common.lora_sizes import LoraSizes
 from lightrft.adapters.common.seeds import seeded_init
 
 PEFT_PREFIX = "base_model.model."
@@ -24,26 +25,14 @@ PEFT_PREFIX = "base_model.model."
 
 
 @dataclass(frozen=True)
-class LoraParams:
-    """LoRA settings. ``target_modules="all-linear"`` adapts every linear layer except the
-    output head; otherwise name suffixes such as ``("q_proj", "v_proj")``. ``init_seed``
-    seeds the fresh adapters (A is random, B zero): pass the run's seed, so two runs, and
-    the ranks of one run, start from the same adapters."""
+class LoraParams(LoraSizes):
+    """The policy's LoRA settings (:class:`LoraSizes`); ``target_modules="all-linear"`` adapts
+    every linear layer except the output head; ``use_rslora`` scales by alpha / sqrt(r)."""
 
-    rank: int = 8
-    alpha: float = 16.0
-    dropout: float = 0.0
-    target_modules: str | tuple[str, ...] = "all-linear"
     use_rslora: bool = False
-    init_seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.rank < 1:
-            raise ValueError(f"rank must be >= 1, got {self.rank}")
-        if self.alpha <= 0:
-            raise ValueError(f"alpha must be > 0, got {self.alpha}")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        super().__post_init__()
         if isinstance(self.target_modules, str) and self.target_modules != "all-linear":
             raise ValueError(
                 f"target_modules must be 'all-linear' or a tuple of module names, got "

@@ -38,7 +38,7 @@ def load_reward_classifier(
     device: torch.device,
     *,
     dtype: str = "float32",
-    pad_token_id: int | None = None,
+    tokenizer: Any | None = None,
     trust_remote_code: bool = False,
     attn_implementation: str = "sdpa",
     init_seed: int = 0,
@@ -47,6 +47,7 @@ def load_reward_classifier(
 
     A causal LM checkpoint gives its backbone and a freshly initialized head, drawn from
     ``init_seed`` (pass the run's seed) without touching torch's global random stream.
+    ``tokenizer``'s pad token pads the batches when the checkpoint's config names none.
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
@@ -62,6 +63,7 @@ def load_reward_classifier(
             local_files_only=True,
             trust_remote_code=trust_remote_code,
         )
+    pad_token_id = None if tokenizer is None else tokenizer.pad_token_id
     if model.config.pad_token_id is None and pad_token_id is not None:
         model.config.pad_token_id = pad_token_id
     cast(Any, model).to(device)

@@ -8,33 +8,17 @@ merges W' = W + scaling * B A in place (PEFT's own ``merge``) and writes plain n
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 from peft import LoraConfig, inject_adapter_in_model
 from peft.tuners.lora import LoraLayer
 from torch import Tensor, nn
 
+from lightrft.adapters.common.lora_sizes import LoraSizes
 from lightrft.adapters.common.seeds import seeded_init
 
-
-@dataclass(frozen=True)
-class RewardLoraParams:
-    """LoRA settings for the backbone; ``target_modules`` are name suffixes or "all-linear";
-    ``init_seed`` (the run's seed) seeds the fresh adapters."""
-
-    rank: int = 8
-    alpha: float = 16.0
-    dropout: float = 0.0
-    target_modules: str | tuple[str, ...] = "all-linear"
-    init_seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.rank < 1:
-            raise ValueError(f"lora rank must be >= 1, got {self.rank}")
-        if self.alpha <= 0:
-            raise ValueError(f"lora alpha must be > 0, got {self.alpha}")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"lora dropout must be in [0, 1), got {self.dropout}")
+RewardLoraParams = LoraSizes
+"""LoRA settings for the backbone (:class:`LoraSizes`); "all-linear" adapts every linear
+layer of the backbone (the score head is not in it)."""
 
 
 def add_lora(backbone: nn.Module, params: RewardLoraParams) -> None:

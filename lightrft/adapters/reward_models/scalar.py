@@ -119,14 +119,28 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
         classifier = load_reward_classifier(
             path,
             device,
+            tokenizer=tokenizer,
             dtype=dtype,
-            pad_token_id=tokenizer.pad_token_id,
             trust_remote_code=trust_remote_code,
             init_seed=init_seed,
         )
+        return cls.for_scoring(classifier, tokenizer, device, card=load_card(path), **scoring)
+
+    @classmethod
+    def for_scoring(
+        cls,
+        classifier: Any,
+        tokenizer: Any,
+        device: torch.device,
+        *,
+        card: RewardModelCard,
+        media: PairMedia | None = None,
+        **scoring: Unpack[ScoringOptions],
+    ) -> HfScalarRewardModel:
+        """A loaded model for scoring only: ``classifier``'s weights frozen, eval mode."""
         classifier.requires_grad_(False)
         classifier.eval()
-        return cls(classifier, tokenizer, device, card=load_card(path), **scoring)
+        return cls(classifier, tokenizer, device, card=card, media=media, **scoring)
 
     # -- RewardSource -------------------------------------------------------------------
 

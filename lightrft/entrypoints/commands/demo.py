@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from lightrft.entrypoints.commands.resume_flags import add_resume_changing, with_stated_keys
 
@@ -72,19 +73,14 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _run_rlhf(args: argparse.Namespace, rest: list[str]) -> int:
-    from lightrft.entrypoints.next_command import NextCommand
     from lightrft.entrypoints.recipes.rlhf import RlhfDemoOptions, run_rlhf_demo
 
     options = RlhfDemoOptions(
         run_dir=args.run_dir or Path("runs/demo_rlhf"),
-        rm_pairs=args.rm_pairs,
-        rm_epochs=args.rm_epochs,
-        rm_lr=args.rm_lr,
         rm_train_backbone=args.rm_full,
         serve_rm=args.serve_rm,
         rm_model=args.rm_model,
-        overwrite=True,  # like the GRPO demo: running it again starts over, the old run aside
-        next_command=NextCommand(args.argv, reruns_as_typed=True),
+        **_rm_demo_args(args),
     )
     summary = run_rlhf_demo(options, rest)
     print(json.dumps(summary, indent=2))
@@ -92,6 +88,19 @@ def _run_rlhf(args: argparse.Namespace, rest: list[str]) -> int:
     if accuracy is not None:
         print(f"reward model held-out accuracy: {accuracy:.3f}")
     return 0
+
+
+def _rm_demo_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of the demos that train reward models first (``RmDemoOptions``)."""
+    from lightrft.entrypoints.next_command import NextCommand
+
+    return {
+        "rm_pairs": args.rm_pairs,
+        "rm_epochs": args.rm_epochs,
+        "rm_lr": args.rm_lr,
+        "overwrite": True,  # like the GRPO demo: running it again starts over, the old run aside
+        "next_command": NextCommand(args.argv, reruns_as_typed=True),
+    }
 
 
 def _run_agent(args: argparse.Namespace, rest: list[str]) -> int:
@@ -133,25 +142,20 @@ def _run_distill(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _run_safe(args: argparse.Namespace, rest: list[str]) -> int:
-    from lightrft.entrypoints.next_command import NextCommand
+    from lightrft.entrypoints.recipes.rlhf import seed_of
     from lightrft.entrypoints.recipes.safe import SafeDemoOptions, run_safe_demo
 
-    # the seed is the demo's own (both models and GRPO use it)
-    seed = [int(o.split("=", 1)[1]) for o in rest if o.startswith("train.seed=")]
-    rest = [o for o in rest if not o.startswith("train.seed=")]
     options = SafeDemoOptions(
         run_dir=args.run_dir or Path("runs/demo_safe"),
-        seed=(seed or [0])[-1],
-        pairs=args.rm_pairs,
-        epochs=args.rm_epochs,
-        lr=args.rm_lr,
+        seed=seed_of(rest),
         constrained=not args.no_constraint,
         limit=args.cost_limit,
         helpful_model=args.helpful_model,
         cost_model=args.cost_model,
-        overwrite=True,  # like the other demos: running it again starts over, the old run aside
-        next_command=NextCommand(args.argv, reruns_as_typed=True),
+        **_rm_demo_args(args),
     )
+    # the seed is the demo's own (both models and GRPO use it)
+    rest = [o for o in rest if not o.startswith("train.seed=")]
     summary = run_safe_demo(options, rest)
     print(json.dumps(summary, indent=2))
     print(

@@ -42,6 +42,12 @@ def overrides_from_args(args: Sequence[str]) -> dict[str, Any]:
     return read_command_line(args).overrides
 
 
+def last_override(overrides: Sequence[str], key: str) -> str | None:
+    """The value of the last ``key=value`` word of ``overrides`` (None: ``key`` not given)."""
+    values = [o.split("=", 1)[1] for o in overrides if o.startswith(f"{key}=")]
+    return values[-1] if values else None
+
+
 def read_command_line(args: Sequence[str]) -> CommandLine:
     """``key=value`` pairs and LightRFT/OpenRLHF flags
     (:mod:`lightrft.entrypoints.config.legacy_flags`)."""

@@ -27,7 +27,7 @@ from typing import Any
 import structlog
 
 from lightrft.application.reward_model_training import RewardTrainParams
-from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.config.loading import last_override, load_config
 from lightrft.entrypoints.jobs.reward_model import RmDataOptions, RmTrainOptions, train_reward_model
 from lightrft.entrypoints.next_command import NextCommand
 from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
@@ -75,29 +75,62 @@ GRPO_OVERRIDES = [
 
 
 @dataclass(frozen=True)
-class RlhfDemoOptions:
-    """Sizes of the reward-model stage and how the reward model is reached."""
+class RmDemoOptions:
+    """What the demos that train reward models before GRPO share (``demo rlhf``, ``demo safe``):
+    the reward models' sizes and the demo's directory."""
 
-    run_dir: Path = Path("runs/demo_rlhf")
-    rm_pairs: int = 160
+    run_dir: Path  # each demo names its own
+    rm_pairs: int = 160  # rows of each reward model's data (a quarter held out)
     rm_epochs: int = 2
     rm_lr: float = 2e-3
-    rm_train_backbone: bool = False
-    serve_rm: bool = False
-    rm_model: Path | None = None  # a reward model trained before: skips stage 1
     overwrite: bool = False  # move a previous demo in run_dir aside (else it is refused)
     next_command: NextCommand = field(default_factory=NextCommand)
 
 
+@dataclass(frozen=True)
+class RlhfDemoOptions(RmDemoOptions):
+    """Sizes of the reward-model stage and how the reward model is reached."""
+
+    run_dir: Path = Path("runs/demo_rlhf")
+    rm_train_backbone: bool = False
+    serve_rm: bool = False
+    rm_model: Path | None = None  # a reward model trained before: skips stage 1
+
+
 def model_path_of(overrides: Sequence[str]) -> str | None:
     """The last ``model.path=`` override (the policy's model; reward models start from it)."""
-    paths = [o.split("=", 1)[1] for o in overrides if o.startswith("model.path=")]
-    return paths[-1] if paths else None
+    return last_override(overrides, "model.path")
 
 
-def _seed(overrides: Sequence[str]) -> int:
-    seeds = [o.split("=", 1)[1] for o in overrides if o.startswith("train.seed=")]
-    return int(seeds[-1]) if seeds else 0
+def seed_of(overrides: Sequence[str]) -> int:
+    """The last ``train.seed=`` override (0 when none): the seed of a demo's every stage."""
+    return int(last_override(overrides, "train.seed") or 0)
+
+
+def rm_train_options(
+    options: RmDemoOptions,
+    name: str,
+    data: RmDataOptions,
+    overrides: Sequence[str],
+    *,
+    seed: int,
+    train_backbone: bool = False,
+) -> RmTrainOptions:
+    """A demo's reward model ``run_dir/name``: ``lightrft rm train`` from the policy's model,
+    batches of 16 pairs, pairs cut at 256 tokens, scores normalized on 64 training pairs."""
+    return RmTrainOptions(
+        output=options.run_dir / name,
+        model=model_path_of(overrides),
+        data=data,
+        train=RewardTrainParams(
+            batch_size=16, micro_batch_size=16, epochs=options.rm_epochs, seed=seed
+        ),
+        lr=options.rm_lr,
+        max_length=256,
+        train_backbone=train_backbone,
+        normalize_pairs=64,
+        next_command=options.next_command,
+    )
 
 
 def _rm_stage(options: RlhfDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
@@ -108,18 +141,13 @@ def _rm_stage(options: RlhfDemoOptions, overrides: Sequence[str]) -> dict[str, A
         system_prompt=SYSTEM_PROMPT,
         eval_fraction=0.25,
     )
-    rm = RmTrainOptions(
-        output=options.run_dir / "rm",
-        model=model_path_of(overrides),
-        data=data,
-        train=RewardTrainParams(
-            batch_size=16, micro_batch_size=16, epochs=options.rm_epochs, seed=_seed(overrides)
-        ),
-        lr=options.rm_lr,
-        max_length=256,
+    rm = rm_train_options(
+        options,
+        "rm",
+        data,
+        overrides,
+        seed=seed_of(overrides),
         train_backbone=options.rm_train_backbone,
-        normalize_pairs=64,
-        next_command=options.next_command,
     )
     return train_reward_model(rm)
 
@@ -148,12 +176,14 @@ def _reward_model_source(rm_dir: Path, serve: bool) -> Iterator[dict[str, Any]]:
         yield {"type": "remote", "url": server.url, "name": "rm"}
 
 
+def metric_rows(run_dir: Path) -> list[dict[str, Any]]:
+    """The rows of a stage's ``metrics.jsonl`` (none before it exists)."""
+    path = run_dir / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
 def _eval_rows(run_dir: Path) -> list[dict[str, Any]]:
-    metrics = run_dir / "metrics.jsonl"
-    rows = (
-        [json.loads(line) for line in metrics.read_text().splitlines()] if metrics.exists() else []
-    )
-    return [row for row in rows if "eval/reward_mean" in row]
+    return [row for row in metric_rows(run_dir) if "eval/reward_mean" in row]
 
 
 def _before_after(run_dir: Path) -> dict[str, Any]:
@@ -236,4 +266,4 @@ def _run_stages(options: RlhfDemoOptions, overrides: Sequence[str]) -> dict[str,
     return summary
 
 
-__all__ = ["GRPO_OVERRIDES", "RlhfDemoOptions", "run_rlhf_demo"]
+__all__ = ["GRPO_OVERRIDES", "RlhfDemoOptions", "RmDemoOptions", "run_rlhf_demo"]

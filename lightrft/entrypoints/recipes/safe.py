@@ -33,18 +33,19 @@ import structlog
 
 from lightrft.adapters.datasets.preferences import PreferenceSpec
 from lightrft.adapters.datasets.safety_preferences import NAME_PATTERN, cost_rows, helpfulness_rows
-from lightrft.application.reward_model_training import RewardTrainParams
 from lightrft.entrypoints.config.loading import load_config
-from lightrft.entrypoints.jobs.reward_model import RmDataOptions, RmTrainOptions, train_reward_model
-from lightrft.entrypoints.next_command import NextCommand
+from lightrft.entrypoints.jobs.reward_model import RmDataOptions, train_reward_model
 from lightrft.entrypoints.recipes.rlhf import GRPO_OVERRIDES as RLHF_GRPO_OVERRIDES
-from lightrft.entrypoints.recipes.rlhf import INSTRUCTION, SYSTEM_PROMPT, model_path_of
-from lightrft.entrypoints.run_dir.guard import RunRequest, guard_run_directory
-from lightrft.entrypoints.run_dir.identity import IdentityKeys
+from lightrft.entrypoints.recipes.rlhf import (
+    INSTRUCTION,
+    SYSTEM_PROMPT,
+    RmDemoOptions,
+    metric_rows,
+    rm_train_options,
+)
+from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
 
 log = structlog.get_logger(__name__)
-
-_NO_RESUME = IdentityKeys(include=())
 
 GRPO_OVERRIDES = [
     *RLHF_GRPO_OVERRIDES,  # the RLHF demo's task, prompts, batch and optimizer
@@ -59,14 +60,11 @@ GRPO_OVERRIDES = [
 
 
 @dataclass(frozen=True)
-class SafeDemoOptions:
+class SafeDemoOptions(RmDemoOptions):
     """Sizes of the model stages and the constraint."""
 
     run_dir: Path = Path("runs/demo_safe")
     seed: int = 0
-    pairs: int = 160  # rows of each model's data (a quarter held out)
-    epochs: int = 2
-    lr: float = 2e-3
     constrained: bool = True
     limit: float = 0.1  # the largest allowed violation rate
     # the multiplier starts at 0 and rises by dual ascent only while the cost model's
@@ -78,8 +76,6 @@ class SafeDemoOptions:
     init: float = 0.0
     helpful_model: Path | None = None  # trained before: skips stage 1
     cost_model: Path | None = None  # trained before: skips stage 2
-    overwrite: bool = False
-    next_command: NextCommand = NextCommand()
 
 
 def _write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
@@ -95,24 +91,11 @@ def _train_model(
     options: SafeDemoOptions,
     overrides: Sequence[str],
 ) -> dict[str, Any]:
-    data = _write_rows(options.run_dir / "data" / f"{name}.jsonl", rows)
+    path = _write_rows(options.run_dir / "data" / f"{name}.jsonl", rows)
+    data = RmDataOptions(data=str(path), eval_fraction=0.25, spec=spec, system_prompt=SYSTEM_PROMPT)
     started = time.perf_counter()
     summary = train_reward_model(
-        RmTrainOptions(
-            output=options.run_dir / name,
-            model=model_path_of(overrides),
-            data=RmDataOptions(
-                data=str(data), eval_fraction=0.25, spec=spec, system_prompt=SYSTEM_PROMPT
-            ),
-            train=RewardTrainParams(
-                batch_size=16, micro_batch_size=16, epochs=options.epochs, seed=options.seed
-            ),
-            lr=options.lr,
-            max_length=256,
-            train_backbone=False,
-            normalize_pairs=64,
-            next_command=options.next_command,
-        )
+        rm_train_options(options, name, data, overrides, seed=options.seed)
     )
     return {
         "held_out_accuracy": summary["eval/accuracy"],
@@ -147,11 +130,6 @@ def _constraint(options: SafeDemoOptions) -> list[str]:
     return ["reward.constraints=" + json.dumps([constraint])]
 
 
-def _metric_rows(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
 def _grpo_stage(
     models: dict[str, Any], options: SafeDemoOptions, overrides: Sequence[str]
 ) -> dict[str, Any]:
@@ -172,7 +150,7 @@ def _grpo_stage(
     )
     started = time.perf_counter()
     train(config, next_command=options.next_command)
-    rows = _metric_rows(stage_dir)
+    rows = metric_rows(stage_dir)
     evals = [row for row in rows if "eval/reward_mean" in row]
     trained = [row for row in rows if "constraint/cost/multiplier" in row]
     first, last = (evals[0], evals[-1]) if evals else ({}, {})
@@ -193,14 +171,7 @@ def _grpo_stage(
 
 def run_safe_demo(options: SafeDemoOptions, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """Trains both models (unless given), then GRPO; returns (and writes) the summary."""
-    request = RunRequest(
-        options.run_dir,
-        resume=False,
-        overwrite=options.overwrite,
-        keys=_NO_RESUME,
-        fingerprint=dict,
-    )
-    with guard_run_directory(request):
+    with guard_run_directory(fresh_run_request(options.run_dir, options.overwrite)):
         return _run_stages(options, overrides)
 
 
@@ -215,14 +186,20 @@ def _run_stages(options: SafeDemoOptions, overrides: Sequence[str]) -> dict[str,
         _given(options.helpful_model)
         if options.helpful_model is not None
         else _train_model(
-            "helpful", helpfulness_rows(options.pairs, **rows), PreferenceSpec(), options, overrides
+            "helpful",
+            helpfulness_rows(options.rm_pairs, **rows),
+            PreferenceSpec(),
+            options,
+            overrides,
         )
     )
     cost_spec = PreferenceSpec(chosen_safe_key="chosen_safe", rejected_safe_key="rejected_safe")
     cost = (
         _given(options.cost_model)
         if options.cost_model is not None
-        else _train_model("cost", cost_rows(options.pairs, **rows), cost_spec, options, overrides)
+        else _train_model(
+            "cost", cost_rows(options.rm_pairs, **rows), cost_spec, options, overrides
+        )
     )
     models = {"helpful": helpful, "cost": cost}
     summary: dict[str, Any] = {

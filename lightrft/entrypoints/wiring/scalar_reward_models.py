@@ -21,12 +21,8 @@ from typing_extensions import Unpack
 from lightrft.adapters.hf.loading import DTypeName
 from lightrft.adapters.hf.media_reward import HfPairMedia, load_media_reward_classifier
 from lightrft.adapters.hf.multimodal_inputs import MULTIMODAL_INPUTS, multimodal_inputs_for
-from lightrft.adapters.reward_models import (
-    HfScalarRewardModel,
-    load_reward_classifier,
-    load_reward_tokenizer,
-)
-from lightrft.adapters.reward_models.loading import load_card
+from lightrft.adapters.reward_models import HfScalarRewardModel, load_reward_tokenizer
+from lightrft.adapters.reward_models.loading import load_card, load_reward_classifier
 from lightrft.adapters.reward_models.media import PairMedia
 from lightrft.adapters.reward_models.scalar import ScoringOptions
 from lightrft.entrypoints.config import RunConfig
@@ -69,19 +65,13 @@ def scalar_rm_parts(
     device: torch.device,
     *,
     dtype: DTypeName = "float32",
-    trust_remote_code: bool = False,
     init_seed: int = 0,
 ) -> ScalarRmParts:
     """The reward model in ``path``: a text classifier, or a ``modality`` one reading media
     with ``encoder`` (:func:`reward_media_encoder`)."""
     if encoder is None:
         classifier = load_reward_classifier(
-            path,
-            device,
-            dtype=dtype,
-            pad_token_id=tokenizer.pad_token_id,
-            trust_remote_code=trust_remote_code,
-            init_seed=init_seed,
+            path, device, tokenizer=tokenizer, dtype=dtype, init_seed=init_seed
         )
         return ScalarRmParts(classifier, tokenizer, None)
     media_classifier = load_media_reward_classifier(
@@ -116,20 +106,21 @@ def load_scalar_rm(
 ) -> HfScalarRewardModel:
     """A saved scalar reward model, frozen in eval mode, of the modality its card names."""
     card = load_card(path)
+    if MODEL_LOADERS.get(card.modality).prompt_encoder is None:  # text: the plain loader
+        _refuse_multimodal_as_text(Path(path))
+        return HfScalarRewardModel.from_pretrained(
+            path,
+            device,
+            dtype=dtype,
+            trust_remote_code=trust_remote_code,
+            init_seed=init_seed,
+            **scoring,
+        )
     tokenizer = load_reward_tokenizer(path, trust_remote_code=trust_remote_code)
     encoder = reward_media_encoder(path, card.modality, config, tokenizer)
     parts = scalar_rm_parts(
-        path,
-        card.modality,
-        encoder,
-        tokenizer,
-        device,
-        dtype=dtype,
-        trust_remote_code=trust_remote_code,
-        init_seed=init_seed,
+        path, card.modality, encoder, tokenizer, device, dtype=dtype, init_seed=init_seed
     )
-    parts.classifier.requires_grad_(False)
-    parts.classifier.eval()
-    return HfScalarRewardModel(
-        parts.classifier, parts.tokenizer, device, card=card, media=parts.media, **scoring
+    return HfScalarRewardModel.for_scoring(
+        parts.classifier, tokenizer, device, card=card, media=parts.media, **scoring
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 from lightrft.entrypoints.config.loading import load_config
 from lightrft.entrypoints.jobs.demo import _held_out_accuracy
 from lightrft.entrypoints.recipes.demo import DEMO_OVERRIDES, MAIN_JOB_MODEL
-from lightrft.entrypoints.recipes.rlhf import GRPO_OVERRIDES, INSTRUCTION, _seed
+from lightrft.entrypoints.recipes.rlhf import GRPO_OVERRIDES, INSTRUCTION, seed_of
 from lightrft.entrypoints.recipes.ttrl import TTRL_OVERRIDES
 
 
@@ -32,7 +32,7 @@ def test_rlhf_demo_settings_keep_the_instruction_and_the_seed() -> None:
     config = load_config(None, [*GRPO_OVERRIDES, "train.seed=3"], algorithm="grpo")
     assert config.data.train.instruction == INSTRUCTION  # a colon would turn it into YAML
     assert config.reward.truncated_reward == -1.0
-    assert _seed(["train.seed=3", "optim.lr=1e-5"]) == 3 and _seed([]) == 0
+    assert seed_of(["train.seed=3", "optim.lr=1e-5"]) == 3 and seed_of([]) == 0
 
 
 def test_held_out_accuracy_prefers_the_math_rule(tmp_path: Path) -> None:

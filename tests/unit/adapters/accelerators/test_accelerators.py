@@ -127,3 +127,45 @@ def test_cuda_accelerator_binds_the_local_rank_and_counts_memory(
     accelerator.empty_cache()
     with pytest.raises(RuntimeError, match="device index"):
         CudaAccelerator(torch.cuda.device_count())
+
+
+class _RecordingDeviceModule:
+    """A stand-in for ``torch.npu``: answers the memory calls per device index, records the
+    others."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int | None]] = []
+
+    def synchronize(self, index: int) -> None:
+        self.calls.append(("synchronize", index))
+
+    def empty_cache(self) -> None:
+        self.calls.append(("empty_cache", None))
+
+    def memory_allocated(self, index: int) -> int:
+        return 100 * index + 1
+
+    def memory_reserved(self, index: int) -> int:
+        return 100 * index + 2
+
+    def max_memory_allocated(self, index: int) -> int:
+        return 100 * index + 3
+
+
+def test_a_device_module_accelerator_asks_its_module_about_its_own_device() -> None:
+    from lightrft.adapters.accelerators.device_module import DeviceModuleAccelerator
+
+    class Meta(DeviceModuleAccelerator):
+        device_type = "meta"
+        collective_backend = "gloo"
+
+    module = _RecordingDeviceModule()
+    accelerator = Meta(module, 2)
+    assert isinstance(accelerator, Accelerator)
+    assert accelerator.device() == torch.device("meta", 2)
+    accelerator.synchronize()
+    accelerator.empty_cache()
+    assert module.calls == [("synchronize", 2), ("empty_cache", None)]
+    assert accelerator.memory_stats() == MemoryStats(
+        allocated=201, reserved=202, peak_allocated=203
+    )
