@@ -617,9 +617,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     passthrough = [x for x in (argv if argv is not None else sys.argv[1:])]
     sides = a.sides.split(",")
     runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+    failed: dict[str, str] = {}
     for k in range(a.rounds):  # alternate the order (AB BA ...) so drifting load hits both
         for side in sides if k % 2 == 0 else sides[::-1]:
-            runs[side].append(_spawn(side, passthrough, a.threads, a.omp_wait_policy))
+            if side in failed:
+                continue
+            try:
+                runs[side].append(_spawn(side, passthrough, a.threads, a.omp_wait_policy))
+            except subprocess.CalledProcessError as error:  # the other sides still report
+                failed[side] = f"exit status {error.returncode} (its stderr is above)"
+    for side, why in failed.items():
+        print(f"side {side} failed: {why}; the table shows the other sides")
+        runs.pop(side)
+    if not runs:
+        raise SystemExit("every side failed")
     results = {side: r[0] for side, r in runs.items()}
     summaries = {side: _summary(r, a.warmup) for side, r in runs.items()}
     print(

@@ -53,7 +53,10 @@ export LIGHTRFT_CACHE=${LIGHTRFT_CACHE:-/tmp/gpu_check_cache}
 log() { echo "[gpu_check $(date -u +%H:%M:%S)] $*" | tee -a "$OUT/summary.log"; }
 part() { [[ ",$PARTS," == *",$1,"* ]]; }
 ERR=/tmp/gpu_check_err; mkdir -p "$ERR"  # $OUT brings back 8 files at most
-errors() { grep -v -i "warn" "$ERR/$1.err" | grep -B1 -A3 "lightrft/\|Error" | tail -40 >> "$OUT/summary.log"; }
+errors() {  # each side's step lines, then the end of any traceback
+  grep -E "^\[(ours|trl|proto)\] |^main/|^long/" "$ERR/$1.err" >> "$OUT/summary.log"
+  grep -v -i "warn" "$ERR/$1.err" | grep -B1 -A3 "lightrft/\|Error" | tail -40 >> "$OUT/summary.log"
+}
 reap() { pkill -9 -f "bench/bench_(vs_trl|async)" 2>/dev/null; sleep 1; }  # timeout spares children
 
 log "start; device $DEVICE, shape $SHAPE, dtype $DTYPE, parts $PARTS"
