@@ -37,8 +37,8 @@ QUESTIONS = {
 }
 SIZES = {"colour": 56, "count": 56, "compare": 84}
 """Default image sides: ``compare`` draws 84 pixels, so that each 28-pixel grid cell is one
-merged Qwen2-VL token (with 56 pixels, 4 tokens an image, the tiny random model of the tests
-stayed at chance in 600-step runs)."""
+merged Qwen2-VL token (at 56 pixels, 4 tokens an image, the tiny random model of the tests
+learned it on fewer seeds and less stably; docs/multimodal.md)."""
 BACKGROUND = (250, 250, 250)
 _SHAPES = ("circle", "square", "triangle")
 
