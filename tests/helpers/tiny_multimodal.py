@@ -236,7 +236,7 @@ def tiny_feature_extractor(chunk_seconds: int = 30) -> WhisperFeatureExtractor:
 TASK_WORDS = (
     "[UNK]", "user", "assistant", "What", "colour", "is", "the", "shape", "How", "many",
     "shapes", "are", "there", "Which", "tone", "higher", "first", "or", "second", "red",
-    "blue", "green", "yellow", "1", "2", "3", "?", ",", ".",
+    "blue", "green", "yellow", "1", "2", "3", "?", ",", ".", "image", "has", "more", "beeps",
 )  # fmt: skip
 
 

@@ -1,6 +1,6 @@
 """Prompt sources (``PromptSource`` port): local files through HF ``datasets``, in-memory
-rows, blends of sources, GSM8K, Geo3K (vision), and tiny built-in tasks: arithmetic, shapes (vision) and
-tones (audio)."""
+rows, blends of sources, GSM8K, Geo3K (vision), and tiny built-in tasks: arithmetic, shapes (vision),
+tones and beeps (audio)."""
 
 from lightrft.adapters.datasets.arithmetic import arithmetic_problems, arithmetic_prompts
 from lightrft.adapters.datasets.blended import BlendedPromptSource
@@ -15,7 +15,8 @@ from lightrft.adapters.datasets.hf_prompt_dataset import HfPromptDataset, load_t
 from lightrft.adapters.datasets.in_memory import InMemoryPromptSource
 from lightrft.adapters.datasets.prompt_rows import BadRowError, DatasetStats, RowSpec
 from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
-from lightrft.adapters.datasets.synthetic_audio import tone_problems, tone_prompts
+from lightrft.adapters.datasets.synthetic_audio import clip_rows_source, tone_problems, tone_prompts
+from lightrft.adapters.datasets.synthetic_beeps import beep_problems
 from lightrft.adapters.datasets.synthetic_visual import visual_problems, visual_prompts
 
 __all__ = [
@@ -30,7 +31,9 @@ __all__ = [
     "PromptRenderer",
     "RowSpec",
     "arithmetic_problems",
+    "beep_problems",
     "arithmetic_prompts",
+    "clip_rows_source",
     "geo3k_prompts",
     "geo3k_spec",
     "gsm8k_prompts",

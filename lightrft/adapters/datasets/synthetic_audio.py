@@ -57,10 +57,18 @@ def tone_prompts(
     rate: int = 16_000,
 ) -> InMemoryPromptSource:
     """The rows of :func:`tone_problems` as a prompt source; uids ``"tones-<seed>:<i>"``."""
-    return InMemoryPromptSource(
-        tone_problems(n, seed, rate=rate),
-        tokenizer,
-        spec=RowSpec(audios_key="audios", audio_sampling_rate=rate),
-        prompt_format=prompt_format,
-        name=f"tones-{seed}",
-    )
+    rows = tone_problems(n, seed, rate=rate)
+    return clip_rows_source(rows, tokenizer, prompt_format, rate, name=f"tones-{seed}")
+
+
+def clip_rows_source(
+    rows: list[dict[str, Any]],
+    tokenizer: Any,
+    prompt_format: PromptFormat | None,
+    rate: int,
+    *,
+    name: str,
+) -> InMemoryPromptSource:
+    """Rows holding their clips under ``"audios"`` (all at ``rate``) as a prompt source."""
+    spec = RowSpec(audios_key="audios", audio_sampling_rate=rate)
+    return InMemoryPromptSource(rows, tokenizer, spec=spec, prompt_format=prompt_format, name=name)

@@ -143,12 +143,15 @@ class DatasetConfig(Section):
         description="jsonl/json/parquet/arrow file or load_from_disk directory; "
         "null uses the built-in task.",
     )
-    builtin: Literal["arithmetic", "visual_colour", "visual_count", "tones"] = Field(
+    builtin: Literal[
+        "arithmetic", "visual_colour", "visual_count", "visual_compare", "tones", "beeps"
+    ] = Field(
         "arithmetic",
         description="Built-in prompt set used when path is null: arithmetic word problems; "
-        "visual_colour / visual_count: PIL-drawn shapes (name the colour / count them; a "
-        "vision-language model); tones: which of two tones is higher (an audio-language "
-        "model). Score the last three with reward type 'choice'.",
+        "visual_colour / visual_count / visual_compare: PIL-drawn shapes (name the colour / "
+        "count them / which of two images has more; a vision-language model); tones: which "
+        "of two tones is higher, beeps: how many beeps a clip holds (an audio-language "
+        "model). Score all but arithmetic with reward type 'choice'.",
     )
     difficulty: int = Field(1, ge=1, le=3, description="Built-in arithmetic difficulty (1-3).")
     instruction: str | None = Field(

@@ -12,6 +12,8 @@ from lightrft.adapters.datasets import (
     PromptFormat,
     RowSpec,
     arithmetic_prompts,
+    beep_problems,
+    clip_rows_source,
     geo3k_prompts,
     gsm8k_prompts,
     tone_prompts,
@@ -60,12 +62,26 @@ def _visual_count(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> 
     )
 
 
+@BUILTIN_TASKS.register("visual_compare")
+def _visual_compare(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptSource:
+    return visual_prompts(
+        dataset.num_builtin, dataset.seed, "compare", tokenizer=tokenizer, prompt_format=fmt
+    )
+
+
 @BUILTIN_TASKS.register("tones")
 def _tones(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptSource:
     rate = dataset.audio_sampling_rate or 16_000
     return tone_prompts(
         dataset.num_builtin, dataset.seed, tokenizer=tokenizer, prompt_format=fmt, rate=rate
     )
+
+
+@BUILTIN_TASKS.register("beeps")
+def _beeps(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptSource:
+    rate = dataset.audio_sampling_rate or 16_000
+    rows = beep_problems(dataset.num_builtin, dataset.seed, rate=rate)
+    return clip_rows_source(rows, tokenizer, fmt, rate, name=f"beeps-{dataset.seed}")
 
 
 RowFormat = Callable[[Path, DatasetConfig, Any, PromptFormat, MediaPlaceholders], PromptSource]
