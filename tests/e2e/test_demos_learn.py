@@ -27,12 +27,15 @@ def _demo(run_dir: Path, *args: str) -> list[dict[str, float]]:
 
 @pytest.mark.parametrize("seed", [0, 4])
 def test_grpo_demo_learns(tmp_path: Path, seed: int) -> None:
-    """Held-out greedy accuracy rises by >= 0.35 and training ends near its best level (the
-    mean reward of the last 3 steps within 0.1 of the best 3-step mean: single steps are
-    means over 8 prompts, too noisy to compare one by one)."""
+    """Held-out greedy accuracy rises by >= 0.35 and training ends near its best level: the
+    last step's reward within 0.1 of the best step's, and the mean of the last 3 steps within
+    0.1 of the best 3-step mean (2026-11-27, docs/results.md: seed 0 0.92 against 0.94, seed 4
+    0.86 against 0.95; 3-step 0.85 / 0.89 and 0.88 / 0.91)."""
     rows = _demo(tmp_path / "demo", f"train.seed={seed}")
     result = summarize(seed, 0, 0.0, rows, "eval/accuracy", "reward/mean")
     assert result.gain is not None and result.gain >= 0.35, result
+    assert result.best_train is not None and result.final_train is not None
+    assert result.final_train >= result.best_train - 0.1, result
     assert result.best_smooth is not None and result.final_smooth is not None
     assert result.final_smooth >= result.best_smooth - 0.1, result
 

@@ -20,6 +20,11 @@ TTRL_OVERRIDES = [
     # a trained policy needs a gentler step: at the main job's 5e-5, TTRL from the seed-0 model
     # (held-out 0.95) dropped its training accuracy from 0.98 to 0.53-0.64 within 3 steps
     "optim.lr=2e-5",
+    # the majority vote needs a group: the sampling TTRL was measured with (docs/results.md),
+    # 8 prompts x 8 samples at 0.8, not the main job's 16 x 4 at 0.6
+    "rollout.prompts_per_step=8",
+    "rollout.n_samples_per_prompt=8",
+    "rollout.temperature=0.8",
 ]
 """``lightrft demo ttrl``: the main job with test-time RL's majority-vote reward instead."""
 

@@ -19,6 +19,20 @@ def test_grpo_demo_pays_nothing_for_an_unfinished_answer() -> None:
     assert config.data.eval is not None and config.data.eval.builtin_split == "heldout"
 
 
+def test_main_job_samples_16_prompts_x_4_and_ttrl_and_distill_keep_8_at_0_8() -> None:
+    from lightrft.entrypoints.recipes.distill import DEMO_OVERRIDES as BASE
+    from lightrft.entrypoints.recipes.distill import DISTILL_OVERRIDES
+
+    main = load_config(None, DEMO_OVERRIDES, algorithm="grpo").rollout
+    assert (main.prompts_per_step, main.n_samples_per_prompt, main.temperature) == (16, 4, 0.6)
+    ttrl = load_config(None, DEMO_OVERRIDES + TTRL_OVERRIDES, algorithm="grpo").rollout
+    assert (ttrl.prompts_per_step, ttrl.n_samples_per_prompt, ttrl.temperature) == (8, 8, 0.8)
+    distill_args = [*BASE, *DISTILL_OVERRIDES, "teacher.path=runs/teacher"]
+    distill = load_config(None, distill_args, algorithm="grpo").rollout
+    assert (distill.prompts_per_step, distill.n_samples_per_prompt) == (8, 4)
+    assert distill.temperature == 0.8
+
+
 def test_ttrl_demo_is_label_free_and_measures_the_math_rule() -> None:
     config = load_config(None, DEMO_OVERRIDES + TTRL_OVERRIDES, algorithm="grpo")
     sources = {s.label: s for s in config.reward.typed_sources}
