@@ -4,7 +4,7 @@ CUDA GPU with ``--device cuda``).
 Run: ``.venv/bin/python bench/bench_vs_trl.py`` (needs ``pip install 'lightrft[bench]'``;
 about 5 minutes on 2 cores; ``--rounds 2`` repeats both sides in alternating order). Prints a
 markdown table; ``--json PATH`` also writes the raw numbers. ``--workload main-job`` (the
-default) is the sizes and prompts of ``lightrft demo``; ``--workload small-group`` is 4
+default) is the prompts of ``lightrft demo`` with its sizes until 2026-11-27 (8 x 8); ``--workload small-group`` is 4
 prompts x G=4 with 48 new tokens, where fewer samples share each prompt.
 ``--fixed-length`` makes both sides ignore EOS and generate exactly ``--max-new-tokens``
 tokens per row, so the work per step is identical whatever the samples. ``--device cuda``
@@ -75,7 +75,9 @@ DEFAULT_PATCHES = "no_entropy"
 _DEMO_INSTRUCTION = "Answer with just the number."
 _DEMO_SYSTEM = "Reply with only the final number."
 WORKLOADS: dict[str, dict[str, Any]] = {
-    "main-job": {  # `lightrft demo` (lightrft/entrypoints/recipes/demo.py DEMO_OVERRIDES)
+    # `lightrft demo`'s shape until 2026-11-27 (the demo now samples 16 prompts x 4 at T=0.6);
+    # kept so that the figures in docs/performance.md stay comparable
+    "main-job": {
         "prompts": 8,
         "group": 8,
         "max_new_tokens": 16,
@@ -537,8 +539,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--workload",
         choices=sorted(WORKLOADS),
         default="main-job",
-        help="size preset; the flags below override single values. main-job: the sizes and "
-        "prompts of `lightrft demo` (8 prompts x G=8, 16 new tokens, micro-batch 16, T=0.8, "
+        help="size preset; the flags below override single values. main-job: the demo's "
+        "prompts and its earlier sizes (8 prompts x G=8, 16 new tokens, micro-batch 16, T=0.8, "
         "lr 5e-5, 'Answer with just the number.'); small-group: 4 prompts x G=4, 48 new "
         "tokens, micro-batch 4, T=1, lr 1e-6, the dataset's default instruction",
     )
