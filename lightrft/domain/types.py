@@ -11,7 +11,7 @@ of response token ``t`` is predicted from column ``T - R + t - 1``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -239,21 +239,20 @@ class Experience:
 
     def select(self, index: Tensor) -> Experience:
         """Rows ``index`` (1-D long tensor) of every tensor."""
-        updates: dict[str, Any] = {"sequences": self.sequences.select(index)}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name != "sequences" and isinstance(value, Tensor):
-                updates[f.name] = value[index]
-        return replace(self, **updates)
+        return self._mapped(self.sequences.select(index), lambda value: value[index])
 
     def to(self, device: torch.device | str) -> Experience:
         """Every tensor on ``device``."""
         target = torch.device(device)
-        updates: dict[str, Any] = {"sequences": self.sequences.to(target)}
+        return self._mapped(self.sequences.to(target), lambda value: value.to(target))
+
+    def _mapped(self, sequences: SequenceBatch, change: Callable[[Tensor], Tensor]) -> Experience:
+        """``sequences`` and ``change`` applied to every other tensor field."""
+        updates: dict[str, Any] = {"sequences": sequences}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name != "sequences" and isinstance(value, Tensor):
-                updates[f.name] = value.to(target)
+                updates[f.name] = change(value)
         return replace(self, **updates)
 
 

@@ -46,6 +46,16 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
+def run_sft(tmp_path: Path, model: Path, rows: list[dict[str, Any]], modality: str) -> Any:
+    """`lightrft sft` on ``rows`` (4 epochs, lr 3e-3); the run's summary."""
+    data = write_jsonl(tmp_path / "rows.jsonl", rows)
+    run = tmp_path / "run"
+    argv = ["sft", "--model", str(model), "--data", str(data), "--run-dir", str(run)]
+    overrides = [f"model.modality={modality}", "sft.epochs=4", "optim.lr=3e-3", *RUN]
+    assert main([*argv, *overrides]) == 0
+    return json.loads((run / "summary.json").read_text())
+
+
 @pytest.mark.slow  # 30 s at load 10 on the shared 2-core CPU (under 1 s when idle)
 def test_vision_language_sft_loss_falls(tmp_path: Path) -> None:
     model = save_tiny_vl_model(tmp_path / "model")
@@ -54,12 +64,7 @@ def test_vision_language_sft_loss_falls(tmp_path: Path) -> None:
         problem["images"][0].save(tmp_path / f"{i}.png")
         part = {"type": "image", "image": f"{i}.png"}
         rows.append(chat_row(part, "What colour is the shape ?", problem["reference"]))
-    data = write_jsonl(tmp_path / "rows.jsonl", rows)
-    run = tmp_path / "run"
-    argv = ["sft", "--model", str(model), "--data", str(data), "--run-dir", str(run)]
-    overrides = ["model.modality=vision-language", "sft.epochs=4", "optim.lr=3e-3", *RUN]
-    assert main([*argv, *overrides]) == 0
-    summary = json.loads((run / "summary.json").read_text())
+    summary = run_sft(tmp_path, model, rows, "vision-language")
     assert summary["steps"] == 8 and summary["train_rows"] == 16
     # observed 3.76 -> 1.48 (ln 45 = 3.8 for a uniform guess over the ~45 tokens)
     assert summary["train_loss_last"] < 0.6 * summary["train_loss_first"]
@@ -78,12 +83,7 @@ def test_audio_language_sft_loss_falls(tmp_path: Path) -> None:
             file.writeframes((np.asarray(wave_i) * 32767).astype("<i2").tobytes())
         part = {"type": "audio", "audio": f"{i}.wav"}
         rows.append(chat_row(part, "Which tone is higher ?", problem["reference"]))
-    data = write_jsonl(tmp_path / "rows.jsonl", rows)
-    run = tmp_path / "run"
-    argv = ["sft", "--model", str(model), "--data", str(data), "--run-dir", str(run)]
-    overrides = ["model.modality=audio-language", "sft.epochs=4", "optim.lr=3e-3", *RUN]
-    assert main([*argv, *overrides]) == 0
-    summary = json.loads((run / "summary.json").read_text())
+    summary = run_sft(tmp_path, model, rows, "audio-language")
     assert summary["steps"] == 4
     assert summary["train_loss_last"] < 0.7 * summary["train_loss_first"]
 
