@@ -80,5 +80,7 @@ def suppression_bias(config: Any) -> dict[int, float]:
     """vLLM's ``logit_bias`` keeping the family's never-sampled tokens out (``{}`` for text
     models); ``config`` is the served checkpoint's HF config."""
     keys = family(str(getattr(config, "model_type", ""))).never_sampled
-    ids = {getattr(config, key, None) for key in keys} - {None}
-    return {int(token): SUPPRESS_BIAS for token in sorted(ids)}
+    ids = sorted(
+        {int(getattr(config, key)) for key in keys if getattr(config, key, None) is not None}
+    )
+    return dict.fromkeys(ids, SUPPRESS_BIAS)
