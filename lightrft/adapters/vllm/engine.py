@@ -69,7 +69,12 @@ from lightrft.adapters.vllm.checks import (
 )
 from lightrft.adapters.vllm.families import engine_names, reads_media, suppression_bias
 from lightrft.adapters.vllm.lifetime import shut_down, track
-from lightrft.adapters.vllm.media_prompts import MediaRequest, check_limits, media_request
+from lightrft.adapters.vllm.media_prompts import (
+    MediaRequest,
+    check_limits,
+    media_request,
+    refuse_media,
+)
 from lightrft.adapters.vllm.params import FP8_BLOCK, VllmEngineParams, llm_kwargs
 from lightrft.adapters.vllm.translate import request_plan, to_completion
 from lightrft.domain.ports import NamedTensors
@@ -191,6 +196,8 @@ class VllmRolloutEngine(RolloutEngineBase):
         if not prompts:
             return []
         requests = [media_request(prompt) for prompt in prompts]
+        if not reads_media(self._model_type):
+            refuse_media(requests, prompts, self._model_type)
         if self._params.media_per_prompt is not None:
             check_limits(requests, prompts, self._params.media_per_prompt)
         if self._kv_asleep:

@@ -153,3 +153,17 @@ def check_limits(
                     f"started for ({modality}: {limits.get(modality, 0)}); raise "
                     "rollout.engine.media_per_prompt"
                 )
+
+
+def refuse_media(
+    requests: Sequence[MediaRequest], records: Sequence[PromptRecord], model_type: str
+) -> None:
+    """:class:`MediaPromptError` naming the first row with media, for an engine serving a
+    model of no media family (``model_type``)."""
+    for request, record in zip(requests, records, strict=True):
+        if request.multi_modal_data:
+            raise MediaPromptError(
+                f"{row_name(record)}: {request.counts} media item(s), but the vLLM engine serves "
+                f"a {model_type or 'text'} model; media rollouts on vLLM take the families of "
+                "lightrft.adapters.vllm.families (or use rollout.engine=hf)"
+            )

@@ -21,6 +21,7 @@ from lightrft.adapters.vllm.media_prompts import (
     collapse_placeholders,
     media_limits,
     media_request,
+    refuse_media,
 )
 from lightrft.domain.types import PromptRecord
 from tests.helpers.tiny_multimodal import token_id
@@ -109,6 +110,14 @@ def test_rows_over_the_engines_limit_are_named() -> None:
         check_limits(requests, prompts, {"audio": 1})
     with pytest.raises(MediaPromptError, match=r"row 0: 2 audio item\(s\).*\(audio: 0\)"):
         check_limits(requests, prompts, {})
+
+
+def test_a_text_models_engine_refuses_rows_with_media_by_name() -> None:
+    prompts = audio_prompts()
+    requests = [media_request(p) for p in prompts]
+    refuse_media(requests[1:2], prompts[1:2], "llama")  # the text row passes
+    with pytest.raises(MediaPromptError, match=r"row 0: \{'audio': 2\} .*serves a llama model"):
+        refuse_media(requests, prompts, "llama")
 
 
 def test_qwen2_audio_weights_are_synced_under_the_checkpoint_names() -> None:
