@@ -76,7 +76,9 @@ def build_vllm_engine(section: VllmEngineConfig, context: BuildContext) -> Rollo
         max_num_seqs=section.max_num_seqs,
         quantization="fp8" if config.rollout.fp8 else None,
         trust_remote_code=config.model.trust_remote_code,
-        media_per_prompt=section.media_per_prompt,
+        media_per_prompt=None
+        if section.media_per_prompt is None
+        else {str(kind): count for kind, count in section.media_per_prompt.items()},
     )
     return VllmRolloutEngine(params, device_type)
 
