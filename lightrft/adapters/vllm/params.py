@@ -49,6 +49,9 @@ class VllmEngineParams:
         media_per_prompt: vLLM's ``limit_mm_per_prompt``, the most items of each modality
             (``"image"``, ``"audio"``) one prompt may hold (``None``: vLLM's default); a
             row with more is refused by name before vLLM sees it.
+        mm_processor_kwargs: settings of vLLM's media processor (``min_pixels`` /
+            ``max_pixels`` of an image model: the bounds our prompt encoder resized with,
+            so that vLLM expands each image to the same number of positions).
     """
 
     model_path: str
@@ -68,6 +71,7 @@ class VllmEngineParams:
     trust_remote_code: bool = False
     runner: Runner = "generate"
     media_per_prompt: Mapping[str, int] | None = None
+    mm_processor_kwargs: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.memory_fraction <= 1:
@@ -123,6 +127,8 @@ def llm_kwargs(params: VllmEngineParams, device_type: str) -> dict[str, Any]:
         kwargs["max_num_seqs"] = params.max_num_seqs
     if params.media_per_prompt is not None:
         kwargs["limit_mm_per_prompt"] = dict(params.media_per_prompt)
+    if params.mm_processor_kwargs:
+        kwargs["mm_processor_kwargs"] = dict(params.mm_processor_kwargs)
     if params.runner == "pooling":
         # one score per sequence: the classifier head at the last token, no sigmoid/softmax
         kwargs["runner"] = "pooling"
