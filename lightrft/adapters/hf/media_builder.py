@@ -10,7 +10,9 @@ modality, and only one step differs; the common steps are here once:
   position count per item, expand each placeholder to its count, and store the payload
   (the tensors, ``<noun>_tokens``, ``where`` and the cost); the payload's other entries
   stay, so encoders of two media applied one after the other (a model that reads images
-  and audio) leave both media's tensors in one payload, their costs added;
+  and audio) leave both media's tensors in one payload, their costs added; a prompt record
+  also keeps its raw items (:mod:`~lightrft.adapters.common.source_media`) for engines
+  that process media themselves (vLLM);
 - :class:`MediaInputs` (the forward arguments): check every row's placeholder count, give
   text positions (1-D, counting attended tokens, zero offsets), and let the modality add its
   media arguments (and its own positions, e.g. M-RoPE) when some row has media.
@@ -26,6 +28,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
+from lightrft.adapters.common.source_media import SourceMedia, with_source_media
 from lightrft.adapters.hf.logprobs import position_ids_from_mask
 from lightrft.adapters.hf.multimodal_inputs import (
     MediaRequirements,
@@ -158,7 +161,9 @@ class MediaEncoder(ABC):
         # other media, raw or processed by another encoder (a composite's), stay
         rest = {k: v for k, v in record.multimodal.items() if k != self.media_key}
         ids, payload = self.encode_ids(record.prompt_token_ids, items, where, rest=rest)
-        return replace(record, prompt_token_ids=ids, multimodal=payload)
+        counts = tuple(payload[f"{self.noun}_tokens"])
+        raw = SourceMedia(self.noun, self._pad, tuple(items), counts)
+        return replace(record, prompt_token_ids=ids, multimodal=with_source_media(payload, raw))
 
     def encode_ids(
         self,

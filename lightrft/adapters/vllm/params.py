@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -45,6 +46,12 @@ class VllmEngineParams:
         trust_remote_code: run model code shipped with the checkpoint (off by default).
         runner: ``"generate"`` (rollouts, judges) or ``"pooling"`` (a sequence classifier
             read at its last token, unnormalized: scalar reward models).
+        media_per_prompt: vLLM's ``limit_mm_per_prompt``, the most items of each modality
+            (``"image"``, ``"audio"``) one prompt may hold (``None``: vLLM's default); a
+            row with more is refused by name before vLLM sees it.
+        mm_processor_kwargs: settings of vLLM's media processor (``min_pixels`` /
+            ``max_pixels`` of an image model: the bounds our prompt encoder resized with,
+            so that vLLM expands each image to the same number of positions).
     """
 
     model_path: str
@@ -63,6 +70,8 @@ class VllmEngineParams:
     quantization: Literal["fp8"] | None = None
     trust_remote_code: bool = False
     runner: Runner = "generate"
+    media_per_prompt: Mapping[str, int] | None = None
+    mm_processor_kwargs: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.memory_fraction <= 1:
@@ -77,6 +86,9 @@ class VllmEngineParams:
             raise ValueError(f"sync_bucket_mib must be > 0, got {self.sync_bucket_mib}")
         if self.tensor_parallel_size < 1:
             raise ValueError(f"tensor_parallel_size must be >= 1, got {self.tensor_parallel_size}")
+        for modality, count in (self.media_per_prompt or {}).items():
+            if count < 0:
+                raise ValueError(f"media_per_prompt[{modality!r}] must be >= 0, got {count}")
 
     @property
     def sync_bucket_bytes(self) -> int:
@@ -113,6 +125,10 @@ def llm_kwargs(params: VllmEngineParams, device_type: str) -> dict[str, Any]:
         kwargs["max_model_len"] = params.max_model_len
     if params.max_num_seqs is not None:
         kwargs["max_num_seqs"] = params.max_num_seqs
+    if params.media_per_prompt is not None:
+        kwargs["limit_mm_per_prompt"] = dict(params.media_per_prompt)
+    if params.mm_processor_kwargs:
+        kwargs["mm_processor_kwargs"] = dict(params.mm_processor_kwargs)
     if params.runner == "pooling":
         # one score per sequence: the classifier head at the last token, no sigmoid/softmax
         kwargs["runner"] = "pooling"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -107,6 +107,12 @@ class VllmEngineConfig(OwnWeightsEngineConfig):
         1, ge=1, description="GPUs per engine (consecutive ranks; GPU-only, unverified)."
     )
     max_num_seqs: int | None = Field(None, gt=0, description="Sequences decoded together.")
+    media_per_prompt: dict[Literal["image", "audio"], Annotated[int, Field(ge=0)]] | None = Field(
+        None,
+        description="vLLM limit_mm_per_prompt for vision/audio models: the most images / audio "
+        "clips one prompt may hold, e.g. {audio: 2} (None: vLLM's default); a row with more "
+        "is refused by name.",
+    )
 
     def check_in_run(self, run: RunView) -> None:
         if run.rollout.first_token_temperature is not None:

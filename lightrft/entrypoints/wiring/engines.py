@@ -5,6 +5,7 @@ from __future__ import annotations
 from lightrft.adapters.hf import HfRolloutEngine
 from lightrft.adapters.hf.quantized_rollout import QuantizedTargets, quantize_linears
 from lightrft.domain.ports import RolloutEngine
+from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.engine_configs import (
     HfEngineConfig,
     SglangEngineConfig,
@@ -47,6 +48,18 @@ def _engine_dtype(section_dtype: str, model_dtype: str) -> str:
     return _ENGINE_DTYPES[model_dtype] if section_dtype == _MODEL_DTYPE else section_dtype
 
 
+_IMAGE_MODALITIES = frozenset({"vision-language", "omni"})
+
+
+def _image_bounds(config: RunConfig) -> dict[str, int] | None:
+    """vLLM's image processor bounds for a model reading images: the run's
+    ``model.min_pixels`` / ``max_pixels``, which our prompt encoder resized with."""
+    model = config.model
+    if model.modality not in _IMAGE_MODALITIES:
+        return None
+    return {"min_pixels": model.min_pixels, "max_pixels": model.max_pixels}
+
+
 @ENGINES.register("vllm")
 def build_vllm_engine(section: VllmEngineConfig, context: BuildContext) -> RolloutEngine:
     """An in-process vLLM engine on the run's model directory (its own copy of the weights,
@@ -76,6 +89,10 @@ def build_vllm_engine(section: VllmEngineConfig, context: BuildContext) -> Rollo
         max_num_seqs=section.max_num_seqs,
         quantization="fp8" if config.rollout.fp8 else None,
         trust_remote_code=config.model.trust_remote_code,
+        media_per_prompt=None
+        if section.media_per_prompt is None
+        else {str(kind): count for kind, count in section.media_per_prompt.items()},
+        mm_processor_kwargs=_image_bounds(config),
     )
     return VllmRolloutEngine(params, device_type)
 

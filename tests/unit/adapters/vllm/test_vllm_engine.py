@@ -167,11 +167,17 @@ def test_cpu_sleep_is_an_honest_no_op() -> None:
     assert engine.is_awake
 
 
-def test_multimodal_prompts_are_refused() -> None:
+def test_media_rows_are_refused_by_a_text_models_engine() -> None:
+    from lightrft.adapters.common.source_media import SOURCE_MEDIA_KEY, SourceMedia
+
     engine, _ = shared_engine()
-    prompt = PromptRecord("img", "x", (5, 6), multimodal={"images": [object()]})
-    with pytest.raises(ValueError, match="multimodal"):
-        engine.generate([prompt], SamplingParams(max_new_tokens=2))
+    raw = PromptRecord("img", "x", (5, 6), multimodal={"images": [object()]})
+    with pytest.raises(ValueError, match=r"img: .*not the raw items .*prompt encoder"):
+        engine.generate([raw], SamplingParams(max_new_tokens=2))
+    media = {SOURCE_MEDIA_KEY: (SourceMedia("image", 6, (object(),), (1,)),)}
+    encoded = PromptRecord("enc", "x", (5, 6), multimodal=media)
+    with pytest.raises(ValueError, match=r"enc: \{'image': 1\} .*serves a llama model"):
+        engine.generate([encoded], SamplingParams(max_new_tokens=2))
 
 
 def test_unsupported_model_and_fp8_fail_before_vllm_starts(tmp_path) -> None:  # noqa: ANN001

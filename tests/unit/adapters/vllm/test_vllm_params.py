@@ -117,3 +117,18 @@ def test_memory_errors_name_the_settings() -> None:
     error = memory_error(raw, "cpu")
     assert isinstance(error, VllmMemoryError)
     assert "rollout.engine.kv_cache_gib" in str(error) and "host RAM" in str(error)
+
+
+def test_media_per_prompt_is_vllms_limit_mm_per_prompt() -> None:
+    media = llm_kwargs(VllmEngineParams("m", media_per_prompt={"audio": 2}), "cpu")
+    assert media["limit_mm_per_prompt"] == {"audio": 2}
+    assert "limit_mm_per_prompt" not in llm_kwargs(VllmEngineParams("m"), "cpu")
+    with pytest.raises(ValueError, match=r"media_per_prompt\['image'\] must be >= 0"):
+        VllmEngineParams("m", media_per_prompt={"image": -1})
+
+
+def test_image_bounds_reach_vllms_processor() -> None:
+    bounds = {"min_pixels": 3136, "max_pixels": 12544}
+    kwargs = llm_kwargs(VllmEngineParams("m", mm_processor_kwargs=bounds), "cpu")
+    assert kwargs["mm_processor_kwargs"] == bounds
+    assert "mm_processor_kwargs" not in llm_kwargs(VllmEngineParams("m"), "cpu")
