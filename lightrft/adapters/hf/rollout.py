@@ -31,7 +31,9 @@ provided every parameter again (the colocated cycle syncs the policy's weights a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import gc
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from typing import Any, Literal
 
 import torch
@@ -40,8 +42,10 @@ from transformers import DynamicCache, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from lightrft.adapters.common.rollout_engine_base import GuardedGenerate
+from lightrft.adapters.hf.gqa_attention import gqa_decode_attention
 from lightrft.adapters.hf.logprobs import position_ids_from_mask, suppress_tokens
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
+from lightrft.adapters.hf.packed_linear import PackedLinears, packing_available
 from lightrft.adapters.hf.preallocated_cache import preallocated_cache
 from lightrft.adapters.hf.quantized_rollout import QuantizedTargets
 from lightrft.adapters.hf.sampling import (
@@ -95,6 +99,15 @@ class HfRolloutEngine(GuardedGenerate):
             quantize_linears`, applied by the caller to the engine's own model): synced float
             weights of those layers are re-quantized. The engine then samples from an
             approximation of the policy (measure it with the rollout/* mismatch metrics).
+        packed_linears: on CPU, run the decode steps' float32 linear layers on oneDNN-packed
+            copies of their weights (:mod:`~lightrft.adapters.hf.packed_linear`; same
+            samples up to float rounding, plus the linear weights' size in host memory,
+            held between calls by an own model and dropped after each call when sharing
+            the policy's). Ignored off CPU, with ``compile_decode`` and for non-float32
+            weights.
+
+    Decode steps on CPU also read grouped key/value heads in place
+    (:mod:`~lightrft.adapters.hf.gqa_attention`) instead of copying the cache per head.
     """
 
     def __init__(
@@ -109,6 +122,7 @@ class HfRolloutEngine(GuardedGenerate):
         compile_decode: bool = False,
         multimodal: MultimodalInputs | None = None,
         quantized: QuantizedTargets | None = None,
+        packed_linears: bool = True,
     ) -> None:
         if sleep_mode not in ("offload", "discard"):
             raise ValueError(f"sleep_mode must be 'offload' or 'discard', got {sleep_mode!r}")
@@ -126,6 +140,11 @@ class HfRolloutEngine(GuardedGenerate):
         self._model = model
         self._compile_decode = compile_decode
         self._compiled: torch.nn.Module | None = None
+        self._packed = (
+            PackedLinears(model)
+            if packed_linears and not compile_decode and packing_available(model, device)
+            else None
+        )
         self._weights = ModelWeights(self._model, device)
         self._tokenizer = tokenizer
         self._device = device
@@ -183,6 +202,8 @@ class HfRolloutEngine(GuardedGenerate):
                     results.extend(self._decode(rows[part], sampling, chunk, payloads[part]))
         finally:
             self._model.train(was_training)
+            if self._shared and self._packed is not None:  # the optimizer changes them anyway
+                self._packed.release()
         texts = self._tokenizer.batch_decode(
             [ids for ids, _, _ in results], skip_special_tokens=True
         )
@@ -293,34 +314,39 @@ class HfRolloutEngine(GuardedGenerate):
         stopped = torch.zeros(n, dtype=torch.bool, device=self._device)
         active = torch.arange(n, device=self._device)  # row of each batch entry
         gens = None if generator is None else list(generator)
-        for step in range(budget):
-            dist = _distribution(sampling, step)
-            step_logprobs = sampling_logprobs(logits, dist)  # [A, V]
-            token = draw(step_logprobs, dist.temperature == 0, gens)  # [A]
-            live = ~stopped[active]  # [A] rows still generating (finished ones wait to leave)
-            out_ids[active, step] = token
-            out_logprobs[active, step] = step_logprobs.gather(-1, token[:, None]).squeeze(-1)
-            lengths[active] += live
-            now_stopped = live & torch.isin(token, stop_ids)
-            if matcher:
-                for j in live.nonzero().flatten().tolist():
-                    i = int(active[j])
-                    if matcher.hit(out_ids[i, : step + 1].tolist()):
-                        now_stopped[j] = True
-            stopped[active] |= now_stopped
-            done = int(stopped[active].sum())
-            if done == len(active) or step + 1 == budget:
-                break
-            if 4 * done >= len(active):  # drop finished rows once they are a quarter
-                keep = (~stopped[active]).nonzero().flatten()
-                cache.reorder_cache(keep)
-                mask, next_position, token = mask[keep], next_position[keep], token[keep]
-                active = active[keep]
-                gens = None if gens is None else [gens[j] for j in keep.tolist()]
-            logits = self._step(
-                token[:, None], mask[:, : width + step + 1], next_position, cache, self._decoder()
-            )
-            next_position = next_position + 1
+        with self._decode_mode(n):
+            for step in range(budget):
+                dist = _distribution(sampling, step)
+                step_logprobs = sampling_logprobs(logits, dist)  # [A, V]
+                token = draw(step_logprobs, dist.temperature == 0, gens)  # [A]
+                live = ~stopped[active]  # [A] rows still generating (finished ones wait to leave)
+                out_ids[active, step] = token
+                out_logprobs[active, step] = step_logprobs.gather(-1, token[:, None]).squeeze(-1)
+                lengths[active] += live
+                now_stopped = live & torch.isin(token, stop_ids)
+                if matcher:
+                    for j in live.nonzero().flatten().tolist():
+                        i = int(active[j])
+                        if matcher.hit(out_ids[i, : step + 1].tolist()):
+                            now_stopped[j] = True
+                stopped[active] |= now_stopped
+                done = int(stopped[active].sum())
+                if done == len(active) or step + 1 == budget:
+                    break
+                if 4 * done >= len(active):  # drop finished rows once they are a quarter
+                    keep = (~stopped[active]).nonzero().flatten()
+                    cache.reorder_cache(keep)
+                    mask, next_position, token = mask[keep], next_position[keep], token[keep]
+                    active = active[keep]
+                    gens = None if gens is None else [gens[j] for j in keep.tolist()]
+                logits = self._step(
+                    token[:, None],
+                    mask[:, : width + step + 1],
+                    next_position,
+                    cache,
+                    self._decoder(),
+                )
+                next_position = next_position + 1
         ids, lps, kept = out_ids.tolist(), out_logprobs.tolist(), lengths.tolist()
         reasons: list[FinishReason] = ["stop" if s else "length" for s in stopped.tolist()]
         return [(ids[i][: kept[i]], lps[i][: kept[i]], reasons[i]) for i in range(n)]
@@ -388,6 +414,21 @@ class HfRolloutEngine(GuardedGenerate):
             logits = suppress_tokens(logits, self._multimodal.suppressed_token_ids)
         return logits
 
+    @contextmanager
+    def _decode_mode(self, rows: int) -> Iterator[None]:
+        """Decode steps of ``rows`` rows: grouped K/V heads read in place (CPU sdpa), the
+        packed linear weights when enabled, and Python's cyclic garbage collector paused
+        (each step allocates thousands of short-lived objects, which otherwise trigger
+        collections that walk every live object, the model's included; about 5-10% of a
+        CPU step; it resumes when the loop ends)."""
+        with ExitStack() as stack:
+            stack.enter_context(_gc_paused())
+            if not self._compile_decode:  # a compiled model keeps its traced attention
+                stack.enter_context(gqa_decode_attention(self._model.config, self._device))
+            if self._packed is not None:
+                stack.enter_context(self._packed.active(rows))
+            yield
+
     def _decoder(self) -> torch.nn.Module:
         """The module that runs decode steps: the model, or its compiled form."""
         if not self._compile_decode:
@@ -419,6 +460,18 @@ class HfRolloutEngine(GuardedGenerate):
         elif config_eos is not None:
             ids.update(int(i) for i in config_eos)
         return sorted(ids) or [-1]
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Python's automatic garbage collection off within the block (restored after)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _check_shareable(model: PreTrainedModel, device: torch.device) -> None:

@@ -31,6 +31,12 @@ class HfEngineConfig(ComponentSection):
         description="torch.compile the one-token decode step (minutes of compilation on a "
         "small CPU; faster steps after).",
     )
+    packed_linears: bool = Field(
+        True,
+        description="On CPU, decode with oneDNN-packed copies of the float32 linear weights "
+        "(faster steps; same samples up to float rounding; the weights' size in host memory "
+        "during rollout).",
+    )
     quantization: Literal["none", "int8"] = Field(
         "none",
         description="Rollout weights: none (the policy's), or int8 (weight-only, one scale per "

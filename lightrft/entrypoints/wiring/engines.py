@@ -36,6 +36,7 @@ def build_hf_engine(section: HfEngineConfig, context: BuildContext) -> HfRollout
         compile_decode=section.compile_decode,
         multimodal=inputs,
         quantized=quantized,
+        packed_linears=section.packed_linears,
     )
 
 

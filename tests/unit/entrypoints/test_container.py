@@ -100,3 +100,11 @@ def test_compile_decode_reaches_the_engine(tiny_dir: Path, tmp_path: Path) -> No
             config(tiny_dir, tmp_path, **{"rollout.engine.compile_decode": choice})
         )
         assert (container.engine()._decoder() is container.engine().module) is not choice
+
+
+def test_packed_linears_reach_the_engine(tiny_dir: Path, tmp_path: Path) -> None:
+    for choice in (True, False):
+        container = build_container(
+            config(tiny_dir, tmp_path, **{"rollout.engine.packed_linears": choice})
+        )
+        assert (container.engine()._packed is not None) is choice

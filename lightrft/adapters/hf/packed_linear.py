@@ -1,0 +1,101 @@
+"""oneDNN-packed copies of a model's float32 ``nn.Linear`` weights for CPU decode steps.
+
+Shape letters: M rows of a matmul (decode: the rows generated together), K input features,
+N output features.
+
+On CPU, ``nn.Linear`` runs MKL's sgemm, which repacks the (N, K) weight on every call; at
+decode sizes (M of a few to a few tens) that repacking is a full extra pass over the
+weights, and on AMD CPUs MKL also takes its generic code path. oneDNN's matmul on a weight
+reordered once into its blocked layout (``torch.ops.mkldnn._reorder_linear_weight``, the
+layout ``torch.compile``'s CPU freezing uses) skips both. Values differ from MKL's by float
+rounding only (about 1e-5 relative).
+
+:class:`PackedLinears` keeps one packed copy per plain ``nn.Linear`` (tied weights, e.g. the
+LM head, get their own copy), repacks a weight when it has changed since it was packed
+(in-place updates bump ``Tensor._version``; a reload or ``discard`` sleep replaces the
+storage), and routes the layers' forwards through the packed copies inside
+:meth:`PackedLinears.active`. The copies cost the float32 size of the linear weights in
+host memory: :meth:`PackedLinears.release` drops them (an engine sharing the trained
+policy's weights releases them after every call, since the optimizer changes them anyway).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+from torch import Tensor
+
+
+def packing_available(model: torch.nn.Module, device: torch.device) -> bool:
+    """Whether :class:`PackedLinears` can serve ``model`` on ``device``: a CPU device, a
+    PyTorch built with oneDNN and the packing ops, and float32 linear weights."""
+    if device.type != "cpu" or not torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
+        return False
+    if not hasattr(torch.ops.mkldnn, "_reorder_linear_weight"):
+        return False
+    return any(_packable(m) for m in model.modules())
+
+
+def _packable(module: torch.nn.Module) -> bool:
+    """A plain ``nn.Linear`` with a materialized float32 CPU weight."""
+    if type(module) is not torch.nn.Linear:
+        return False
+    weight = module.weight
+    return weight.dtype == torch.float32 and weight.device.type == "cpu"
+
+
+class _Packed:
+    """One layer's packed weight and the (storage, version) it was packed from."""
+
+    def __init__(self, weight: Tensor, rows: int) -> None:
+        self.source = (weight.data_ptr(), weight._version)
+        self.weight = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), rows)
+
+    def current(self, weight: Tensor) -> bool:
+        return self.source == (weight.data_ptr(), weight._version)
+
+
+class PackedLinears:
+    """Packed copies of ``model``'s plain float32 ``nn.Linear`` weights (see module doc)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self._layers: list[torch.nn.Linear] = [
+            m for m in model.modules() if isinstance(m, torch.nn.Linear) and _packable(m)
+        ]
+        self._packed: dict[int, _Packed] = {}
+        self.packs = 0  # weights packed so far (a repack counts again)
+
+    @contextmanager
+    def active(self, rows: int) -> Iterator[None]:
+        """Within the block the layers' forwards use the packed weights, packed for
+        matmuls of about ``rows`` rows (any row count gives the same values)."""
+        if rows < 1:
+            raise ValueError(f"rows must be >= 1, got {rows}")
+        try:
+            for index, layer in enumerate(self._layers):
+                packed = self._packed.get(index)
+                if packed is None or not packed.current(layer.weight):
+                    packed = self._packed[index] = _Packed(layer.weight, rows)
+                    self.packs += 1
+                layer.forward = _packed_forward(packed.weight, layer.bias, layer.out_features)  # type: ignore[method-assign]
+            yield
+        finally:
+            for layer in self._layers:
+                layer.__dict__.pop("forward", None)
+
+    def release(self) -> None:
+        """Drops the packed copies (the next :meth:`active` packs again)."""
+        self._packed.clear()
+
+
+def _packed_forward(weight: Tensor, bias: Tensor | None, out_features: int):  # type: ignore[no-untyped-def]
+    """``nn.Linear.forward`` on a packed weight: (..., K) -> (..., N)."""
+
+    def forward(x: Tensor) -> Tensor:
+        flat = x.reshape(-1, x.shape[-1])  # [M, K]
+        out: Tensor = torch.ops.mkldnn._linear_pointwise(flat, weight, bias, "none", [], "")
+        return out.view(*x.shape[:-1], out_features)
+
+    return forward
