@@ -8,7 +8,8 @@ SmolLM2-135M-Instruct, with the same prompt token ids and sampling seeds. Worklo
 ``main`` is the main job's rollout (8 prompts x 8 samples x <= 16 tokens), ``long`` a
 long-generation one (4 prompts x 4 samples x <= 128 tokens). The weight sync loads the
 policy's own weights (an HfPolicy on the same checkpoint) into the engine, as the training
-cycle does each step. ``--engines hf`` runs one side; ``--json`` prints raw numbers.
+cycle does each step. Sides: ``hf`` (the default HF engine), ``hf-packed`` (with
+``rollout.engine.packed_linears``) and ``vllm``; ``--engines hf`` runs one side; ``--json`` prints raw numbers.
 """
 
 from __future__ import annotations
@@ -31,20 +32,33 @@ def _peak_rss_mb() -> float:
     return float("nan")
 
 
-def _engine(name: str, model_dir: Path):  # noqa: ANN202
+def _hf_engine(model_dir: Path, packed: bool):  # noqa: ANN202
     import torch
 
-    from lightrft.adapters.hf import ModelLoadParams, load_causal_lm, load_tokenizer
+    from lightrft.adapters.hf import (
+        HfRolloutEngine,
+        ModelLoadParams,
+        load_causal_lm,
+        load_tokenizer,
+    )
 
-    if name == "hf":
-        from lightrft.adapters.hf import HfRolloutEngine
+    model = load_causal_lm(model_dir, torch.device("cpu"), ModelLoadParams(dtype="float32"))
+    tokenizer = load_tokenizer(model_dir)
+    return HfRolloutEngine(model, tokenizer, torch.device("cpu"), packed_linears=packed)
 
-        model = load_causal_lm(model_dir, torch.device("cpu"), ModelLoadParams(dtype="float32"))
-        return HfRolloutEngine(model, load_tokenizer(model_dir), torch.device("cpu"))
+
+def _vllm_engine(model_dir: Path):  # noqa: ANN202
     from lightrft.adapters.vllm import VllmEngineParams, VllmRolloutEngine
 
     params = VllmEngineParams(str(model_dir), dtype="float32", enforce_eager=True, kv_cache_gib=1.0)
     return VllmRolloutEngine(params, "cpu")
+
+
+ENGINES = {
+    "hf": lambda d: _hf_engine(d, packed=False),  # the default HF engine
+    "hf-packed": lambda d: _hf_engine(d, packed=True),  # rollout.engine.packed_linears=true
+    "vllm": _vllm_engine,
+}
 
 
 def run_side(name: str) -> dict[str, float]:
@@ -59,7 +73,7 @@ def run_side(name: str) -> dict[str, float]:
     torch.set_num_threads(2)
     model_dir = default_model_path()
     start = time.perf_counter()
-    engine = _engine(name, model_dir)
+    engine = ENGINES[name](model_dir)
     result = {"start_s": time.perf_counter() - start}
     source = arithmetic_prompts(64, seed=10_000, tokenizer=load_tokenizer(model_dir))
     for label, (prompts, n, tokens) in WORKLOADS.items():
@@ -85,7 +99,7 @@ def run_side(name: str) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--engines", default="hf,vllm")
+    parser.add_argument("--engines", default="hf,hf-packed,vllm")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--side", help=argparse.SUPPRESS)
     args = parser.parse_args()

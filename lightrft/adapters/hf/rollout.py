@@ -103,8 +103,9 @@ class HfRolloutEngine(GuardedGenerate):
             copies of their weights (:mod:`~lightrft.adapters.hf.packed_linear`; same
             samples up to float rounding, plus the linear weights' size in host memory,
             held between calls by an own model and dropped after each call when sharing
-            the policy's). Ignored off CPU, with ``compile_decode`` and for non-float32
-            weights.
+            the policy's). Off by default: the samples differ from MKL's after near-ties,
+            so a run's figures change with it. Ignored off CPU, with ``compile_decode`` and
+            for non-float32 weights.
 
     Decode steps on CPU also read grouped key/value heads in place
     (:mod:`~lightrft.adapters.hf.gqa_attention`) instead of copying the cache per head.
@@ -122,7 +123,7 @@ class HfRolloutEngine(GuardedGenerate):
         compile_decode: bool = False,
         multimodal: MultimodalInputs | None = None,
         quantized: QuantizedTargets | None = None,
-        packed_linears: bool = True,
+        packed_linears: bool = False,
     ) -> None:
         if sleep_mode not in ("offload", "discard"):
             raise ValueError(f"sleep_mode must be 'offload' or 'discard', got {sleep_mode!r}")

@@ -32,10 +32,10 @@ class HfEngineConfig(ComponentSection):
         "small CPU; faster steps after).",
     )
     packed_linears: bool = Field(
-        True,
+        False,
         description="On CPU, decode with oneDNN-packed copies of the float32 linear weights "
-        "(faster steps; same samples up to float rounding; the weights' size in host memory "
-        "during rollout).",
+        "(faster decode steps; same samples up to float rounding, so near-ties may sample "
+        "differently; the weights' size in host memory during rollout).",
     )
     quantization: Literal["none", "int8"] = Field(
         "none",
