@@ -136,6 +136,7 @@ def experience_maker(
         critic=c.critic,
         teachers=c.teachers,
         recompute_old_logprobs=recompute_old_logprobs,
+        skip_zero_advantage_rows=s.train.skip_zero_advantage_rows,
     )
 
 

@@ -15,7 +15,9 @@ from torch import Tensor
 from lightrft.application.agent_metrics import episode_metrics
 from lightrft.application.batching import (
     RolloutTensors,
+    agreed_max,
     build_rollout_tensors,
+    split_by_count,
     split_by_token_budget,
     trim_padding,
 )
@@ -28,6 +30,7 @@ from lightrft.application.reward_scoring import (
     score_truncated_as,
     shape_rewards,
 )
+from lightrft.application.trained_rows import rows_with_advantage, skips_zero_loss_rows
 from lightrft.domain.advantages import AdvantageInputs, compute_advantages
 from lightrft.domain.groups import zero_group_fraction
 from lightrft.domain.kl import kl_estimate
@@ -68,6 +71,17 @@ class ExperienceBatch:
 
 
 @dataclass(frozen=True)
+class _Advantages:
+    """Advantages (B, R) as the optimizer gets them, returns (B, R), the constraint state
+    after this batch and the advantage and constraint metrics."""
+
+    advantages: Tensor
+    returns: Tensor
+    constraints: ConstraintState
+    metrics: dict[str, float]
+
+
+@dataclass(frozen=True)
 class _Rollout:
     prompts: list[PromptRecord]
     completions: list[Completion]
@@ -85,7 +99,18 @@ class CollectedRollout:
 
 
 class ExperienceMaker:
-    """Builds one step's :class:`Experience` from a batch of prompts through the ports."""
+    """Builds one step's :class:`Experience` from a batch of prompts through the ports.
+
+    Old log-probs on the trained rows only: when the loss ratio is their only reader (no
+    KL, no teachers, no high-entropy selection, no mismatch metrics, no critic) and the
+    optimizer leaves the zero-advantage samples out (``skip_zero_advantage_rows``, same
+    rule: :mod:`lightrft.application.trained_rows`), the advantages, which then do not
+    depend on them, come first and the no-grad old-policy forward (and the one at the
+    sampling temperature for the rollout correction) runs only on the samples with a
+    non-zero advantage. The other rows of ``Experience.old_logprobs`` are 0, unset and
+    never read (the optimizer does not train them); ``logprobs/old_forwarded_fraction``
+    logs the share forwarded.
+    """
 
     def __init__(
         self,
@@ -102,7 +127,10 @@ class ExperienceMaker:
         critic: Critic | None = None,
         recompute_old_logprobs: bool = True,
         teachers: Sequence[ReferenceModel] = (),
+        skip_zero_advantage_rows: bool = False,
     ) -> None:
+        """``skip_zero_advantage_rows``: the optimizer's ``TrainParams`` flag (the class doc:
+        old log-probs on the trained rows only)."""
         if not reward_sources:
             raise ValueError("reward_sources is empty; need at least one reward source")
         self.engine, self.policy, self.reward_sources = engine, policy, list(reward_sources)
@@ -110,6 +138,7 @@ class ExperienceMaker:
         self.rollout, self.algorithm, self.shaping = rollout, algorithm, shaping
         self.reference, self.critic, self.teachers = reference, critic, list(teachers)
         self.recompute_old_logprobs = recompute_old_logprobs
+        self.skip_zero_advantage_rows = skip_zero_advantage_rows
         self.estimator = algorithm.estimator
         if self.estimator.needs_values and critic is None:
             raise ValueError(f"advantage estimator {self.estimator.name!r} needs a critic")
@@ -316,16 +345,29 @@ class ExperienceMaker:
         )
         return logprobs
 
-    def _forward_batches(self, seq: SequenceBatch, group_index: Tensor) -> list[Tensor]:
-        """Row indices of each no-grad forward: ``forward_micro_batch_size`` rows, or with
-        ``max_tokens_per_forward`` balanced token-budget micro-batches (groups kept together
-        when they fit; as many on every rank, the extra ones empty)."""
-        rows = torch.arange(seq.input_ids.shape[0])
+    def _forward_batches(
+        self, seq: SequenceBatch, group_index: Tensor, rows: Tensor | None = None
+    ) -> list[Tensor]:
+        """Row indices of each no-grad forward over ``rows`` (default: every row):
+        ``forward_micro_batch_size`` rows, or with ``max_tokens_per_forward`` balanced
+        token-budget micro-batches (groups kept together when they fit). As many on every
+        rank, the extra ones empty: a token budget or a subset of ``rows`` (its size differs
+        between ranks) makes the counts differ, and sharded strategies need them equal."""
+        subset = rows is not None
+        if rows is None:
+            rows = torch.arange(seq.input_ids.shape[0])
         budget = self.rollout.max_tokens_per_forward
-        if budget is None:
-            return list(torch.split(rows, self.rollout.forward_micro_batch_size))
-        tokens = seq.attention_mask.sum(dim=-1)
-        return split_by_token_budget(rows, tokens, budget, self.collective, groups=group_index)
+        if budget is not None:
+            tokens = seq.attention_mask[rows].sum(dim=-1)
+            return split_by_token_budget(
+                rows, tokens, budget, self.collective, groups=group_index[rows]
+            )
+        size = self.rollout.forward_micro_batch_size
+        if not subset:
+            return split_by_count(rows, size)
+        batches = split_by_count(rows, size) if len(rows) else []
+        count = agreed_max(len(batches), self.collective)
+        return batches + [rows.new_zeros(0)] * (count - len(batches))
 
     def _micro_inputs(self, seq: SequenceBatch, rows: Tensor) -> SequenceBatch:
         """The rows of one forward (padding columns trimmed under a token budget); an empty
@@ -378,6 +420,42 @@ class ExperienceMaker:
                 values[rows, : out.shape[1]] = out[: len(rows)]
         return values
 
+    def _old_logprobs_on_trained_rows_only(self, kl_coef: float, need_entropy: bool) -> bool:
+        """Whether the loss ratio is the only reader of the old log-probs and the optimizer
+        trains only the rows with a non-zero advantage (the class doc)."""
+        kl_term = self.reference is not None and kl_coef > 0  # in the loss or in the reward
+        only_the_loss_reads_old = not (
+            self.estimator.needs_teachers or need_entropy or self.rollout.measure_mismatch
+        )
+        return only_the_loss_reads_old and skips_zero_loss_rows(
+            self.algorithm,
+            skip_zero_advantage_rows=self.skip_zero_advantage_rows,
+            critic=self.critic is not None,
+            kl_term=kl_term,
+        )
+
+    def _advantages(
+        self,
+        inputs: AdvantageInputs,
+        kl_coef: float,
+        constraints: tuple[Scores, ConstraintState],
+    ) -> _Advantages:
+        """The estimator's advantages (``kl_coef``: KL in the reward, else 0), the
+        constraints' cost advantages folded in, clipped."""
+        params = replace(self.algorithm.advantage, kl_coef=kl_coef)
+        out = compute_advantages(
+            self.estimator.name, inputs, params, self.collective.all_reduce_sum
+        )
+        advantages, state, metrics = self._constrain(
+            out.advantages,
+            AdvantageInputs(inputs.rewards, inputs.response_mask, inputs.group_index),
+            constraints,
+        )
+        if self.shaping.advantage_clip is not None:
+            advantages = clip_values(advantages, self.shaping.advantage_clip) * inputs.response_mask
+        metrics.update({k: float(v) for k, v in out.metrics.items()})
+        return _Advantages(advantages, out.returns, state, metrics)
+
     def _annotate(
         self,
         tensors: RolloutTensors,
@@ -399,11 +477,26 @@ class ExperienceMaker:
             or need_entropy
             or self.algorithm.resolved_loss.tis_cap is not None
         )
+        inputs = AdvantageInputs(
+            rewards,
+            mask,
+            group_index,
+            baseline_rewards=baseline,
+            token_rewards=token_rewards,
+        )
+        metrics: dict[str, float] = {}
         batches = self._forward_batches(seq, group_index)
+        old_batches = batches
+        early: _Advantages | None = None  # computed before the old log-probs (class doc)
+        if need_old and self._old_logprobs_on_trained_rows_only(kl_coef, need_entropy):
+            early = self._advantages(inputs, 0.0, constraints)
+            trained = rows_with_advantage(early.advantages, mask)
+            old_batches = self._forward_batches(seq, group_index, torch.nonzero(trained).flatten())
+            metrics["logprobs/old_forwarded_fraction"] = float(trained.float().mean())
         old: Tensor | None = None
         entropy: Tensor | None = None
         if need_old:
-            old, entropy = self._forward_no_grad(self.policy, seq, batches, need_entropy)
+            old, entropy = self._forward_no_grad(self.policy, seq, old_batches, need_entropy)
         ref = None
         if self.reference is not None and kl_coef > 0:
             ref, _ = self._forward_no_grad(self.reference, seq, batches, False)
@@ -411,11 +504,10 @@ class ExperienceMaker:
         values = None
         if self.critic is not None:
             values = self._values_no_grad(self.critic, seq, batches)
-        metrics: dict[str, float] = {}
         rollout_logprobs = tensors.rollout_logprobs
         correcting = self.algorithm.resolved_loss.tis_cap is not None
         if rollout_logprobs is not None and (self.rollout.measure_mismatch or correcting):
-            trainer = self._sampling_logprobs(seq, batches, old)
+            trainer = self._sampling_logprobs(seq, old_batches, old)
             if self.rollout.measure_mismatch:
                 mismatch = mismatch_metrics(trainer, rollout_logprobs, mask)
                 metrics.update({k: float(v) for k, v in mismatch.items()})
@@ -429,30 +521,21 @@ class ExperienceMaker:
             kl = kl_estimate(self.algorithm.kl_estimator, old, ref, mask)
             metrics["kl/mean"] = float(kl.sum() / mask.sum())
         use_kl_in_reward = self.estimator.kl_in_reward and kl is not None
-        params = replace(self.algorithm.advantage, kl_coef=kl_coef if use_kl_in_reward else 0.0)
-        out = compute_advantages(
-            self.estimator.name,
-            AdvantageInputs(
-                rewards,
-                mask,
-                group_index,
-                values=values,
-                kl=kl if use_kl_in_reward else None,
-                baseline_rewards=baseline,
-                logprobs=old if teacher is not None else None,
-                teacher_logprobs=teacher,
-                token_rewards=token_rewards,
-            ),
-            params,
-            self.collective.all_reduce_sum,
-        )
-        advantages, state, constraint_metrics = self._constrain(
-            out.advantages, AdvantageInputs(rewards, mask, group_index), constraints
-        )
-        metrics.update(constraint_metrics)
-        if self.shaping.advantage_clip is not None:
-            advantages = clip_values(advantages, self.shaping.advantage_clip) * mask
-        metrics.update({k: float(v) for k, v in out.metrics.items()})
+        annotated = early
+        if annotated is None:
+            annotated = self._advantages(
+                replace(
+                    inputs,
+                    values=values,
+                    kl=kl if use_kl_in_reward else None,
+                    logprobs=old if teacher is not None else None,
+                    teacher_logprobs=teacher,
+                ),
+                kl_coef if use_kl_in_reward else 0.0,
+                constraints,
+            )
+        advantages = annotated.advantages
+        metrics.update(annotated.metrics)
         if entropy is not None and self.algorithm.high_entropy_fraction is not None:
             keep = high_entropy_token_mask(entropy, mask, self.algorithm.high_entropy_fraction)
             advantages = advantages * keep
@@ -464,14 +547,14 @@ class ExperienceMaker:
             sequences=seq,
             old_logprobs=old,
             advantages=advantages,
-            returns=out.returns,
+            returns=annotated.returns,
             rewards=rewards,
             group_index=group_index,
             ref_logprobs=ref,
             rollout_logprobs=rollout_logprobs,
             values=values,
         )
-        return experience, metrics, state
+        return experience, metrics, annotated.constraints
 
 
 def _select_groups(rollout: _Rollout, prompt_indices: list[int]) -> _Rollout:

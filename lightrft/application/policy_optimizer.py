@@ -34,14 +34,11 @@ from lightrft.application.batching import (
     trim_experience,
 )
 from lightrft.application.params import AlgorithmParams, TrainParams
+from lightrft.application.trained_rows import rows_with_advantage, skips_zero_loss_rows
 from lightrft.domain.aggregation import LossNormalizer
 from lightrft.domain.groups import dense_group_ids
 from lightrft.domain.kl import kl_loss
-from lightrft.domain.policy_losses import (
-    POLICY_LOSSES,
-    PolicyLossInputs,
-    compute_policy_loss,
-)
+from lightrft.domain.policy_losses import PolicyLossInputs, compute_policy_loss
 from lightrft.domain.ports import Collective, Critic, Policy, Strategy
 from lightrft.domain.types import Experience
 from lightrft.domain.value_loss import entropy_loss, value_loss
@@ -140,22 +137,17 @@ class PolicyOptimizer:
     def _trained_rows(self, experience: Experience, rows: Tensor, kl_coef: float) -> Tensor:
         """``rows`` without the samples whose loss is exactly zero (module doc); all of them
         when that is off or some loss term does not carry the advantage."""
-        if not self.train_params.skip_zero_advantage_rows or not self._loss_is_advantage_only(
-            experience, kl_coef
-        ):
-            return rows
-        mask = experience.response_mask[rows].bool()
-        signal = (experience.advantages[rows] != 0) & mask  # [N, R]
-        return rows[signal.any(dim=-1)]
-
-    def _loss_is_advantage_only(self, experience: Experience, kl_coef: float) -> bool:
-        kl_term = self.kl_in_loss and kl_coef > 0 and experience.ref_logprobs is not None
-        return (
-            POLICY_LOSSES.get(self.algorithm.policy_loss).zero_without_advantage
-            and self.critic is None
-            and self.algorithm.entropy_coef == 0
-            and not kl_term
+        skips = skips_zero_loss_rows(
+            self.algorithm,
+            skip_zero_advantage_rows=self.train_params.skip_zero_advantage_rows,
+            critic=self.critic is not None,
+            kl_term=self.kl_in_loss and kl_coef > 0 and experience.ref_logprobs is not None,
         )
+        if not skips:
+            return rows
+        return rows[
+            rows_with_advantage(experience.advantages[rows], experience.response_mask[rows])
+        ]
 
     def _micro(self, experience: Experience, micro_rows: Tensor, rows: Tensor) -> Experience:
         """The micro-batch's experience; for an empty micro-batch, the first row of the

@@ -489,7 +489,9 @@ class TrainConfig(Section):
         True,
         description="Leave samples whose advantages are all zero out of the forward and "
         "backward when their loss is exactly zero (no KL or entropy term, no critic, a loss "
-        "whose every term carries the advantage): the same gradient for less compute.",
+        "whose every term carries the advantage): the same gradient for less compute. When "
+        "only that loss reads the old log-probs (off-policy modes, several mini-batches), "
+        "they are computed for the trained samples only (docs/async.md).",
     )
     seed: int = Field(0, description="Seed of data order, sampling and shuffles.")
     health: HealthConfig = Field(
