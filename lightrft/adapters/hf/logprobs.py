@@ -49,28 +49,29 @@ def response_logprobs(
     grad mode.
     """
     _check_batch(batch)
-    if not packing:
-        inputs = {
+    valid = batch.attention_mask.bool()
+    positions = position_ids_from_mask(batch.attention_mask)  # [B, T]
+    inputs: dict[str, Any] = (
+        {
+            "input_ids": batch.input_ids[valid][None],  # [1, N]
+            "attention_mask": None,
+            "position_ids": positions[valid][None],  # [1, N] restarting per sample
+        }
+        if packing
+        else {
             "input_ids": batch.input_ids,
             "attention_mask": batch.attention_mask,
-            "position_ids": position_ids_from_mask(batch.attention_mask),
+            "position_ids": positions,
         }
-        return logprobs_from_inputs(
-            model,
-            batch,
-            inputs,
-            temperature=temperature,
-            with_entropy=with_entropy,
-            chunk_size=chunk_size,
-        )
-    scored = scored_mask(batch)
-    logits, labels = _packed_logits(model, batch, scored)
-    out = token_logprobs(
-        logits, labels, temperature=temperature, with_entropy=with_entropy, chunk_size=chunk_size
     )
-    return PolicyOutput(
-        _scatter(out.logprobs[0], scored),
-        None if out.entropy is None else _scatter(out.entropy[0], scored),
+    return logprobs_from_inputs(
+        model,
+        batch,
+        inputs,
+        temperature=temperature,
+        with_entropy=with_entropy,
+        chunk_size=chunk_size,
+        packed=packing,
     )
 
 
@@ -83,28 +84,42 @@ def logprobs_from_inputs(
     with_entropy: bool = False,
     chunk_size: int = 1024,
     suppressed: Tensor | None = None,
+    packed: bool = False,
 ) -> PolicyOutput:
-    """The padded path of :func:`response_logprobs` on model inputs the caller built.
+    """:func:`response_logprobs` on model inputs the caller built (multimodal adapters build
+    them from the batch's payloads).
 
-    ``inputs`` are the forward's keyword arguments for the (B, T) rows of ``batch``
-    (``input_ids``, ``attention_mask``, ``position_ids`` and e.g. ``pixel_values``);
-    multimodal adapters build them from the batch's payloads. ``suppressed`` (S,) token
-    ids are taken out of the distribution (:func:`suppress_tokens`). Returns (B, R) tensors.
+    ``inputs`` are the forward's keyword arguments: for the (B, T) rows of ``batch``
+    (``input_ids``, ``attention_mask``, ``position_ids`` and e.g. ``pixel_values``), or with
+    ``packed`` for one row (1, N) of the attended tokens of every row in row order (position
+    ids restarting per row, ``attention_mask=None``); then only the predictors of the K
+    scored tokens reach the LM head. ``suppressed`` (S,) token ids are taken out of the
+    distribution (:func:`suppress_tokens`). Returns (B, R) tensors, 0 where not scored.
     """
     check_prompt_column(batch)
     t, r = batch.input_ids.shape[1], batch.response_length
-    keep = torch.arange(t - r - 1, t - 1, device=batch.input_ids.device)  # [R]
-    logits = _forward(model, keep, **inputs)  # [B, R, V]
+    scored = scored_mask(batch)
+    if packed:
+        lengths = batch.attention_mask.bool().sum(-1)  # [B]
+        offsets = torch.cumsum(lengths, 0) - lengths  # [B] first packed index of each row
+        packed_index = offsets[:, None] + position_ids_from_mask(batch.attention_mask)  # [B, T]
+        keep = packed_index[:, t - r - 1 : t - 1][scored]  # [K] predictor of each scored token
+        labels = batch.input_ids[:, t - r :][scored][None]  # [1, K]
+    else:
+        keep = torch.arange(t - r - 1, t - 1, device=batch.input_ids.device)  # [R]
+        labels = batch.input_ids[:, t - r :]  # [B, R]
+    logits = _forward(model, keep, **inputs)  # [1, K, V] or [B, R, V]
     if suppressed is not None:
         logits = suppress_tokens(logits, suppressed)
     out = token_logprobs(
-        logits,
-        batch.input_ids[:, t - r :],
-        temperature=temperature,
-        with_entropy=with_entropy,
-        chunk_size=chunk_size,
+        logits, labels, temperature=temperature, with_entropy=with_entropy, chunk_size=chunk_size
     )
-    scored = scored_mask(batch).to(out.logprobs.device)
+    if packed:
+        return PolicyOutput(
+            _scatter(out.logprobs[0], scored),
+            None if out.entropy is None else _scatter(out.entropy[0], scored),
+        )
+    scored = scored.to(out.logprobs.device)
     zero = torch.zeros((), dtype=out.logprobs.dtype, device=out.logprobs.device)
     return PolicyOutput(
         torch.where(scored, out.logprobs, zero),
@@ -148,25 +163,6 @@ def check_prompt_column(batch: SequenceBatch) -> None:
             f"a response of {batch.response_length} columns needs at least one prompt column "
             f"before it; input_ids has {batch.input_ids.shape[1]}"
         )
-
-
-def _packed_logits(model: nn.Module, batch: SequenceBatch, scored: Tensor) -> tuple[Tensor, Tensor]:
-    """Logits (1, K, V) of the K scored response tokens, from one packed row, and labels (1, K)."""
-    t, r = batch.input_ids.shape[1], batch.response_length
-    valid = batch.attention_mask.bool()
-    positions = position_ids_from_mask(batch.attention_mask)  # [B, T]
-    lengths = valid.sum(-1)  # [B]
-    offsets = torch.cumsum(lengths, 0) - lengths  # [B] first packed index of each row
-    packed_index = offsets[:, None] + positions  # [B, T] valid columns only
-    keep = packed_index[:, t - r - 1 : t - 1][scored]  # [K] predictor of each scored token
-    logits = _forward(
-        model,
-        keep,
-        input_ids=batch.input_ids[valid][None],  # [1, N]
-        attention_mask=None,
-        position_ids=positions[valid][None],  # [1, N]
-    )
-    return logits, batch.input_ids[:, t - r :][scored][None]
 
 
 def _forward(model: nn.Module, keep: Tensor, **inputs: Any) -> Tensor:

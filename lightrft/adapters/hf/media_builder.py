@@ -36,6 +36,7 @@ from lightrft.adapters.hf.multimodal_inputs import (
     row_name,
     unwrapped,
 )
+from lightrft.adapters.hf.packed_media import pack_model_inputs
 from lightrft.domain.modality import COST_KEY, Payload, media_cost
 from lightrft.domain.types import PromptRecord
 
@@ -203,6 +204,9 @@ class MediaInputs(ABC):
 
     token_id_key: ClassVar[str]  # the model config's placeholder id ("image_token_id")
     noun: ClassVar[str]  # as in MediaEncoder
+    token_keys: ClassVar[tuple[str, ...]] = ()  # other (B, T) arguments, packed like the ids
+    mrope: ClassVar[bool] = False  # positions are M-RoPE (3, B, T) when some row has media
+    packs: ClassVar[bool] = True  # whether :meth:`packed_inputs` is proven equal to padded
 
     def __init__(self, model: nn.Module) -> None:
         base = unwrapped(model)
@@ -260,3 +264,13 @@ class MediaInputs(ABC):
             if media.position_offsets is not None:
                 offsets = media.position_offsets
         return ModelInputs(kwargs, offsets)
+
+    def packed_inputs(
+        self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload]
+    ) -> dict[str, Any] | None:
+        """Arguments of one packed row (1, N) of the attended tokens of every row, or None
+        when the family does not pack (see :mod:`~lightrft.adapters.hf.packed_media`)."""
+        if not self.packs:
+            return None
+        built = self.model_inputs(input_ids, attention_mask, payloads)
+        return pack_model_inputs(built.kwargs, attention_mask, self.token_keys, mrope=self.mrope)

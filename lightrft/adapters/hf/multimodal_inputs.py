@@ -63,6 +63,14 @@ class MultimodalInputs(Protocol):
         (empty mappings for text-only rows)."""
         ...
 
+    def packed_inputs(
+        self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload]
+    ) -> dict[str, Any] | None:
+        """Arguments of one packed row (1, N) holding the attended tokens of every row (each
+        row's positions as it has them alone, attention confined to each row), or None when
+        the family does not pack (:mod:`~lightrft.adapters.hf.packed_media`)."""
+        ...
+
 
 @dataclass(frozen=True)
 class MediaRequirements:
@@ -113,20 +121,24 @@ def multimodal_logprobs(
     temperature: float = 1.0,
     with_entropy: bool = False,
     chunk_size: int = 1024,
+    packing: bool = False,
 ) -> PolicyOutput:
-    """Response log-probs (B, R) of ``batch`` (rows with and without media) under ``model``."""
+    """Response log-probs (B, R) of ``batch`` (rows with and without media) under ``model``:
+    padded, or with ``packing`` one packed row when the family packs (padded otherwise)."""
     rows = int(batch.input_ids.shape[0])
     payloads = batch.multimodal or tuple({} for _ in range(rows))
+    options: dict[str, Any] = {
+        "temperature": temperature,
+        "with_entropy": with_entropy,
+        "chunk_size": chunk_size,
+        "suppressed": inputs.suppressed_token_ids,
+    }
+    if packing:
+        packed = inputs.packed_inputs(batch.input_ids, batch.attention_mask, payloads)
+        if packed is not None:
+            return logprobs_from_inputs(model, batch, packed, packed=True, **options)
     built = inputs.model_inputs(batch.input_ids, batch.attention_mask, payloads)
-    return logprobs_from_inputs(
-        model,
-        batch,
-        built.kwargs,
-        temperature=temperature,
-        with_entropy=with_entropy,
-        chunk_size=chunk_size,
-        suppressed=inputs.suppressed_token_ids,
-    )
+    return logprobs_from_inputs(model, batch, built.kwargs, **options)
 
 
 def row_name(payload: Payload, row: int) -> str:

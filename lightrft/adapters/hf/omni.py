@@ -76,9 +76,10 @@ class OmniEncoder:
 
 class OmniInputs(media.MediaInputs):
     """Forward arguments of a Qwen2.5-Omni thinker for rows with images, audio, both or
-    neither (module doc)."""
+    neither (module doc); the padded path only (packing is not proven equal here)."""
 
     token_id_key, noun = "image_token_id", "image"
+    packs = False
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__(model)

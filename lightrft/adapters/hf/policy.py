@@ -43,8 +43,10 @@ class HfPolicy:
         tokenizer: saved next to the weights by :meth:`export_hf` when given.
         multimodal: the model family's input builder (a vision- or audio-language model,
             :mod:`~lightrft.adapters.hf.multimodal_inputs`); then every batch, with or
-            without media, runs the padded path with the family's inputs (M-RoPE ...), and
-            ``packing`` / ``prefix_sharing`` are not used.
+            without media, runs with the family's inputs (M-RoPE ...): padded, or one packed
+            row with ``packing`` (:mod:`~lightrft.adapters.hf.packed_media`; Qwen2-VL,
+            Qwen2.5-VL and Qwen2-Audio, padded for Qwen2.5-Omni); ``prefix_sharing`` is
+            not used.
         processors: media processors (image processor, feature extractor) saved with the
             tokenizer by :meth:`export_hf`.
 

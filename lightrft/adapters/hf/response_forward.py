@@ -36,8 +36,9 @@ class ForwardOptions(TypedDict, total=False):
 class ResponseForward:
     """Which path a forward takes: multimodal inputs, prefix sharing, packing, or padded.
 
-    With ``multimodal`` every batch runs the family's padded path (prefix sharing off,
-    ``packing`` unused); otherwise ``prefix_sharing`` / ``packing`` choose as documented in
+    With ``multimodal`` prefix sharing is off and ``packing`` packs the rows when the family
+    packs (:mod:`~lightrft.adapters.hf.packed_media`), else the padded path runs; otherwise
+    ``prefix_sharing`` / ``packing`` choose as documented in
     ``HfPolicy``. All paths give the same log-probs. ``model`` is checked once here
     (``prefix_sharing="on"`` refuses an attention that takes no dense mask).
     """
@@ -73,6 +74,7 @@ class ResponseForward:
                 temperature=temperature,
                 with_entropy=with_entropy,
                 chunk_size=self._chunk_size,
+                packing=self._packing,
             )
         return self._prefix_sharing.logprobs(
             model,

@@ -66,6 +66,7 @@ class VisionLanguageInputs(media.MediaInputs):
     """Forward arguments of a Qwen2-VL / Qwen2.5-VL model for rows with and without images."""
 
     token_id_key, noun = "image_token_id", "image"
+    token_keys, mrope = ("mm_token_type_ids",), True
 
     def placeholder_ids(self, config: Any) -> set[int]:
         """The image and video pad ids."""

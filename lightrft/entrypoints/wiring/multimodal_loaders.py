@@ -106,6 +106,7 @@ def _loader(media: _Media) -> ModelLoader:
         return HfPolicy(
             model,
             lora=lora,
+            packing=m.packing,
             chunk_size=m.logprob_chunk_size,
             tokenizer=context.tokenizer,
             multimodal=multimodal_inputs_for(model),
@@ -131,6 +132,7 @@ def _reference(context: BuildContext) -> HfReferenceModel:
     return HfReferenceModel(
         model,
         context.device,
+        packing=context.config.model.packing,
         chunk_size=context.config.model.logprob_chunk_size,
         multimodal=multimodal_inputs_for(model),
     )

@@ -63,3 +63,31 @@ def test_unset_audio_rate_is_the_models_and_another_rate_is_refused() -> None:
     )
     with pytest.raises(ValueError, match=re.escape(message)):
         with_model_audio_rate(DatasetConfig(audio_sampling_rate=8000), audio, "data.eval")
+
+
+@pytest.mark.parametrize("packing", [False, True])
+def test_model_packing_reaches_the_vision_language_policy_and_reference(
+    tmp_path: Path, packing: bool
+) -> None:
+    import torch
+
+    from lightrft.entrypoints.wiring.registries import BuildContext
+    from tests.helpers.tiny_multimodal import save_tiny_vl_model
+    from tests.unit.adapters.hf.test_vision_language_policy import mixed_batch
+
+    save_tiny_vl_model(tmp_path, byte_level=True)
+    overrides = [f"model.path={tmp_path}", "model.modality=vision-language"]
+    config = load_config(overrides=[*overrides, f"model.packing={str(packing).lower()}"])
+    load = loader(config)
+    tokenizer = load.tokenizer(config, tmp_path)
+    context = BuildContext(config, tmp_path, torch.device("cpu"), tokenizer, lambda: None)  # type: ignore[arg-type]
+    _, batch = mixed_batch()
+    for scorer in (load.policy(context), load.reference(context)):
+        rows: list[int] = []
+        scorer.module.register_forward_pre_hook(
+            lambda _m, _a, kw, rows=rows: rows.append(kw["input_ids"].shape[0]),
+            with_kwargs=True,
+        )
+        with torch.no_grad():
+            scorer.forward(batch)
+        assert rows == ([1] if packing else [3])  # one packed row, or the padded rows

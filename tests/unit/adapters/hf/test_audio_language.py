@@ -73,13 +73,15 @@ def test_wrong_sampling_rate_names_the_row() -> None:
 RESPONSES = [(40, 41, 42), (50, 51, 52, 53, 1), (60,)]
 
 
-def test_policy_logprobs_equal_the_models_own_forward() -> None:
+@pytest.mark.parametrize("packing", [False, True])
+def test_policy_logprobs_equal_the_models_own_forward(packing: bool) -> None:
     model = tiny_qwen2_audio()
     prompts = audio_prompts()
     completions = [Completion(i, r, "", "stop") for i, r in enumerate(RESPONSES)]
     batch = build_rollout_tensors(prompts, completions, pad_token_id=0).sequences
     with torch.no_grad():
-        got = HfPolicy(model, multimodal=multimodal_inputs_for(model)).forward(batch).logprobs
+        policy = HfPolicy(model, multimodal=multimodal_inputs_for(model), packing=packing)
+        got = policy.forward(batch).logprobs
     for row, (prompt, response) in enumerate(zip(prompts, RESPONSES, strict=True)):
         ids = torch.tensor([list(prompt.prompt_token_ids) + list(response)])
         media = prompt.multimodal

@@ -5,7 +5,9 @@
   own unpadded forward, and ``mm_token_type_ids`` marks exactly the attended image pads.
 - verl #527: M-RoPE positions of padded rows. The positions built for a padded batch equal
   the model's own ``get_rope_index`` on each unpadded row (and its ``rope_deltas``);
-  a policy configured to pack still scores media rows exactly (padded path).
+  a policy configured to pack (and to share prefixes, which multimodal models never do)
+  scores media rows exactly on the packed path (``test_packed_media.py`` checks the packed
+  positions).
 - TRL #6401 / #6294: pre-rendered (already expanded) prompt ids with raw images, records
   encoded twice, raw images reaching the forward: each refused, naming the row.
 """
@@ -132,7 +134,7 @@ def test_mrope_positions_equal_the_models_get_rope_index_on_each_unpadded_row(si
     assert int(positions[-3:, 0, columns[0]].max()) + 1 < len(rows[0])
 
 
-def test_a_packing_policy_scores_media_rows_on_the_padded_path() -> None:
+def test_a_packing_policy_scores_media_rows_exactly() -> None:
     model = tiny_qwen2_vl()
     prompts, batch = mixed_batch()
     packed = HfPolicy(
