@@ -10,6 +10,11 @@ started on the judge's directory). A strict parser
 unparsable verdict gets ``unparsable_score`` and is counted, never guessed. ``onload`` /
 ``offload`` wake the engine and put it to sleep. Metrics: ``unparsable`` (count),
 ``unparsable_rate``, ``verdict_tokens`` (mean generated tokens).
+
+Rows whose prompt has images or audio: a judge given ``media_encoder`` (the judge model's
+prompt encoder; its engine built with the family's multimodal inputs) reads them
+(:mod:`~lightrft.adapters.reward_models.judge_media`); a text judge refuses such a row with a
+``ValueError`` naming it, unless ``ignore_media`` (then it judges the text alone).
 """
 
 from __future__ import annotations
@@ -22,6 +27,12 @@ import structlog
 import torch
 
 from lightrft.adapters.common.rule_source import ColocatedModelSource
+from lightrft.adapters.reward_models.judge_media import (
+    media_markup,
+    media_message,
+    row_media,
+    row_where,
+)
 from lightrft.adapters.reward_models.verdict import VerdictParser
 from lightrft.domain.ports import RolloutEngine
 from lightrft.domain.types import PromptRecord, RewardResult, RewardSample, SamplingParams
@@ -54,16 +65,20 @@ def render_judge_prompt(
     prompt: str,
     response: str,
     reference: str,
+    media: dict[str, list[Any]] | None = None,
 ) -> tuple[str, list[int]]:
     """(text, token ids) of the judge's prompt: the filled ``template`` as one user message
     through the chat template with the generation prompt, or plain text with the
-    tokenizer's special tokens. Judge training lays its rows out with this function too."""
+    tokenizer's special tokens. With ``media`` (``{kind: items}``) the message starts with
+    one part per item (one placeholder each; a chat template is then required). Judge
+    training lays its rows out with this function too."""
     text = template.format(prompt=prompt, response=response, reference=reference)
+    if media and not use_chat_template:
+        raise ValueError("a judge prompt with media needs the judge's chat template")
     if use_chat_template:
+        message = media_message(text, media) if media else [{"role": "user", "content": text}]
         text = str(
-            tokenizer.apply_chat_template(
-                [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
-            )
+            tokenizer.apply_chat_template(message, tokenize=False, add_generation_prompt=True)
         )
         return text, list(tokenizer(text, add_special_tokens=False)["input_ids"])
     return text, list(tokenizer(text)["input_ids"])
@@ -83,6 +98,8 @@ class HfGenerativeRewardModel(ColocatedModelSource):
         unparsable_score: float = 0.0,
         max_new_tokens: int = 256,
         use_chat_template: bool | None = None,
+        media_encoder: Any | None = None,
+        ignore_media: bool = False,
     ) -> None:
         if not math.isfinite(unparsable_score):
             raise ValueError(f"unparsable_score must be finite, got {unparsable_score}")
@@ -94,25 +111,60 @@ class HfGenerativeRewardModel(ColocatedModelSource):
         self.sampling = SamplingParams(n=1, temperature=0.0, max_new_tokens=max_new_tokens, seed=0)
         has_template = bool(getattr(tokenizer, "chat_template", None))
         self.use_chat_template = has_template if use_chat_template is None else use_chat_template
+        self.media_encoder, self.ignore_media = media_encoder, ignore_media
+        self._markups: dict[str, str] = {}
         self.last_verdicts: list[str] = []
 
     def judge_prompt(self, sample: RewardSample) -> PromptRecord:
-        """The judge's rendered and tokenized prompt for ``sample``."""
+        """The judge's rendered and tokenized prompt for ``sample``, its media encoded by
+        the judge's encoder (see the module docstring)."""
+        record = sample.prompt
+        media = row_media(record)
+        if media and self.media_encoder is None and not self.ignore_media:
+            counts = ", ".join(f"{len(items)} {kind}(s)" for kind, items in media.items())
+            raise ValueError(
+                f"{row_where(record)}: the prompt has {counts} but judge {self._name!r} reads "
+                "text only; use a vision- or audio-language judge (generative_rm modality) or "
+                "set ignore_media to judge the text alone"
+            )
+        encoder = self.media_encoder
+        media = media if encoder is not None else {}
+        prompt = record.prompt_text
+        for kind in media:  # the policy's markup: each item gets the judge's one placeholder
+            prompt = prompt.replace(self._markup(kind), "")
         text, ids = render_judge_prompt(
             self.tokenizer,
             self.template,
             self.use_chat_template,
-            prompt=sample.prompt.prompt_text,
+            prompt=prompt,
             response=sample.completion.text,
-            reference=sample.prompt.reference or "",
+            reference=record.reference or "",
+            media=media,
         )
-        return PromptRecord(f"judge:{sample.prompt.uid}", text, tuple(ids))
+        uid = f"judge:{record.uid}"
+        if not media or encoder is None:
+            return PromptRecord(uid, text, tuple(ids))
+        raw = PromptRecord(
+            uid,
+            text,
+            tuple(ids),
+            multimodal={f"{kind}s": items for kind, items in media.items()},
+            metadata={"where": f"judge prompt of {row_where(record)}"},
+        )
+        encoded: PromptRecord = encoder.encode(raw)
+        return encoded
+
+    def _markup(self, kind: str) -> str:
+        if kind not in self._markups:
+            self._markups[kind] = media_markup(self.tokenizer, kind)
+        return self._markups[kind]
 
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) float32 parsed from the judge's greedy verdicts."""
         if not samples:
             return RewardResult(torch.zeros(0), {"unparsable": torch.tensor(0.0)})
-        completions = self.engine.generate([self.judge_prompt(s) for s in samples], self.sampling)
+        prompts = [self.judge_prompt(s) for s in samples]  # a refused row: before generating
+        completions = self.engine.generate(prompts, self.sampling)
         self.last_verdicts = [c.text for c in completions]
         parsed = [self.parser.parse(c.text) for c in completions]
         unparsable = sum(p is None for p in parsed)

@@ -137,3 +137,11 @@ class GenerativeRmConfig(EngineRmSection):
     unparsable_score: float = Field(0.0, description="Score of a verdict that cannot be read.")
     max_new_tokens: int = Field(256, gt=0, description="Verdict length limit.")
     dtype: Literal["fp32", "bf16", "fp16"] = Field("fp32", description="Judge weights dtype.")
+    modality: Literal["text", "vision-language", "audio-language", "omni"] = Field(
+        "text",
+        description="What the judge reads: text, or the row's images / audio too (hf engine; "
+        "the judge directory's processor re-encodes them).",
+    )
+    ignore_media: bool = Field(
+        False, description="A text judge judges image / audio rows by their text alone."
+    )

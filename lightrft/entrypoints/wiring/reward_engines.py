@@ -53,17 +53,24 @@ def vllm_params(section: EngineRmSection, context: BuildContext, path: Path) -> 
 
 @JUDGE_ENGINES.register("hf")
 def hf_judge(section: GenerativeRmConfig, context: BuildContext, path: Path) -> RolloutEngine:
-    """LightRFT's KV-cached sampler on the judge loaded with transformers."""
+    """LightRFT's KV-cached sampler on the judge loaded with transformers (a vision- or
+    audio-language judge with its family's media inputs)."""
     from lightrft.adapters.hf import (
         HfRolloutEngine,
         ModelLoadParams,
         load_causal_lm,
         load_tokenizer,
     )
+    from lightrft.adapters.hf.multimodal_inputs import multimodal_inputs_for
+    from lightrft.adapters.hf.multimodal_loading import load_multimodal_model
 
     params = ModelLoadParams(dtype=DTYPES[section.dtype])  # type: ignore[arg-type]
-    model = load_causal_lm(path, context.device, params)
-    return HfRolloutEngine(model, load_tokenizer(path), context.device)
+    if section.modality == "text":
+        model = load_causal_lm(path, context.device, params)
+        return HfRolloutEngine(model, load_tokenizer(path), context.device)
+    model = load_multimodal_model(path, section.modality, context.device, params)
+    media = multimodal_inputs_for(model)
+    return HfRolloutEngine(model, load_tokenizer(path), context.device, multimodal=media)
 
 
 @JUDGE_ENGINES.register("vllm")

@@ -71,6 +71,16 @@ def build_generative_rm(section: GenerativeRmConfig, context: BuildContext) -> R
 
     path = Path(section.path) if section.path else context.model_path
     tokenizer = load_tokenizer(path)
+    encoder = None
+    if section.modality != "text":
+        from lightrft.entrypoints.wiring.scalar_reward_models import reward_media_encoder
+
+        if section.engine != "hf":
+            raise ValueError(
+                f"reward source {section.label!r}: a {section.modality} judge runs on engine "
+                f"hf only (engine {section.engine} is not wired for judge media)"
+            )
+        encoder = reward_media_encoder(path, section.modality, context.config, tokenizer)
     engine = JUDGE_ENGINES.get(section.engine)(section, context, path)
     parser = verdict_parser(section.verdict, max_score=section.max_score, labels=section.labels)
     return HfGenerativeRewardModel(
@@ -81,4 +91,6 @@ def build_generative_rm(section: GenerativeRmConfig, context: BuildContext) -> R
         template=section.template or DEFAULT_TEMPLATE,
         unparsable_score=section.unparsable_score,
         max_new_tokens=section.max_new_tokens,
+        media_encoder=encoder,
+        ignore_media=section.ignore_media,
     )
