@@ -145,3 +145,12 @@ class GenerativeRmConfig(EngineRmSection):
     ignore_media: bool = Field(
         False, description="A text judge judges image / audio rows by their text alone."
     )
+
+    @model_validator(mode="after")
+    def _media_judge_on_hf(self) -> GenerativeRmConfig:
+        if self.modality != "text" and self.engine != "hf":
+            raise ValueError(
+                f"reward source {self.label!r}: a {self.modality} judge runs on engine hf only "
+                f"(engine {self.engine} is not wired for judge media)"
+            )
+        return self

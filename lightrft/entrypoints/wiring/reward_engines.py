@@ -27,6 +27,7 @@ from lightrft.entrypoints.config.reward_model_configs import (
 from lightrft.entrypoints.wiring.model_loaders import DTYPES
 from lightrft.entrypoints.wiring.registries import (
     JUDGE_ENGINES,
+    MODEL_LOADERS,
     SCALAR_RM_ENGINES,
     BuildContext,
 )
@@ -65,7 +66,7 @@ def hf_judge(section: GenerativeRmConfig, context: BuildContext, path: Path) -> 
     from lightrft.adapters.hf.multimodal_loading import load_multimodal_model
 
     params = ModelLoadParams(dtype=DTYPES[section.dtype])  # type: ignore[arg-type]
-    if section.modality == "text":
+    if MODEL_LOADERS.get(section.modality).prompt_encoder is None:  # text: the plain loader
         model = load_causal_lm(path, context.device, params)
         return HfRolloutEngine(model, load_tokenizer(path), context.device)
     model = load_multimodal_model(path, section.modality, context.device, params)

@@ -19,6 +19,7 @@ from lightrft.entrypoints.field_copy import copy_fields
 from lightrft.entrypoints.wiring import reward_engines  # noqa: F401  (registers the engines)
 from lightrft.entrypoints.wiring.registries import (
     JUDGE_ENGINES,
+    MODEL_LOADERS,
     REWARD_SOURCES,
     SCALAR_RM_ENGINES,
     BuildContext,
@@ -72,14 +73,9 @@ def build_generative_rm(section: GenerativeRmConfig, context: BuildContext) -> R
     path = Path(section.path) if section.path else context.model_path
     tokenizer = load_tokenizer(path)
     encoder = None
-    if section.modality != "text":
+    if MODEL_LOADERS.get(section.modality).prompt_encoder is not None:  # a media judge
         from lightrft.entrypoints.wiring.scalar_reward_models import reward_media_encoder
 
-        if section.engine != "hf":
-            raise ValueError(
-                f"reward source {section.label!r}: a {section.modality} judge runs on engine "
-                f"hf only (engine {section.engine} is not wired for judge media)"
-            )
         encoder = reward_media_encoder(path, section.modality, context.config, tokenizer)
     engine = JUDGE_ENGINES.get(section.engine)(section, context, path)
     parser = verdict_parser(section.verdict, max_score=section.max_score, labels=section.labels)

@@ -144,20 +144,20 @@ def test_a_text_judge_refuses_an_image_row_by_name_unless_told_to_ignore_media()
 def test_a_vision_language_judge_builds_from_config_and_judges_an_image_row(
     tmp_path: Path,
 ) -> None:
-    from lightrft.entrypoints.config.loading import load_config
+    from lightrft.entrypoints.config.loading import ConfigError, load_config
     from lightrft.entrypoints.wiring import reward_model_builders  # noqa: F401  (registers)
     from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
 
     judge_dir = save_tiny_vl_model(tmp_path / "judge", byte_level=True)
     fields = {"type": "generative_rm", "path": str(judge_dir), "max_new_tokens": 4}
     vl = {**fields, "modality": "vision-language"}
-    sources = [{**vl, "name": "a"}, {**vl, "name": "b", "engine": "vllm"}, fields]
-    config = load_config(overrides={"reward.sources": sources})
+    on_vllm = [{**vl, "name": "b", "engine": "vllm"}]
+    with pytest.raises(ConfigError, match=r"reward.sources.0: .*judge runs on engine hf only"):
+        load_config(overrides={"reward.sources": on_vllm})  # refused before anything loads
+    config = load_config(overrides={"reward.sources": [{**vl, "name": "a"}, fields]})
     context = BuildContext(config, tmp_path, CPU, None, lambda: None)  # type: ignore[arg-type,return-value]
-    hf, on_vllm, text = config.reward.sources
+    hf, text = config.reward.sources
     judge = build(REWARD_SOURCES, hf, context)
     result = judge.score([answer(policy_row("red"))])
     assert result.scores.shape == (1,) and judge.judge_prompt(answer(policy_row("red"))).multimodal
-    with pytest.raises(ValueError, match="a vision-language judge runs on engine hf only"):
-        build(REWARD_SOURCES, on_vllm, context)
     assert text.modality == "text" and not text.ignore_media  # type: ignore[attr-defined]
