@@ -31,7 +31,7 @@ from lightrft.application.batching import build_rollout_tensors
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
 from tests.helpers.tiny_multimodal import tiny_qwen2_audio
 from tests.unit.adapters.hf.test_audio_language import audio_prompts
-from tests.unit.adapters.vllm.vllm_tiny import require_vllm
+from tests.unit.adapters.vllm.vllm_tiny import require_vllm, tiny_engine_params
 from tests.unit.adapters.vllm.vllm_tiny_audio import save_for_vllm
 
 pytestmark = pytest.mark.slow
@@ -41,20 +41,13 @@ ATOL = 1e-4
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple]:  # (engine, HF model)
     require_vllm()
-    from lightrft.adapters.vllm import VllmEngineParams, VllmRolloutEngine
+    from lightrft.adapters.vllm import VllmRolloutEngine
     from lightrft.adapters.vllm.media_prompts import media_limits
 
     directory = Path(tempfile.mkdtemp(prefix="lightrft-vllm-audio-"))
     model = tiny_qwen2_audio(0)
     save_for_vllm(directory, model)
-    params = VllmEngineParams(
-        str(directory),
-        dtype="float32",
-        kv_cache_gib=0.0625,
-        max_model_len=256,
-        enforce_eager=True,
-        media_per_prompt=media_limits(audio_prompts()),  # {"audio": 2}
-    )
+    params = tiny_engine_params(directory, media_per_prompt=media_limits(audio_prompts()))
     engine = VllmRolloutEngine(params, "cpu")
     try:
         yield engine, model

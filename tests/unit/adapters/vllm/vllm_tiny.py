@@ -13,6 +13,7 @@ import atexit
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -52,24 +53,26 @@ def require_vllm() -> None:
     )
 
 
+def tiny_engine_params(directory: Path, **extra: Any):  # -> VllmEngineParams
+    """vLLM settings for a tiny model in ``directory``: fp32, eager, a 64 MiB KV cache and
+    256 positions (``extra`` adds or overrides fields)."""
+    from lightrft.adapters.vllm import VllmEngineParams
+
+    fields = {"dtype": "float32", "kv_cache_gib": 0.0625, "max_model_len": 256}
+    return VllmEngineParams(str(directory), enforce_eager=True, **{**fields, **extra})
+
+
 def shared_engine():  # -> (VllmRolloutEngine, initial weights)
     """The process's engine on ``tiny_vllm_model(0)``, awake and holding those weights."""
     require_vllm()
-    from lightrft.adapters.vllm import VllmEngineParams, VllmRolloutEngine
+    from lightrft.adapters.vllm import VllmRolloutEngine
 
     if "engine" not in _ENGINE:
         directory = Path(tempfile.mkdtemp(prefix="lightrft-vllm-"))
         atexit.register(shutil.rmtree, directory, ignore_errors=True)
         model = tiny_vllm_model(0)
         write_model_dir(directory, model)
-        params = VllmEngineParams(
-            str(directory),
-            dtype="float32",
-            kv_cache_gib=0.0625,
-            max_model_len=256,
-            enforce_eager=True,
-            sync_bucket_mib=0.05,  # ~50 KB: one bucket per layer
-        )
+        params = tiny_engine_params(directory, sync_bucket_mib=0.05)  # ~50 KB: a bucket a layer
         _ENGINE["engine"] = VllmRolloutEngine(params, "cpu")
         _ENGINE["initial"] = [(n, p.detach().clone()) for n, p in model.named_parameters()]
         _ENGINE["path"] = directory
