@@ -21,7 +21,7 @@ from lightrft.application.rollout_producer import ThreadedRolloutFeed
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import load_config
 from lightrft.entrypoints.config.loading import ConfigError
-from lightrft.entrypoints.container import build_feed, engine_in_child
+from lightrft.entrypoints.container import Container, build_feed, engine_in_child
 from tests.unit.entrypoints.test_container import TOY_REWARD, config
 
 
@@ -78,8 +78,12 @@ def test_engine_devices_that_cannot_be_used_are_refused(
 
 
 def test_a_cpu_run_refuses_engine_devices_before_starting_the_engine() -> None:
-    run = load_config(overrides={**SPLIT, "rollout.engine_devices": [1]})
+    run = load_config(
+        overrides={**SPLIT, "rollout.engine_devices": [1], "backend.accelerator": "cpu"}
+    )
     with pytest.raises(DevicePlacementError, match=r"rollout.engine_devices=\[1\] places"):
+        Container(config=run).feed()  # the container's accelerator: cpu
+    with pytest.raises(DevicePlacementError, match="accelerator is 'cpu', which has none"):
         build_feed(run, CpuAccelerator)
 
 
