@@ -8,12 +8,14 @@ cycle; :mod:`lightrft.entrypoints.api` does this for keyword arguments.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from dependency_injector import containers, providers
 
+from lightrft.adapters.accelerators.visibility import device_env, runtime_initialized
 from lightrft.adapters.engine_process import ProcessRolloutEngine
 from lightrft.application.cycle import ColocatedRLCycle, CycleComponents
 from lightrft.application.phases import DEFAULT_PLAN, engine_on_policy_plan
@@ -111,14 +113,20 @@ class Container(containers.DeclarativeContainer):
         engine,
     )
     # rollout.placement=split: the engine in its own process, fed by a producer thread
-    feed = providers.Singleton(lambda config: build_feed(config), config)
+    feed = providers.Singleton(
+        lambda config, accelerator: build_feed(config, accelerator), config, accelerator.provider
+    )
     cycle = providers.Singleton(ColocatedRLCycle, components, settings, plan, feed)
 
 
-def build_feed(config: Any) -> Callable[[ColocatedRLCycle], RolloutFeed] | None:
+def build_feed(
+    config: Any, accelerator: Callable[[], Any] | None = None
+) -> Callable[[ColocatedRLCycle], RolloutFeed] | None:
     """The cycle's rollout feed: ``None`` (colocated, built by the cycle) or, for
     ``rollout.placement=split``, a producer driving a :class:`ProcessRolloutEngine` that
-    builds the configured engine in a child process with its own weight copy."""
+    builds the configured engine in a child process with its own weight copy, on the
+    devices of ``rollout.engine_devices`` when set (``accelerator`` builds this process's
+    accelerator, whose device type names the visibility variable; called only then)."""
     r = config.rollout
     if r.placement != "split":
         return None
@@ -126,15 +134,29 @@ def build_feed(config: Any) -> Callable[[ColocatedRLCycle], RolloutFeed] | None:
     if "share_policy_weights" in type(engine_config).model_fields:
         engine_config = engine_config.model_copy(update={"share_policy_weights": "off"})
     child = config.model_copy(update={"rollout": r.model_copy(update={"engine": engine_config})})
+    device_type, env = None, None
+    if r.engine_devices is not None:
+        if accelerator is None:
+            raise ValueError("rollout.engine_devices is set but build_feed got no accelerator")
+        device_type = accelerator().device_type
+        env = device_env(device_type, r.engine_devices, os.environ, what="rollout.engine_devices")
     engine = ProcessRolloutEngine(
-        partial(engine_in_child, child),
+        partial(engine_in_child, child, device_type),
         threads=r.engine_threads,
         call_timeout_s=r.queue_timeout_s,
         weight_timeout_s=r.weight_sync_timeout_s,
+        env=env,
     )
     return split_feed(engine)
 
 
-def engine_in_child(config: Any) -> RolloutEngine:
-    """Builds ``config``'s rollout engine (runs in the split engine's process)."""
+def engine_in_child(config: Any, device_type: str | None = None) -> RolloutEngine:
+    """Builds ``config``'s rollout engine (runs in the split engine's process). With
+    ``device_type`` (``rollout.engine_devices`` set) it first checks that that device runtime
+    did not start before the process's visibility variable was set."""
+    if device_type is not None and runtime_initialized(device_type):
+        raise RuntimeError(
+            f"the split engine's process started its {device_type} runtime before "
+            "rollout.engine_devices could limit the devices it sees"
+        )
     return Container(config=config).engine()

@@ -4,7 +4,9 @@ The child (``worker.serve``) builds the engine from ``factory`` (a picklable cal
 module-level function or ``functools.partial``; the process is spawned, so the factory
 runs in a fresh interpreter) and uses ``threads`` torch threads (default: as many as this
 process; another count changes float rounding in the engine's kernels, so its log-probs
-then differ from an in-process engine's in the last bits). Each call waits for its
+then differ from an in-process engine's in the last bits), with ``env`` added to its
+environment before the factory runs (e.g. a device-visibility variable: the factory and
+what it unpickles must not start a device runtime before that). Each call waits for its
 reply at most its deadline (``call_timeout_s``; ``weight_timeout_s`` for ``load_weights``;
 ``start_timeout_s`` for the start) and then raises
 :class:`~lightrft.domain.async_errors.DeadlineExceededError` naming the call; a child that
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -47,12 +49,16 @@ class ProcessRolloutEngine:
         start_timeout_s: float = 300.0,
         call_timeout_s: float = 1800.0,
         weight_timeout_s: float = 600.0,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         context = mp.get_context("spawn")
         self._conn, child = context.Pipe()
         threads = threads or torch.get_num_threads()
         self._process = context.Process(
-            target=serve, args=(factory, child, threads), name="lightrft-engine", daemon=True
+            target=serve,
+            args=(factory, child, threads, dict(env or {})),
+            name="lightrft-engine",
+            daemon=True,
         )
         self._lock = threading.Lock()
         self._call_timeout_s, self._weight_timeout_s = call_timeout_s, weight_timeout_s

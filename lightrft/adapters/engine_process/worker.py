@@ -6,8 +6,9 @@ Replies are ``("ok", result)`` or ``("error", type name, message, traceback text
 
 from __future__ import annotations
 
+import os
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -34,8 +35,15 @@ def _properties(engine: RolloutEngine) -> dict[str, Any]:
     }
 
 
-def serve(factory: Callable[[], RolloutEngine], conn: Connection, threads: int) -> None:
-    """Runs in the child process: one engine, one request at a time."""
+def serve(
+    factory: Callable[[], RolloutEngine],
+    conn: Connection,
+    threads: int,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """Runs in the child process: sets ``env`` in its environment, then builds the engine
+    (``factory()``) and answers one request at a time."""
+    os.environ.update(env or {})
     torch.set_num_threads(threads)
     try:
         engine = factory()

@@ -7,7 +7,7 @@ module so the rollout section stays one concern per file.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -43,6 +43,13 @@ class OffPolicyFields(Section):
         gt=0,
         description="Torch threads of the split engine's process; None: as many as the trainer.",
     )
+    engine_devices: list[Annotated[int, Field(ge=0)]] | None = Field(
+        None,
+        description="Split placement: accelerator device indices (as the trainer sees them) "
+        "the engine's process gets; it sees only these (CUDA_VISIBLE_DEVICES / "
+        "ASCEND_RT_VISIBLE_DEVICES) and an HF engine runs on the first, vLLM and SGLang see "
+        "all of them. None: the trainer's device.",
+    )
     queue_timeout_s: float = Field(
         1800.0, gt=0, description="Deadline of a wait for a batch (or for room in the queue)."
     )
@@ -76,6 +83,23 @@ class OffPolicyFields(Section):
     @model_validator(mode="after")
     def _staleness_fits_mode(self) -> OffPolicyFields:
         self.off_policy()  # raises on a mode/staleness mismatch
+        return self
+
+    @model_validator(mode="after")
+    def _engine_devices_fit_placement(self) -> OffPolicyFields:
+        devices = self.engine_devices
+        if devices is None:
+            return self
+        if self.placement != "split":
+            raise ValueError(
+                f"rollout.engine_devices={devices} needs rollout.placement=split (only a split "
+                f"engine runs in a process of its own), got placement={self.placement!r}"
+            )
+        if not devices:
+            raise ValueError("rollout.engine_devices is empty: name at least one device")
+        repeated = sorted({d for d in devices if devices.count(d) > 1})
+        if repeated:
+            raise ValueError(f"rollout.engine_devices={devices} names device(s) {repeated} twice")
         return self
 
     @property

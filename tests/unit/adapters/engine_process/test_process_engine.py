@@ -43,6 +43,20 @@ class SlowEngine(FakeRolloutEngine):
         return super().generate(prompts, sampling)
 
 
+class EnvironEngine(FakeRolloutEngine):
+    """Answers with the values of ``names`` in its process's environment (``-``: unset)."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        super().__init__(seed=1)
+        self.names = names
+
+    def generate(
+        self, prompts: Sequence[PromptRecord], sampling: SamplingParams
+    ) -> list[Completion]:
+        text = ",".join(os.environ.get(name, "-") for name in self.names)
+        return [replace(c, text=text) for c in super().generate(prompts, sampling)]
+
+
 def _broken_factory() -> FakeRolloutEngine:
     raise ValueError("no such model")
 
@@ -74,6 +88,23 @@ def test_chunks_in_the_child_equal_one_generate(engine: ProcessRolloutEngine) ->
     prompts, sampling = synthetic_prompts(3, seed=1), SamplingParams(n=2, max_new_tokens=6, seed=2)
     chunked = ChunkedEngine(engine, 2, refresh=lambda: 0).generate(prompts, sampling)
     assert [replace(c, token_versions=None) for c in chunked] == engine.generate(prompts, sampling)
+
+
+def test_the_env_is_set_in_the_child_before_its_engine_is_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LOCAL_RANK", "5")  # inherited by the child, then replaced there
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    names = ("CUDA_VISIBLE_DEVICES", "LOCAL_RANK", "HOME")
+    child = ProcessRolloutEngine(
+        partial(EnvironEngine, names), env={"CUDA_VISIBLE_DEVICES": "3", "LOCAL_RANK": "0"}
+    )
+    try:
+        completions = child.generate(synthetic_prompts(2, seed=0), SamplingParams(n=1))
+    finally:
+        child.close()
+    assert {c.text for c in completions} == {f"3,0,{os.environ['HOME']}"}
+    assert os.environ["LOCAL_RANK"] == "5" and "CUDA_VISIBLE_DEVICES" not in os.environ
 
 
 # the split feed closes its engine at the end: this test is the fixture's last user
