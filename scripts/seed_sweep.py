@@ -4,7 +4,9 @@
     python scripts/seed_sweep.py --job ttrl --seeds 0 1 2
     python scripts/seed_sweep.py --seeds 0 1 -- train.total_steps=12 optim.lr=3e-5
     python scripts/seed_sweep.py --command "lightrft train grpo --config my.yaml" --seeds 0 1
-    python scripts/seed_sweep.py --job ttrl --seeds 0 1 2 -- model.path=runs/sweep/seed-{seed}/final_model
+    python scripts/seed_sweep.py --job ttrl --metric eval/reward/math/accuracy --seeds 0 1 2
+        -- model.path=main-{seed}/step5_model     (one line; first, per seed S:
+        lightrft checkpoints export main-S --step 5 --out main-S/step5_model)
 
 Each seed runs as its own process (``<command> train.seed=S logging.run_dir=<out>/seed-S``
 plus the overrides after ``--``, where ``{seed}`` stands for the seed), one after the other, so the figures are what a user who
@@ -14,8 +16,8 @@ runs the command sees. Per seed the table shows the first and last held-out valu
 ``--out DIR/results.json`` keeps the rows; ``--markdown`` prints the table as Markdown with
 the command, the date and the machine's load average, for docs/results.md.
 
-Jobs (``--job``): ``demo`` (GRPO main job), ``ttrl`` (the main job with the label-free
-majority-vote reward), ``rlhf`` (``lightrft demo rlhf``: reward model, then GRPO against it;
+Jobs (``--job``): ``demo`` (GRPO main job), ``ttrl`` (test-time RL: the label-free
+majority-vote reward on the held-out problems, from the main job's step-5 model), ``rlhf`` (``lightrft demo rlhf``: reward model, then GRPO against it;
 its figures come from the run's summary), or any command given with ``--command``.
 """
 

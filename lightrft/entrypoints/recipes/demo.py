@@ -45,8 +45,13 @@ DEMO_OVERRIDES = [
     "eval.every=15",
     "eval.max_prompts=100",
     "checkpoint.every=5",
+    # steps 5, 10 and 15 stay: `lightrft demo ttrl` starts from step 5 (docs/results.md)
+    "checkpoint.keep_last=3",
 ]
 """The main job's settings on top of the grpo preset (``key=value`` arguments override them)."""
 
-MAIN_JOB_MODEL = "runs/demo/final_model"
-"""Where ``lightrft demo`` leaves its trained model (``lightrft demo ttrl`` starts there)."""
+MAIN_JOB_RUN = "runs/demo"
+"""The main job's run directory."""
+
+MAIN_JOB_MODEL = f"{MAIN_JOB_RUN}/final_model"
+"""Where ``lightrft demo`` leaves its trained model (``lightrft demo distill``'s teacher)."""

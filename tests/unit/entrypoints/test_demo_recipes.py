@@ -7,9 +7,9 @@ from pathlib import Path
 
 from lightrft.entrypoints.config.loading import load_config
 from lightrft.entrypoints.jobs.demo import _held_out_accuracy
-from lightrft.entrypoints.recipes.demo import DEMO_OVERRIDES, MAIN_JOB_MODEL
+from lightrft.entrypoints.recipes.demo import DEMO_OVERRIDES
 from lightrft.entrypoints.recipes.rlhf import GRPO_OVERRIDES, INSTRUCTION, seed_of
-from lightrft.entrypoints.recipes.ttrl import TTRL_OVERRIDES
+from lightrft.entrypoints.recipes.ttrl import START_MODEL, TTRL_OVERRIDES
 
 
 def test_grpo_demo_pays_nothing_for_an_unfinished_answer() -> None:
@@ -19,14 +19,14 @@ def test_grpo_demo_pays_nothing_for_an_unfinished_answer() -> None:
     assert config.data.eval is not None and config.data.eval.builtin_split == "heldout"
 
 
-def test_main_job_samples_16_prompts_x_4_and_ttrl_and_distill_keep_8_at_0_8() -> None:
+def test_main_job_samples_16_prompts_x_4_ttrl_8_x_8_and_distill_8_x_4() -> None:
     from lightrft.entrypoints.recipes.distill import DEMO_OVERRIDES as BASE
     from lightrft.entrypoints.recipes.distill import DISTILL_OVERRIDES
 
     main = load_config(None, DEMO_OVERRIDES, algorithm="grpo").rollout
     assert (main.prompts_per_step, main.n_samples_per_prompt, main.temperature) == (16, 4, 0.6)
     ttrl = load_config(None, DEMO_OVERRIDES + TTRL_OVERRIDES, algorithm="grpo").rollout
-    assert (ttrl.prompts_per_step, ttrl.n_samples_per_prompt, ttrl.temperature) == (8, 8, 0.8)
+    assert (ttrl.prompts_per_step, ttrl.n_samples_per_prompt, ttrl.temperature) == (8, 8, 0.6)
     distill_args = [*BASE, *DISTILL_OVERRIDES, "teacher.path=runs/teacher"]
     distill = load_config(None, distill_args, algorithm="grpo").rollout
     assert (distill.prompts_per_step, distill.n_samples_per_prompt) == (8, 4)
@@ -40,6 +40,24 @@ def test_ttrl_demo_is_label_free_and_measures_the_math_rule() -> None:
     assert sources["math"].type == "math"
     # the reward the policy sees is agreement only: the reference-using rule weighs 0
     assert config.to_domain().shaping.weights == {"ttrl": 1.0, "math": 0.0}
+
+
+def test_ttrl_demo_trains_on_the_held_out_problems_it_is_evaluated_on() -> None:
+    """Test-time RL: the training prompts are data.eval's problems (answers unused)."""
+    config = load_config(None, DEMO_OVERRIDES + TTRL_OVERRIDES, algorithm="grpo")
+    train, held_out = config.data.train, config.data.eval
+    assert held_out is not None
+    keys = ("builtin_split", "seed", "num_builtin", "difficulty", "instruction", "system_prompt")
+    assert {k: getattr(train, k) for k in keys} == {k: getattr(held_out, k) for k in keys}
+    assert config.eval.max_prompts == held_out.num_builtin == 100
+    # held to the starting model, measured by sampled pass@1
+    assert config.algorithm.kl_coef > 0 and config.eval.n_samples == 8
+
+
+def test_main_job_keeps_the_checkpoint_ttrl_starts_from() -> None:
+    config = load_config(None, DEMO_OVERRIDES, algorithm="grpo")
+    every, kept = config.checkpoint.every, config.checkpoint.keep_last
+    assert every is not None and config.train.total_steps <= every * kept  # 5, 10, 15 kept
 
 
 def test_rlhf_demo_settings_keep_the_instruction_and_the_seed() -> None:
@@ -68,8 +86,38 @@ def test_ttrl_demo_needs_the_main_jobs_model(tmp_path: Path, monkeypatch: object
 
     from lightrft.entrypoints.commands.demo import run
 
-    assert f"model.path={MAIN_JOB_MODEL}" in TTRL_OVERRIDES
+    assert f"model.path={START_MODEL}" in TTRL_OVERRIDES
     monkeypatch.chdir(tmp_path)  # type: ignore[attr-defined]
     args = argparse.Namespace(argv=["demo", "ttrl"], resume_changing=[])
     with pytest.raises(FileNotFoundError, match="run `lightrft demo` first"):
         run(args, ["ttrl"])
+    # a main job without its step-5 checkpoint (only 10 and 15 left) is refused the same way
+    for step in (10, 15):
+        (tmp_path / "runs" / "demo" / "checkpoints" / f"step_{step:08d}").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="run `lightrft demo` first"):
+        run(args, ["ttrl"])
+
+
+def test_ttrl_demo_exports_its_starting_model_once(tmp_path: Path, monkeypatch: object) -> None:
+    """The main job's step-5 checkpoint becomes runs/demo/step_5_model before TTRL starts,
+    and an existing export is used as it is."""
+    import lightrft.entrypoints.jobs.checkpoint_export as export_job
+    from lightrft.entrypoints.jobs.checkpoint_export import Exported
+    from lightrft.entrypoints.recipes.ttrl import ttrl_overrides
+
+    calls: list[tuple[Path, Path, int | None]] = []
+
+    def fake_export(run_dir: Path, out: Path, step: int | None = None) -> Exported:
+        calls.append((run_dir, out, step))
+        out.mkdir(parents=True)
+        return Exported(step=step or 0, model=out, adapter=None)
+
+    monkeypatch.chdir(tmp_path)  # type: ignore[attr-defined]
+    monkeypatch.setattr(export_job, "export_checkpoint", fake_export)  # type: ignore[attr-defined]
+    for step in (5, 10, 15):
+        (tmp_path / "runs" / "demo" / "checkpoints" / f"step_{step:08d}").mkdir(parents=True)
+    overrides = ttrl_overrides(["train.seed=1"])
+    assert calls == [(Path("runs/demo"), Path(START_MODEL), 5)]
+    assert overrides[-1] == "train.seed=1" and (tmp_path / START_MODEL).is_dir()
+    ttrl_overrides([])
+    assert len(calls) == 1
