@@ -64,11 +64,7 @@ def test_ttrl_demo_gains_without_labels(tmp_path: Path, seed: int) -> None:
     0.425, seed 2 0.764 -> 0.833."""
     _demo(tmp_path / "demo", f"train.seed={seed}")
     start = tmp_path / "demo" / "step_5_model"
-    export = [sys.executable, "-m", "lightrft.entrypoints.cli", "checkpoints", "export"]
-    export += [str(tmp_path / "demo"), "--step", "5", "--out", str(start)]
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    done = subprocess.run(export, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    _cli("checkpoints", "export", str(tmp_path / "demo"), "--step", "5", "--out", str(start))
     rows = run_demo(
         tmp_path / "ttrl", "ttrl", f"train.seed={seed}", f"model.path={start}", timeout_s=3600
     )
