@@ -9,7 +9,8 @@ SmolLM2-135M-Instruct, with the same prompt token ids and sampling seeds. Worklo
 long-generation one (4 prompts x 4 samples x <= 128 tokens). The weight sync loads the
 policy's own weights (an HfPolicy on the same checkpoint) into the engine, as the training
 cycle does each step. Sides: ``hf`` (the default HF engine), ``hf-packed`` (with
-``rollout.engine.packed_linears``) and ``vllm``; ``--engines hf`` runs one side; ``--json`` prints raw numbers.
+``rollout.engine.packed_linears``), ``hf-fused`` (with ``rollout.engine.fused_decode``) and
+``vllm``; ``--engines hf`` runs one side; ``--json`` prints raw numbers.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def _peak_rss_mb() -> float:
     return float("nan")
 
 
-def _hf_engine(model_dir: Path, packed: bool):  # noqa: ANN202
+def _hf_engine(model_dir: Path, packed: bool = False, fused: bool = False):  # noqa: ANN202
     import torch
 
     from lightrft.adapters.hf import (
@@ -44,7 +45,9 @@ def _hf_engine(model_dir: Path, packed: bool):  # noqa: ANN202
 
     model = load_causal_lm(model_dir, torch.device("cpu"), ModelLoadParams(dtype="float32"))
     tokenizer = load_tokenizer(model_dir)
-    return HfRolloutEngine(model, tokenizer, torch.device("cpu"), packed_linears=packed)
+    return HfRolloutEngine(
+        model, tokenizer, torch.device("cpu"), packed_linears=packed, fused_decode=fused
+    )
 
 
 def _vllm_engine(model_dir: Path):  # noqa: ANN202
@@ -57,6 +60,7 @@ def _vllm_engine(model_dir: Path):  # noqa: ANN202
 ENGINES = {
     "hf": lambda d: _hf_engine(d, packed=False),  # the default HF engine
     "hf-packed": lambda d: _hf_engine(d, packed=True),  # rollout.engine.packed_linears=true
+    "hf-fused": lambda d: _hf_engine(d, fused=True),  # rollout.engine.fused_decode=true
     "vllm": _vllm_engine,
 }
 

@@ -36,12 +36,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any, Literal
 
+import structlog
 import torch
 from torch import Tensor
 from transformers import DynamicCache, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from lightrft.adapters.common.rollout_engine_base import GuardedGenerate
+from lightrft.adapters.hf.fused_decode import FusedDecoder, fused_decode_supported
 from lightrft.adapters.hf.gqa_attention import gqa_decode_attention
 from lightrft.adapters.hf.logprobs import position_ids_from_mask, suppress_tokens
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
@@ -63,6 +65,8 @@ from lightrft.domain.types import Completion, FinishReason, PromptRecord, Sampli
 from lightrft.domain.weight_checksum import weights_checksum
 
 SleepMode = Literal["offload", "discard"]
+
+log = structlog.get_logger(__name__)
 
 
 class HfRolloutEngine(GuardedGenerate):
@@ -106,6 +110,15 @@ class HfRolloutEngine(GuardedGenerate):
             the policy's). Off by default: the samples differ from MKL's after near-ties,
             so a run's figures change with it. Ignored off CPU, with ``compile_decode`` and
             for non-float32 weights.
+        fused_decode: on CPU, run each decode step as LightRFT's own flat sequence of tensor
+            ops over the model's weights instead of ``transformers``' modules
+            (:mod:`~lightrft.adapters.hf.fused_decode`; Llama, Qwen2 and Mistral layouts,
+            float32): packed q|k|v and gate|up matmuls, one-op RMSNorm, no per-step mask
+            building. Supersedes ``packed_linears`` for the decode steps (the prefill stays
+            ``transformers'``); same samples up to float rounding and the same host memory
+            as ``packed_linears``. Off by default for the same reason. When the model or
+            the engine's settings (``compile_decode``, multimodal, int8) rule it out, the
+            engine logs why once (``rollout.fused_decode_unavailable``) and decodes as usual.
 
     Decode steps on CPU also read grouped key/value heads in place
     (:mod:`~lightrft.adapters.hf.gqa_attention`) instead of copying the cache per head.
@@ -124,6 +137,7 @@ class HfRolloutEngine(GuardedGenerate):
         multimodal: MultimodalInputs | None = None,
         quantized: QuantizedTargets | None = None,
         packed_linears: bool = False,
+        fused_decode: bool = False,
     ) -> None:
         if sleep_mode not in ("offload", "discard"):
             raise ValueError(f"sleep_mode must be 'offload' or 'discard', got {sleep_mode!r}")
@@ -141,9 +155,17 @@ class HfRolloutEngine(GuardedGenerate):
         self._model = model
         self._compile_decode = compile_decode
         self._compiled: torch.nn.Module | None = None
+        self._fused = (
+            self._fused_decoder(model, device, compile_decode, multimodal, quantized)
+            if fused_decode
+            else None
+        )
         self._packed = (
             PackedLinears(model)
-            if packed_linears and not compile_decode and packing_available(model, device)
+            if packed_linears
+            and self._fused is None  # the fused steps pack their own weights
+            and not compile_decode
+            and packing_available(model, device)
             else None
         )
         self._weights = ModelWeights(self._model, device)
@@ -203,8 +225,10 @@ class HfRolloutEngine(GuardedGenerate):
                     results.extend(self._decode(rows[part], sampling, chunk, payloads[part]))
         finally:
             self._model.train(was_training)
-            if self._shared and self._packed is not None:  # the optimizer changes them anyway
-                self._packed.release()
+            if self._shared:  # the optimizer changes the weights anyway: drop the copies
+                for packed in (self._packed, self._fused):
+                    if packed is not None:
+                        packed.release()
         texts = self._tokenizer.batch_decode(
             [ids for ids, _, _ in results], skip_special_tokens=True
         )
@@ -340,12 +364,8 @@ class HfRolloutEngine(GuardedGenerate):
                     mask, next_position, token = mask[keep], next_position[keep], token[keep]
                     active = active[keep]
                     gens = None if gens is None else [gens[j] for j in keep.tolist()]
-                logits = self._step(
-                    token[:, None],
-                    mask[:, : width + step + 1],
-                    next_position,
-                    cache,
-                    self._decoder(),
+                logits = self._decode_step(
+                    token[:, None], mask[:, : width + step + 1], next_position, cache
                 )
                 next_position = next_position + 1
         ids, lps, kept = out_ids.tolist(), out_logprobs.tolist(), lengths.tolist()
@@ -415,10 +435,42 @@ class HfRolloutEngine(GuardedGenerate):
             logits = suppress_tokens(logits, self._multimodal.suppressed_token_ids)
         return logits
 
+    def _decode_step(
+        self, input_ids: Tensor, mask: Tensor, positions: Tensor, cache: DynamicCache
+    ) -> Tensor:
+        """One decode step's logits (N, V): the fused step when enabled, else the model's
+        forward (see :meth:`_step`)."""
+        if self._fused is not None:
+            return self._fused.step(input_ids, mask, positions, cache)
+        return self._step(input_ids, mask, positions, cache, self._decoder())
+
+    @staticmethod
+    def _fused_decoder(
+        model: PreTrainedModel,
+        device: torch.device,
+        compile_decode: bool,
+        multimodal: MultimodalInputs | None,
+        quantized: QuantizedTargets | None,
+    ) -> FusedDecoder | None:
+        """The fused decode steps for ``model``, or ``None`` (logged with the reason) when
+        this engine cannot use them."""
+        ruled_out = (
+            (compile_decode, "compile_decode is on"),
+            (multimodal is not None, "the engine reads media (multimodal)"),
+            (quantized is not None, "the engine's weights are int8"),
+        )
+        reason = next((why for hit, why in ruled_out if hit), None)
+        reason = reason or fused_decode_supported(model, device)
+        if reason is not None:
+            log.warning("rollout.fused_decode_unavailable", reason=reason)
+            return None
+        return FusedDecoder(model)
+
     @contextmanager
     def _decode_mode(self, rows: int) -> Iterator[None]:
         """Decode steps of ``rows`` rows: grouped K/V heads read in place (CPU sdpa), the
-        packed linear weights when enabled, and Python's cyclic garbage collector paused
+        packed linear weights or the fused steps when enabled, and Python's cyclic garbage
+        collector paused
         (each step allocates thousands of short-lived objects, which otherwise trigger
         collections that walk every live object, the model's included; about 5-10% of a
         CPU step; it resumes when the loop ends)."""
@@ -428,6 +480,8 @@ class HfRolloutEngine(GuardedGenerate):
                 stack.enter_context(gqa_decode_attention(self._model.config, self._device))
             if self._packed is not None:
                 stack.enter_context(self._packed.active(rows))
+            if self._fused is not None:
+                stack.enter_context(self._fused.active(rows))
             yield
 
     def _decoder(self) -> torch.nn.Module:

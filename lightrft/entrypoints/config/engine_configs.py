@@ -37,6 +37,14 @@ class HfEngineConfig(ComponentSection):
         "(faster decode steps; same samples up to float rounding, so near-ties may sample "
         "differently; the weights' size in host memory during rollout).",
     )
+    fused_decode: bool = Field(
+        False,
+        description="On CPU, run each decode step of a float32 Llama/Qwen2/Mistral text model "
+        "as LightRFT's own fused ops (packed q|k|v and gate|up matmuls, no transformers "
+        "module code; supersedes packed_linears; same samples up to float rounding, so "
+        "near-ties may sample differently; the packed weights' size in host memory during "
+        "rollout). Logs why and decodes as usual where unsupported.",
+    )
     quantization: Literal["none", "int8"] = Field(
         "none",
         description="Rollout weights: none (the policy's), or int8 (weight-only, one scale per "

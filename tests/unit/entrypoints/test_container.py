@@ -108,3 +108,11 @@ def test_packed_linears_reach_the_engine(tiny_dir: Path, tmp_path: Path) -> None
             config(tiny_dir, tmp_path, **{"rollout.engine.packed_linears": choice})
         )
         assert (container.engine()._packed is not None) is choice
+
+
+def test_fused_decode_reaches_the_engine(tiny_dir: Path, tmp_path: Path) -> None:
+    for choice in (True, False):
+        container = build_container(
+            config(tiny_dir, tmp_path, **{"rollout.engine.fused_decode": choice})
+        )
+        assert (container.engine()._fused is not None) is choice
