@@ -10,6 +10,8 @@ from structlog.testing import capture_logs
 from transformers import (
     LlamaConfig,
     LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
     PreTrainedModel,
     Qwen2Config,
     Qwen2ForCausalLM,
@@ -66,7 +68,17 @@ def _qwen2() -> PreTrainedModel:
     return _with_random_biases(Qwen2ForCausalLM(config).eval())
 
 
-MODELS = {"llama": lambda: tiny_model(tie=True), "llama-biased": _llama_biased, "qwen2": _qwen2}
+def _mistral() -> PreTrainedModel:
+    torch.manual_seed(3)
+    return MistralForCausalLM(MistralConfig(**SIZES, sliding_window=None)).eval()
+
+
+MODELS = {
+    "llama": lambda: tiny_model(tie=True),
+    "llama-biased": _llama_biased,
+    "qwen2": _qwen2,
+    "mistral": _mistral,
+}
 PROMPTS = [[5, 6, 7, 8, 9, 10], [11, 12], [13, 14, 15, 16]]  # left-padded to 6
 
 
@@ -206,8 +218,6 @@ def _qwen3() -> PreTrainedModel:
 
 
 def _mistral_window() -> PreTrainedModel:
-    from transformers import MistralConfig, MistralForCausalLM
-
     return MistralForCausalLM(MistralConfig(**SIZES, sliding_window=4)).eval()
 
 
