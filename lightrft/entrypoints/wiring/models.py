@@ -9,10 +9,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import structlog
 import torch
 import torch.distributed as dist
 
 from lightrft.adapters.accelerators import detect_accelerator
+from lightrft.adapters.accelerators.host_allocator import return_freed_memory_promptly
 from lightrft.adapters.distributed import (
     LaunchEnv,
     LocalCollective,
@@ -59,8 +61,15 @@ from lightrft.entrypoints.wiring.registries import (
     build,
 )
 
+log = structlog.get_logger(__name__)
+
 
 def build_accelerator(config: RunConfig) -> Accelerator:
+    """The run's accelerator; first applies ``backend.host_allocator`` to this process (the
+    accelerator is the first component a run builds)."""
+    if config.backend.host_allocator == "lean":
+        applied = return_freed_memory_promptly()
+        log.info("backend.host_allocator", policy="lean", applied=applied)
     choice = config.backend.accelerator
     return detect_accelerator(None if choice == "auto" else choice)
 
