@@ -10,7 +10,11 @@ long-generation one (4 prompts x 4 samples x <= 128 tokens). The weight sync loa
 policy's own weights (an HfPolicy on the same checkpoint) into the engine, as the training
 cycle does each step. Sides: ``hf`` (the default HF engine), ``hf-packed`` (with
 ``rollout.engine.packed_linears``), ``hf-fused`` (with ``rollout.engine.fused_decode``) and
-``vllm``; ``--engines hf`` runs one side; ``--json`` prints raw numbers.
+``vllm``; ``--engines hf`` runs one side; ``--json`` prints raw numbers. ``--fixed-length``
+samples with ``ignore_eos``: every completion runs to the workload's token limit, so both
+engines generate the same number of tokens per step (with EOS, the engines draw different
+samples from the same seed, and the one whose samples stop earlier decodes fewer rows per
+step, which lowers its tokens/s without a slower step).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -65,7 +70,7 @@ ENGINES = {
 }
 
 
-def run_side(name: str) -> dict[str, float]:
+def run_side(name: str, fixed_length: bool = False) -> dict[str, float]:
     """Measures one engine in this process."""
     import torch
 
@@ -82,7 +87,9 @@ def run_side(name: str) -> dict[str, float]:
     source = arithmetic_prompts(64, seed=10_000, tokenizer=load_tokenizer(model_dir))
     for label, (prompts, n, tokens) in WORKLOADS.items():
         batch = [source[i] for i in range(prompts)]
-        sampling = SamplingParams(n=n, max_new_tokens=tokens, temperature=1.0, seed=0)
+        sampling = SamplingParams(
+            n=n, max_new_tokens=tokens, temperature=1.0, seed=0, ignore_eos=fixed_length
+        )
         engine.generate(batch[:1], SamplingParams(n=1, max_new_tokens=2, seed=0))  # warm-up
         start = time.perf_counter()
         completions = engine.generate(batch, sampling)
@@ -90,6 +97,7 @@ def run_side(name: str) -> dict[str, float]:
         generated = sum(len(c.token_ids) for c in completions)
         result[f"{label}_s"] = elapsed
         result[f"{label}_tokens_per_s"] = generated / elapsed
+        result[f"{label}_tokens"] = generated
     policy = HfPolicy(
         load_causal_lm(model_dir, torch.device("cpu"), ModelLoadParams(dtype="float32"))
     )
@@ -103,24 +111,41 @@ def run_side(name: str) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--engines", default="hf,hf-packed,vllm")
+    parser.add_argument("--engines", default="hf,hf-packed,hf-fused,vllm")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every side this many times, alternating the order; the table shows medians",
+    )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--fixed-length", action="store_true", help="ignore EOS (see above)")
     parser.add_argument("--side", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
-        print(json.dumps(run_side(args.side)))
+        print(json.dumps(run_side(args.side, args.fixed_length)))
         return
-    rows = {}
     env = {**os.environ, "OMP_NUM_THREADS": "2", "PYTHONPATH": str(Path(__file__).parent.parent)}
-    for name in args.engines.split(","):
-        done = subprocess.run(
-            [sys.executable, __file__, "--side", name], env=env, capture_output=True, text=True
-        )
-        if done.returncode != 0:
-            raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")
-        rows[name] = json.loads(done.stdout.strip().splitlines()[-1])
+    names = args.engines.split(",")
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+    for k in range(args.rounds):  # AB BA ...: a drifting load hits every side alike
+        for name in names if k % 2 == 0 else names[::-1]:
+            side = [sys.executable, __file__, "--side", name]
+            done = subprocess.run(
+                side + ["--fixed-length"] * args.fixed_length,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            if done.returncode != 0:
+                raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")
+            runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    rows = {
+        name: {key: statistics.median(r[key] for r in rs) for key in rs[0]}
+        for name, rs in runs.items()
+    }
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"medians": rows, "runs": runs}, indent=2))
         return
     print("| engine | start s | main: tokens/s | long: tokens/s | weight sync s | peak RSS MB |")
     print("|---|---|---|---|---|---|")

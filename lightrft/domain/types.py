@@ -27,7 +27,10 @@ FinishReason = Literal["stop", "length"]
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """How the rollout engine samples. ``top_k=0`` and ``min_p=0`` disable those filters."""
+    """How the rollout engine samples. ``top_k=0`` and ``min_p=0`` disable those filters.
+    ``ignore_eos``: end-of-sequence tokens do not end a completion (``stop_token_ids`` and
+    ``stop_strings`` still do), so every completion runs to ``max_new_tokens`` unless one of
+    those stops it (fixed-length workloads for benchmarks; vLLM's option of that name)."""
 
     n: int = 1
     temperature: float = 1.0
@@ -39,6 +42,7 @@ class SamplingParams:
     stop_token_ids: tuple[int, ...] = ()
     seed: int | None = None
     first_token_temperature: float | None = None  # FIRE (arXiv:2410.21236); None: off
+    ignore_eos: bool = False
 
     def __post_init__(self) -> None:
         check_positive("n", self.n)

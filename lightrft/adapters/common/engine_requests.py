@@ -45,5 +45,6 @@ def shared_sampling_options(sampling: SamplingParams, engine: str) -> dict[str, 
         "min_p": sampling.min_p,
         "stop": list(sampling.stop_strings) or None,
         "stop_token_ids": list(sampling.stop_token_ids) or None,
+        "ignore_eos": sampling.ignore_eos,
         "skip_special_tokens": True,
     }

@@ -158,7 +158,7 @@ class FakeRolloutEngine(RolloutEngineBase):
         finished ones too, as in one uninterrupted generation)."""
         before = [len(row.token_ids) for row in g.rows]
         sampling = g.sampling
-        stop_ids = {self._eos, *sampling.stop_token_ids}
+        stop_ids = set(sampling.stop_token_ids) | (set() if sampling.ignore_eos else {self._eos})
         if not g.done and g.logits is None:  # first chunk, or new weights: read the rows
             ids, mask = _left_pad(
                 [g.prompts[r.prompt_index].prompt_token_ids + tuple(r.token_ids) for r in g.rows],

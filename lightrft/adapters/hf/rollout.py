@@ -505,8 +505,11 @@ class HfRolloutEngine(GuardedGenerate):
         return ids.to(self._device), mask.to(self._device)
 
     def _stop_token_ids(self, sampling: SamplingParams) -> list[int]:
-        """EOS ids of the tokenizer and generation config, plus ``sampling.stop_token_ids``."""
+        """EOS ids of the tokenizer and generation config (none with
+        ``sampling.ignore_eos``), plus ``sampling.stop_token_ids``; [-1] (no token) when empty."""
         ids = set(sampling.stop_token_ids)
+        if sampling.ignore_eos:
+            return sorted(ids) or [-1]
         if self._tokenizer.eos_token_id is not None:
             ids.add(int(self._tokenizer.eos_token_id))
         config_eos = getattr(getattr(self._model, "generation_config", None), "eos_token_id", None)

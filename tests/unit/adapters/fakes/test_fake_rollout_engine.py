@@ -102,6 +102,14 @@ def test_grouping_stops_and_finish_reasons() -> None:
         assert c.text == task.decode(c.token_ids)
 
 
+def test_ignore_eos_makes_every_completion_full_length() -> None:
+    engine = FakeRolloutEngine(seed=0)
+    sampling = SamplingParams(n=4, max_new_tokens=3, seed=0, ignore_eos=True)
+    completions = engine.generate(PROMPTS, sampling)
+    assert all(len(c.token_ids) == 3 and c.finish_reason == "length" for c in completions)
+    assert any(task.EOS_ID in c.token_ids for c in completions)  # sampled, not stopped at
+
+
 def test_stop_token_ids_and_stop_strings() -> None:
     engine = FakeRolloutEngine(seed=0)
     digits = tuple(range(3, 16))

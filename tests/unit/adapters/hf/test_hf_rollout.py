@@ -168,6 +168,20 @@ def test_eos_ends_generation_and_is_dropped_from_the_text() -> None:
     assert all(c.token_ids == (EOS,) and c.finish_reason == "stop" and c.text == "" for c in out)
 
 
+def test_ignore_eos_runs_to_the_budget_but_stop_ids_still_stop() -> None:
+    eng = engine()
+    eos = torch.tensor([EOS])
+    hook = eng.module.lm_head.register_forward_hook(lambda m, i, o: o.index_fill(-1, eos, 1e4))
+    out = eng.generate(PROMPTS, SamplingParams(max_new_tokens=5, seed=0, ignore_eos=True))
+    stopped = eng.generate(
+        PROMPTS[:1],
+        SamplingParams(max_new_tokens=5, seed=0, ignore_eos=True, stop_token_ids=(EOS,)),
+    )
+    hook.remove()
+    assert all(c.token_ids == (EOS,) * 5 and c.finish_reason == "length" for c in out)
+    assert stopped[0].token_ids == (EOS,) and stopped[0].finish_reason == "stop"
+
+
 def test_stop_string_ends_generation() -> None:
     tok = tiny_tokenizer()
     free = engine().generate(PROMPTS[:1], SamplingParams(temperature=0, max_new_tokens=12))[0]

@@ -60,6 +60,7 @@ def test_sampling_dict_maps_every_field() -> None:
         max_new_tokens=7,
         stop_strings=("##",),
         stop_token_ids=(2,),
+        ignore_eos=True,
     )
     assert sampling_dict(sampling, 99) == {
         "n": 1,
@@ -70,6 +71,7 @@ def test_sampling_dict_maps_every_field() -> None:
         "max_new_tokens": 7,
         "stop": ["##"],
         "stop_token_ids": [2],
+        "ignore_eos": True,
         "skip_special_tokens": True,
         "no_stop_trim": True,
         "sampling_seed": 99,

@@ -39,6 +39,7 @@ def test_sampling_kwargs_map_every_field() -> None:
         stop_strings=("####",),
         stop_token_ids=(9, 10),
         seed=3,
+        ignore_eos=True,
     )
     kwargs = sampling_kwargs(sampling, seed=123)
     assert kwargs == {
@@ -50,6 +51,7 @@ def test_sampling_kwargs_map_every_field() -> None:
         "max_tokens": 33,
         "stop": ["####"],
         "stop_token_ids": [9, 10],
+        "ignore_eos": True,
         "include_stop_str_in_output": True,
         "logprobs": 0,
         "seed": 123,
@@ -60,7 +62,7 @@ def test_sampling_kwargs_map_every_field() -> None:
 def test_disabled_filters_and_no_stops() -> None:
     kwargs = sampling_kwargs(SamplingParams(), seed=None)
     assert kwargs["top_k"] == -1 and kwargs["stop"] is None and kwargs["stop_token_ids"] is None
-    assert kwargs["seed"] is None
+    assert kwargs["seed"] is None and kwargs["ignore_eos"] is False
 
 
 def test_fire_is_refused_with_the_field_name() -> None:
