@@ -246,3 +246,22 @@ def test_suppressed_tokens_keep_the_unfused_path() -> None:
     with head_calls(model) as calls:
         out = logprobs_from_inputs(model, batch, inputs, suppressed=torch.tensor([3, 4]))
     assert calls and out.logprobs.shape == batch.response_mask.shape
+
+
+@pytest.mark.parametrize("precision", ["bf16", "autocast"])
+def test_half_precision_logprobs_are_equal_and_gradients_close(precision: str) -> None:
+    # the head's matmul runs in bf16 on both paths; the fused path sums the weight gradient
+    # over chunks in float32, the unfused one in a single bf16 matmul
+    model = tiny_model(7) if precision == "autocast" else tiny_model(7).to(torch.bfloat16)
+    batch = batch_with_hole()
+
+    def forward(m: nn.Module, b: SequenceBatch, fused: bool) -> PolicyOutput:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "autocast"):
+            return response_logprobs(m, b, with_entropy=True, chunk_size=4, fused_head=fused)
+
+    lp, ent, grad, _ = run(model, batch, forward, fused=True)
+    ref_lp, ref_ent, ref_grad, _ = run(model, batch, forward, fused=False)
+    torch.testing.assert_close(lp, ref_lp, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ent, ref_ent, atol=1e-5, rtol=1e-5)
+    scale = float(ref_grad.abs().max())
+    torch.testing.assert_close(grad.float(), ref_grad.float(), atol=4e-3 * scale, rtol=2e-2)
