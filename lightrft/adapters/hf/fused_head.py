@@ -30,7 +30,7 @@ from torch.distributed.tensor import DTensor
 from lightrft.domain.linear_logprobs import linear_token_logprobs
 from lightrft.domain.token_logprobs import TokenLogprobs
 
-FUSED_HEAD_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+FUSED_HEAD_MODEL_TYPES = frozenset({"gemma", "llama", "mistral", "qwen2", "qwen3"})
 """``config.model_type`` of the text causal LMs whose forward is decoder -> lm_head
 (verified against the unfused path in tests/unit/adapters/hf/test_fused_head.py)."""
 
@@ -48,6 +48,8 @@ def fused_head_problem(model: nn.Module, inputs: Mapping[str, Any]) -> str | Non
     model_type = getattr(config, "model_type", None)
     if model_type not in FUSED_HEAD_MODEL_TYPES:
         return f"model_type {model_type!r} is not one of {sorted(FUSED_HEAD_MODEL_TYPES)}"
+    if not type(base).__name__.endswith("ForCausalLM"):
+        return f"{type(base).__name__} is not a *ForCausalLM"
     other = sorted(set(inputs) - TEXT_INPUTS)
     if other:
         return f"the inputs carry {other} besides {sorted(TEXT_INPUTS)}"

@@ -120,7 +120,7 @@ class ModelConfig(Section):
     fused_lm_head: bool = Field(
         True,
         description="Run the LM head fused with the log-prob kernel, chunk by chunk, so the "
-        "response logits and their gradient never exist whole (Llama, Mistral, Qwen2, Qwen3 "
+        "response logits and their gradient never exist whole (Llama, Mistral, Qwen2, Qwen3, Gemma "
         "text models with an unsharded head; others use the unfused path).",
     )
     lora: LoraConfig = Field(default_factory=LoraConfig)

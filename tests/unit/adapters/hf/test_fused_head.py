@@ -12,6 +12,8 @@ import pytest
 import torch
 from torch import nn
 from transformers import (
+    GemmaConfig,
+    GemmaForCausalLM,
     MistralConfig,
     MistralForCausalLM,
     PreTrainedModel,
@@ -46,7 +48,13 @@ def _mistral() -> PreTrainedModel:
     return MistralForCausalLM(MistralConfig(**FAMILY_SIZES, sliding_window=None)).eval()
 
 
+def _gemma() -> PreTrainedModel:
+    torch.manual_seed(5)  # tied head, embeddings scaled by sqrt(hidden) inside the decoder
+    return GemmaForCausalLM(GemmaConfig(**FAMILY_SIZES, head_dim=8)).eval()
+
+
 MODELS: dict[str, Callable[[], PreTrainedModel]] = {
+    "gemma": _gemma,
     "llama": lambda: tiny_model(1),
     "llama-tied": lambda: tiny_model(2, tie=True),
     "qwen2": _qwen2,
@@ -197,7 +205,7 @@ def test_unknown_family_and_logit_scaling_are_refused() -> None:
     problem = fh.fused_head_problem(model, TEXT)
     assert problem is not None and "gemma2" in problem
     model = tiny_model()
-    model.config.final_logit_softcapping = 30.0
+    model.config.final_logit_softcapping = 30.0  # Gemma 2 / 3
     problem = fh.fused_head_problem(model, TEXT)
     assert problem is not None and "final_logit_softcapping" in problem
 
@@ -265,3 +273,9 @@ def test_half_precision_logprobs_are_equal_and_gradients_close(precision: str) -
     torch.testing.assert_close(ent, ref_ent, atol=1e-5, rtol=1e-5)
     scale = float(ref_grad.abs().max())
     torch.testing.assert_close(grad.float(), ref_grad.float(), atol=4e-3 * scale, rtol=2e-2)
+
+
+def test_a_model_that_is_not_a_causal_lm_is_refused() -> None:
+    model = tiny_model()
+    problem = fh.fused_head_problem(model.model, TEXT)  # the decoder alone (LlamaModel)
+    assert problem is not None and "ForCausalLM" in problem
