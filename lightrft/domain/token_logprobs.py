@@ -84,18 +84,29 @@ def _check_inputs(logits: Tensor, labels: Tensor, temperature: float, chunk_size
     if vocab == 0:
         raise ValueError(f"logits has an empty vocabulary dimension: shape {tuple(logits.shape)}")
     check_shape("labels", labels, (batch, tokens))
-    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
-        raise TypeError(f"labels must be an integer tensor of token ids, got dtype {labels.dtype}")
-    if labels.device != logits.device:
-        raise ValueError(f"labels is on {labels.device} but logits is on {logits.device}")
+    check_labels(labels, vocab, "logits", logits.device)
+    check_chunking(temperature, chunk_size)
+
+
+def check_chunking(temperature: float, chunk_size: int) -> None:
+    """Refuses a non-positive temperature and a chunk size that is not a positive int."""
     check_positive("temperature", temperature)
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int (rows per chunk), got {chunk_size!r}")
+
+
+def check_labels(labels: Tensor, vocab: int, source: str, device: torch.device) -> None:
+    """Refuses non-integer ``labels``, labels off ``device`` and ids outside [0, vocab);
+    ``source`` names the tensor that gives the vocabulary size and the device."""
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise TypeError(f"labels must be an integer tensor of token ids, got dtype {labels.dtype}")
+    if labels.device != device:
+        raise ValueError(f"labels is on {labels.device} but {source} is on {device}")
     bad = (labels < 0) | (labels >= vocab)
     if bool(bad.any()):
         position = tuple(int(i) for i in bad.nonzero()[0])
         raise ValueError(
-            f"labels must lie in [0, {vocab}) (the vocabulary size of logits), got "
+            f"labels must lie in [0, {vocab}) (the vocabulary size of {source}), got "
             f"{int(labels[position])} at index {position}"
         )
 
@@ -115,13 +126,13 @@ class _ChunkedTokenLogprobs(torch.autograd.Function):
         """Shape: logits (B, T, V), labels (N,). Returns ((B, T),) or ((B, T), (B, T))."""
         batch, tokens, _ = logits.shape
         rows = _RowReader(logits)
-        out_dtype = _compute_dtype(logits.dtype)
+        out_dtype = compute_dtype(logits.dtype)
         logprobs = torch.empty(rows.count, dtype=out_dtype, device=logits.device)
         norm = torch.empty(rows.count, 2, dtype=out_dtype, device=logits.device)
         entropy = torch.empty_like(logprobs) if with_entropy else None
         for start in range(0, rows.count, chunk_size):
             end = min(start + chunk_size, rows.count)
-            chunk_logprobs, chunk_norm, chunk_entropy = _forward_chunk(
+            chunk_logprobs, chunk_norm, chunk_entropy = forward_chunk(
                 rows.get(start, end), labels[start:end], temperature, with_entropy
             )
             logprobs[start:end], norm[start:end] = chunk_logprobs, chunk_norm
@@ -142,26 +153,18 @@ class _ChunkedTokenLogprobs(torch.autograd.Function):
     def backward(ctx: Any, *grads: Tensor | None) -> tuple[Tensor | None, ...]:
         """Shape: grads (B, T) each (None when unused). Returns d/d logits (B, T, V)."""
         logits, labels, norm, *saved_entropy = ctx.saved_tensors
-        grad_logprobs = grads[0]
-        grad_entropy = grads[1] if len(grads) > 1 else None
-        if grad_logprobs is None and grad_entropy is None:
+        upstream = upstream_grads(grads, norm, saved_entropy)
+        if upstream is None:
             return None, None, None, None, None
-        if grad_logprobs is None:
-            g_lp = norm.new_zeros(norm.shape[0])
-        else:
-            g_lp = grad_logprobs.reshape(-1).to(norm.dtype)
-        entropy_part = None  # [N, 2]: (g_H, H) per row
-        if grad_entropy is not None:
-            g_h = grad_entropy.reshape(-1).to(norm.dtype)
-            entropy_part = torch.stack([g_h, saved_entropy[0].reshape(-1)], dim=1)
+        g_lp, entropy_part = upstream
         rows = _RowReader(logits)
         grad = torch.empty(logits.shape, dtype=logits.dtype, device=logits.device)
         grad_rows = grad.view(-1, logits.shape[-1])  # [N, V]
         step = ctx.chunk_size
         for start in range(0, rows.count, step):
             end = min(start + step, rows.count)
-            grad_rows[start:end] = _backward_chunk(
-                _log_softmax(rows.get(start, end), ctx.temperature, norm[start:end]),
+            grad_rows[start:end] = backward_chunk(
+                chunk_log_softmax(rows.get(start, end), ctx.temperature, norm[start:end]),
                 labels[start:end],
                 ctx.temperature,
                 g_lp[start:end],
@@ -170,34 +173,59 @@ class _ChunkedTokenLogprobs(torch.autograd.Function):
         return grad, None, None, None, None
 
 
-def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+def upstream_grads(
+    grads: tuple[Tensor | None, ...], norm: Tensor, saved_entropy: list[Tensor]
+) -> tuple[Tensor, Tensor | None] | None:
+    """The upstream gradients of (logprobs, entropy) as ``backward_chunk`` takes them:
+    g_lp (N,) (zeros when only the entropy has one) and (g_H, H) (N, 2) per row or None;
+    None when neither output has a gradient. ``norm`` (N, 2) gives the dtype."""
+    grad_logprobs = grads[0]
+    grad_entropy = grads[1] if len(grads) > 1 else None
+    if grad_logprobs is None and grad_entropy is None:
+        return None
+    if grad_logprobs is None:
+        g_lp = norm.new_zeros(norm.shape[0])
+    else:
+        g_lp = grad_logprobs.reshape(-1).to(norm.dtype)
+    if grad_entropy is None:
+        return g_lp, None
+    g_h = grad_entropy.reshape(-1).to(norm.dtype)
+    return g_lp, torch.stack([g_h, saved_entropy[0].reshape(-1)], dim=1)
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     """float32 for half/bfloat16/float32 logits, float64 for float64 logits."""
     return torch.promote_types(dtype, torch.float32)
 
 
-def _scaled(rows: Tensor, temperature: float) -> Tensor:
-    """A fresh upcast copy z = rows / temperature. Shape: rows (C, V) -> (C, V)."""
-    z = rows.to(_compute_dtype(rows.dtype), copy=True)
+def _scaled(rows: Tensor, temperature: float, owned: bool) -> Tensor:
+    """z = rows / temperature, upcast: a fresh copy, or ``rows`` itself when ``owned`` (the
+    caller's scratch tensor) and already in the compute dtype. Shape: (C, V) -> (C, V)."""
+    z = rows.to(compute_dtype(rows.dtype), copy=not owned)
     return z if temperature == 1.0 else z.div_(temperature)
 
 
-def _log_softmax(rows: Tensor, temperature: float, norm: Tensor) -> Tensor:
+def chunk_log_softmax(
+    rows: Tensor, temperature: float, norm: Tensor, *, owned: bool = False
+) -> Tensor:
     """log p = (z - max z) - log sum exp(z - max z), as the forward computed it.
 
     Subtracting the two parts one after the other (not their sum, the logsumexp) keeps
-    log p accurate when |z| is large. Shape: rows (C, V), norm (C, 2) -> (C, V).
+    log p accurate when |z| is large. ``owned``: ``rows`` may be overwritten.
+    Shape: rows (C, V), norm (C, 2) -> (C, V).
     """
-    return _scaled(rows, temperature).sub_(norm[:, :1]).sub_(norm[:, 1:])
+    return _scaled(rows, temperature, owned).sub_(norm[:, :1]).sub_(norm[:, 1:])
 
 
-def _forward_chunk(
-    rows: Tensor, labels: Tensor, temperature: float, with_entropy: bool
+def forward_chunk(
+    rows: Tensor, labels: Tensor, temperature: float, with_entropy: bool, *, owned: bool = False
 ) -> tuple[Tensor, Tensor, Tensor | None]:
     """(log p(label), (max z, log sum exp(z - max z)), entropy or None) of one chunk.
 
-    Shape: rows (C, V), labels (C,); returns (C,), (C, 2), (C,) or None.
+    ``owned``: ``rows`` may be overwritten. Shape: rows (C, V), labels (C,); returns (C,),
+    (C, 2), (C,) or None.
     """
-    shifted = _scaled(rows, temperature)
+    shifted = _scaled(rows, temperature, owned)
     row_max = shifted.amax(dim=-1)  # [C]
     shifted.sub_(row_max[:, None])
     exp_shifted = shifted.exp()  # [C, V]
@@ -213,7 +241,7 @@ def _forward_chunk(
     return label_logprobs, norm, chunk_entropy
 
 
-def _backward_chunk(
+def backward_chunk(
     log_p: Tensor,
     labels: Tensor,
     temperature: float,

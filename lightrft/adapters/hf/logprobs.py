@@ -26,6 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from lightrft.adapters.common.positions import position_ids_from_mask
+from lightrft.adapters.hf.fused_head import fused_head_logprobs, fused_head_problem
 from lightrft.domain.ports import PolicyOutput
 from lightrft.domain.token_logprobs import token_logprobs
 from lightrft.domain.types import SequenceBatch
@@ -41,12 +42,13 @@ def response_logprobs(
     with_entropy: bool = False,
     packing: bool = False,
     chunk_size: int = 1024,
+    fused_head: bool = True,
 ) -> PolicyOutput:
     """Log-probs (B, R) of the response tokens of ``batch`` under ``model`` (0 on padding).
 
     A response token counts where ``response_mask`` and the attention mask are both set;
-    ``entropy`` (B, R) is returned when ``with_entropy``. Autograd follows the caller's
-    grad mode.
+    ``entropy`` (B, R) is returned when ``with_entropy``. ``fused_head`` as in
+    :func:`logprobs_from_inputs`. Autograd follows the caller's grad mode.
     """
     _check_batch(batch)
     valid = batch.attention_mask.bool()
@@ -72,6 +74,7 @@ def response_logprobs(
         with_entropy=with_entropy,
         chunk_size=chunk_size,
         packed=packing,
+        fused_head=fused_head,
     )
 
 
@@ -85,6 +88,7 @@ def logprobs_from_inputs(
     chunk_size: int = 1024,
     suppressed: Tensor | None = None,
     packed: bool = False,
+    fused_head: bool = True,
 ) -> PolicyOutput:
     """:func:`response_logprobs` on model inputs the caller built (multimodal adapters build
     them from the batch's payloads).
@@ -94,7 +98,10 @@ def logprobs_from_inputs(
     ``packed`` for one row (1, N) of the attended tokens of every row in row order (position
     ids restarting per row, ``attention_mask=None``); then only the predictors of the K
     scored tokens reach the LM head. ``suppressed`` (S,) token ids are taken out of the
-    distribution (:func:`suppress_tokens`). Returns (B, R) tensors, 0 where not scored.
+    distribution (:func:`suppress_tokens`). ``fused_head``: run the decoder and the LM head
+    fused with the log-softmax, never holding the (K, V) logits, where the model and inputs
+    allow it and nothing is suppressed (:mod:`~lightrft.adapters.hf.fused_head`; the same
+    values up to float rounding). Returns (B, R) tensors, 0 where not scored.
     """
     check_prompt_column(batch)
     t, r = batch.input_ids.shape[1], batch.response_length
@@ -108,6 +115,18 @@ def logprobs_from_inputs(
     else:
         keep = torch.arange(t - r - 1, t - 1, device=batch.input_ids.device)  # [R]
         labels = batch.input_ids[:, t - r :]  # [B, R]
+    if fused_head and suppressed is None and fused_head_problem(model, inputs) is None:
+        return _fused_logprobs(
+            model,
+            inputs,
+            keep,
+            labels,
+            scored,
+            packed=packed,
+            temperature=temperature,
+            with_entropy=with_entropy,
+            chunk_size=chunk_size,
+        )
     logits = _forward(model, keep, **inputs)  # [1, K, V] or [B, R, V]
     if suppressed is not None:
         logits = suppress_tokens(logits, suppressed)
@@ -124,6 +143,40 @@ def logprobs_from_inputs(
     return PolicyOutput(
         torch.where(scored, out.logprobs, zero),
         None if out.entropy is None else torch.where(scored, out.entropy, zero),
+    )
+
+
+def _fused_logprobs(
+    model: nn.Module,
+    inputs: Mapping[str, Any],
+    keep: Tensor,
+    labels: Tensor,
+    scored: Tensor,
+    *,
+    packed: bool,
+    temperature: float,
+    with_entropy: bool,
+    chunk_size: int,
+) -> PolicyOutput:
+    """:func:`logprobs_from_inputs` through the fused LM head: only the K scored tokens'
+    hidden states meet the head. Shape: keep (K,) packed or (R,); labels (1, K) packed or
+    (B, R); scored (B, R). Returns (B, R) tensors, 0 where not scored."""
+
+    def select(hidden: Tensor) -> Tensor:  # [1, N, H] or [B, T, H] -> [K, H]
+        return hidden[0, keep] if packed else hidden[:, keep][scored.to(hidden.device)]
+
+    out = fused_head_logprobs(
+        model,
+        inputs,
+        select,
+        labels[0] if packed else labels[scored],
+        temperature=temperature,
+        with_entropy=with_entropy,
+        chunk_size=chunk_size,
+    )
+    return PolicyOutput(
+        _scatter(out.logprobs, scored),
+        None if out.entropy is None else _scatter(out.entropy, scored),
     )
 
 

@@ -40,6 +40,10 @@ class HfPolicy:
             packed path); "on": always (refuses flash_attention_2); "off": never.
         max_shared_row_tokens: the longest packed row "auto" shares.
         chunk_size: rows per chunk of the log-softmax (bounds the float32 logits memory).
+        fused_head: run the LM head fused with the log-softmax, chunk by chunk, so the
+            (K, V) logits and their gradient never exist whole
+            (:mod:`~lightrft.adapters.hf.fused_head`; Llama, Mistral, Qwen2, Qwen3, Gemma text
+            models with an unsharded head, else the unfused path); default on.
         tokenizer: saved next to the weights by :meth:`export_hf` when given.
         multimodal: the model family's input builder (a vision- or audio-language model,
             :mod:`~lightrft.adapters.hf.multimodal_inputs`); then every batch, with or

@@ -39,6 +39,7 @@ from typing import Any, Literal, get_args
 
 from torch import Tensor, nn
 
+from lightrft.adapters.hf.fused_head import fused_head_logprobs, fused_head_problem, unwrap_peft
 from lightrft.adapters.hf.logprobs import response_logprobs
 from lightrft.adapters.hf.packed_prefix import pack_prefix_plan
 from lightrft.adapters.hf.prefix_plan import (
@@ -81,12 +82,15 @@ def prefix_shared_logprobs(
     with_entropy: bool = False,
     chunk_size: int = 1024,
     plan: PrefixPlan | None = None,
+    fused_head: bool = True,
 ) -> PolicyOutput:
     """Log-probs (B, R) of the response tokens of ``batch`` (0 on padding), each distinct
     prompt run once; ``entropy`` (B, R) when ``with_entropy``.
 
     Equal to ``response_logprobs`` up to float rounding (module docstring). ``plan``
-    reuses a :func:`plan_prefix_sharing` result. Autograd follows the caller's grad mode.
+    reuses a :func:`plan_prefix_sharing` result. ``fused_head``: the LM head runs fused
+    with the log-softmax where the model allows it (:mod:`~lightrft.adapters.hf.fused_head`).
+    Autograd follows the caller's grad mode.
     """
     attention = attention_implementation(model)
     if attention not in DENSE_MASK_ATTENTION:
@@ -97,14 +101,26 @@ def prefix_shared_logprobs(
     plan = plan if plan is not None else plan_prefix_sharing(batch)
     base: Any = unwrap_peft(model)
     dtype = None if attention == "sdpa" else base.get_input_embeddings().weight.dtype
-    logits = head_logits(
-        model,
-        plan,
-        input_ids=plan.input_ids,
-        attention_mask=plan.attention_mask(dtype),
-        position_ids=plan.position_ids,
-        use_cache=False,
-    )
+    inputs = {
+        "input_ids": plan.input_ids,
+        "attention_mask": plan.attention_mask(dtype),
+        "position_ids": plan.position_ids,
+    }
+    if fused_head and fused_head_problem(model, inputs) is None:
+        out = fused_head_logprobs(
+            model,
+            inputs,
+            lambda hidden: hidden[plan.head_rows, plan.head_cols],  # [K, H]
+            plan.labels,
+            temperature=temperature,
+            with_entropy=with_entropy,
+            chunk_size=chunk_size,
+        )
+        return PolicyOutput(
+            _scatter(out.logprobs, plan.scored),
+            None if out.entropy is None else _scatter(out.entropy, plan.scored),
+        )
+    logits = head_logits(model, plan, **inputs, use_cache=False)
     out = token_logprobs(
         logits,
         plan.labels[None],
@@ -185,6 +201,7 @@ class PrefixSharing:
         with_entropy: bool,
         packing: bool,
         chunk_size: int,
+        fused_head: bool = True,
     ) -> PolicyOutput:
         """Response log-probs (B, R) of ``batch``: prefix-shared when :meth:`plan` gives a
         plan (with ``packing``, several prompt groups per row of at most ``max_row_tokens``,
@@ -201,6 +218,7 @@ class PrefixSharing:
                 with_entropy=with_entropy,
                 chunk_size=chunk_size,
                 plan=plan,
+                fused_head=fused_head,
             )
         return response_logprobs(
             model,
@@ -209,15 +227,8 @@ class PrefixSharing:
             with_entropy=with_entropy,
             packing=packing,
             chunk_size=chunk_size,
+            fused_head=fused_head,
         )
-
-
-def unwrap_peft(model: nn.Module) -> nn.Module:
-    """The ``transformers`` model inside a PEFT wrapper (LoRA layers stay active), else
-    ``model``."""
-    unwrap: Any = getattr(model, "get_base_model", None)
-    base: nn.Module = unwrap() if callable(unwrap) else model
-    return base
 
 
 def attention_implementation(model: nn.Module) -> str:

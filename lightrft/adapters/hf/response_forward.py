@@ -30,6 +30,7 @@ class ForwardOptions(TypedDict, total=False):
     prefix_sharing: PrefixSharingMode
     max_shared_row_tokens: int
     chunk_size: int
+    fused_head: bool
     multimodal: MultimodalInputs | None
 
 
@@ -53,6 +54,7 @@ class ResponseForward:
         self._prefix_sharing.check_model(model)
         self._packing = options.get("packing", False)
         self._chunk_size = options.get("chunk_size", 1024)
+        self._fused_head = options.get("fused_head", True)
         self._multimodal = multimodal
 
     def logprobs(
@@ -83,4 +85,5 @@ class ResponseForward:
             with_entropy=with_entropy,
             packing=self._packing,
             chunk_size=self._chunk_size,
+            fused_head=self._fused_head,
         )

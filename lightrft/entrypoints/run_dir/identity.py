@@ -42,6 +42,7 @@ _MODEL_PERFORMANCE = (
     "model.packing",
     "model.prefix_sharing",
     "model.logprob_chunk_size",
+    "model.fused_lm_head",
 )
 
 

@@ -82,6 +82,7 @@ def _policy(context: BuildContext) -> HfPolicy:
         packing=m.packing,
         prefix_sharing=m.prefix_sharing,
         chunk_size=m.logprob_chunk_size,
+        fused_head=m.fused_lm_head,
         tokenizer=context.tokenizer,
     )
 
@@ -94,6 +95,7 @@ def _reference(context: BuildContext) -> HfReferenceModel:
         packing=m.packing,
         prefix_sharing=m.prefix_sharing,
         chunk_size=m.logprob_chunk_size,
+        fused_head=m.fused_lm_head,
     )
 
 

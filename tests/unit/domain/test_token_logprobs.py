@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -12,10 +11,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import Tensor
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 from lightrft.domain.token_logprobs import TokenLogprobs, token_logprobs
+from tests.helpers.live_bytes import LiveBytes
 
 Outputs = tuple[Tensor, Tensor]
 
@@ -309,31 +307,6 @@ def test_saves_no_full_float32_tensor_for_backward() -> None:
     logits, labels, _, _ = random_case((2, 16, 64), dtype=torch.bfloat16)
     assert saved_full_float32(naive, logits, labels), "the check must catch the naive version"
     assert saved_full_float32(chunked(8), logits, labels) == []
-
-
-class LiveBytes(TorchDispatchMode):
-    """Tracks bytes of tensor storages created by ops inside the mode, and their peak."""
-
-    def __init__(self, *existing: Tensor) -> None:
-        super().__init__()
-        self.live = 0
-        self.peak = 0
-        self._seen = {id(t.untyped_storage()) for t in existing}  # not counted
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        for t in tree_leaves(out):
-            if isinstance(t, Tensor) and id(t.untyped_storage()) not in self._seen:
-                storage = t.untyped_storage()
-                self._seen.add(id(storage))
-                self.live += storage.nbytes()
-                self.peak = max(self.peak, self.live)
-                weakref.finalize(storage, self._free, id(storage), storage.nbytes())
-        return out
-
-    def _free(self, key: int, nbytes: int) -> None:
-        self.live -= nbytes
-        self._seen.discard(key)
 
 
 def peak_bytes(fn: Callable[[Tensor, Tensor], Outputs], logits: Tensor, labels: Tensor) -> int:

@@ -37,6 +37,22 @@ def tiny_tokenizer() -> PreTrainedTokenizerFast:
     return tok
 
 
+FAMILY_SIZES = {
+    "vocab_size": 259,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 64,
+    "max_position_embeddings": 128,
+    "pad_token_id": PAD,
+    "eos_token_id": EOS,
+    "bos_token_id": BOS,
+    "initializer_range": 0.3,
+}
+"""Config sizes of the tiny Qwen2 / Qwen3 / Mistral models (the byte tokenizer's vocabulary)."""
+
+
 def tiny_config(*, tie: bool = False, attn: str = "sdpa") -> LlamaConfig:
     config = LlamaConfig(
         vocab_size=259,

@@ -26,25 +26,12 @@ from lightrft.adapters.hf.logprobs import position_ids_from_mask
 from lightrft.adapters.hf.preallocated_cache import preallocated_cache
 from lightrft.adapters.hf.quantized_rollout import quantize_linears
 from lightrft.domain.types import PromptRecord, SamplingParams
-from tests.unit.adapters.hf.hf_tiny import BOS, EOS, PAD, tiny_model, tiny_tokenizer
+from tests.unit.adapters.hf.hf_tiny import FAMILY_SIZES, PAD, tiny_model, tiny_tokenizer
 
 CPU = torch.device("cpu")
 pytestmark = pytest.mark.skipif(
     fused_decode_supported(tiny_model(), CPU) is not None, reason="no oneDNN packing ops"
 )
-SIZES = {
-    "vocab_size": 259,
-    "hidden_size": 32,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "intermediate_size": 64,
-    "max_position_embeddings": 128,
-    "pad_token_id": PAD,
-    "eos_token_id": EOS,
-    "bos_token_id": BOS,
-    "initializer_range": 0.3,
-}
 
 
 def _with_random_biases(model: PreTrainedModel) -> PreTrainedModel:
@@ -58,19 +45,21 @@ def _with_random_biases(model: PreTrainedModel) -> PreTrainedModel:
 
 def _llama_biased() -> PreTrainedModel:
     torch.manual_seed(1)
-    config = LlamaConfig(**SIZES, attention_bias=True, mlp_bias=True, tie_word_embeddings=True)
+    config = LlamaConfig(
+        **FAMILY_SIZES, attention_bias=True, mlp_bias=True, tie_word_embeddings=True
+    )
     return _with_random_biases(LlamaForCausalLM(config).eval())
 
 
 def _qwen2() -> PreTrainedModel:
     torch.manual_seed(2)
-    config = Qwen2Config(**SIZES, rope_scaling={"rope_type": "linear", "factor": 2.0})
+    config = Qwen2Config(**FAMILY_SIZES, rope_scaling={"rope_type": "linear", "factor": 2.0})
     return _with_random_biases(Qwen2ForCausalLM(config).eval())
 
 
 def _mistral() -> PreTrainedModel:
     torch.manual_seed(3)
-    return MistralForCausalLM(MistralConfig(**SIZES, sliding_window=None)).eval()
+    return MistralForCausalLM(MistralConfig(**FAMILY_SIZES, sliding_window=None)).eval()
 
 
 MODELS = {
@@ -214,11 +203,11 @@ def _with_q_norm() -> PreTrainedModel:
 
 
 def _qwen3() -> PreTrainedModel:
-    return Qwen3ForCausalLM(Qwen3Config(**SIZES, head_dim=8)).eval()
+    return Qwen3ForCausalLM(Qwen3Config(**FAMILY_SIZES, head_dim=8)).eval()
 
 
 def _mistral_window() -> PreTrainedModel:
-    return MistralForCausalLM(MistralConfig(**SIZES, sliding_window=4)).eval()
+    return MistralForCausalLM(MistralConfig(**FAMILY_SIZES, sliding_window=4)).eval()
 
 
 UNSUPPORTED = {
