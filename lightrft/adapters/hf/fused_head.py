@@ -22,7 +22,7 @@ hooks on the model or its head (a wrapper's or a test's: the fused path would sk
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from torch import Tensor, nn
 from torch.distributed.tensor import DTensor
@@ -39,6 +39,30 @@ TEXT_INPUTS = frozenset({"input_ids", "attention_mask", "position_ids"})
 keeps the model's own forward."""
 
 _LOGIT_SCALINGS = ("final_logit_softcapping", "logit_scale", "logits_scaling")
+
+FusedHeadMode = Literal["auto", "on", "off"]
+"""``model.fused_lm_head``: on: wherever :func:`fused_head_problem` allows; off: never;
+auto: there, and only when the logits the unfused path would hold are at least
+:data:`AUTO_MIN_LOGITS_BYTES` (long responses), so short-response runs keep the unfused
+path and their figures to the digit."""
+
+AUTO_MIN_LOGITS_BYTES = 256 * 2**20
+"""auto's threshold: float32 logits of this many bytes (1365 scored rows of a 49152-token
+vocabulary); below it the logits and their gradient cost little next to the model."""
+
+
+def use_fused_head(
+    mode: FusedHeadMode, model: nn.Module, inputs: Mapping[str, Any], logit_rows: int
+) -> bool:
+    """Whether a forward of ``model`` on ``inputs`` takes the fused path under ``mode``;
+    ``logit_rows``: the rows of logits the unfused path would compute."""
+    if mode == "off" or fused_head_problem(model, inputs) is not None:
+        return False
+    if mode == "on":
+        return True
+    head = _head(unwrap_peft(model))
+    vocab = 0 if head is None else head.out_features
+    return logit_rows * vocab * 4 >= AUTO_MIN_LOGITS_BYTES
 
 
 def fused_head_problem(model: nn.Module, inputs: Mapping[str, Any]) -> str | None:

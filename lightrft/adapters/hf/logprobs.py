@@ -26,7 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from lightrft.adapters.common.positions import position_ids_from_mask
-from lightrft.adapters.hf.fused_head import fused_head_logprobs, fused_head_problem
+from lightrft.adapters.hf.fused_head import FusedHeadMode, fused_head_logprobs, use_fused_head
 from lightrft.domain.ports import PolicyOutput
 from lightrft.domain.token_logprobs import token_logprobs
 from lightrft.domain.types import SequenceBatch
@@ -42,7 +42,7 @@ def response_logprobs(
     with_entropy: bool = False,
     packing: bool = False,
     chunk_size: int = 1024,
-    fused_head: bool = True,
+    fused_head: FusedHeadMode = "auto",
 ) -> PolicyOutput:
     """Log-probs (B, R) of the response tokens of ``batch`` under ``model`` (0 on padding).
 
@@ -88,7 +88,7 @@ def logprobs_from_inputs(
     chunk_size: int = 1024,
     suppressed: Tensor | None = None,
     packed: bool = False,
-    fused_head: bool = True,
+    fused_head: FusedHeadMode = "auto",
 ) -> PolicyOutput:
     """:func:`response_logprobs` on model inputs the caller built (multimodal adapters build
     them from the batch's payloads).
@@ -98,9 +98,10 @@ def logprobs_from_inputs(
     ``packed`` for one row (1, N) of the attended tokens of every row in row order (position
     ids restarting per row, ``attention_mask=None``); then only the predictors of the K
     scored tokens reach the LM head. ``suppressed`` (S,) token ids are taken out of the
-    distribution (:func:`suppress_tokens`). ``fused_head``: run the decoder and the LM head
-    fused with the log-softmax, never holding the (K, V) logits, where the model and inputs
-    allow it and nothing is suppressed (:mod:`~lightrft.adapters.hf.fused_head`; the same
+    distribution (:func:`suppress_tokens`). ``fused_head`` (auto, on, off: see
+    :data:`~lightrft.adapters.hf.fused_head.FusedHeadMode`): run the decoder and the LM
+    head fused with the log-softmax, never holding the (K, V) logits, where the model and
+    inputs allow it and nothing is suppressed (:mod:`~lightrft.adapters.hf.fused_head`; the same
     values up to float rounding). Returns (B, R) tensors, 0 where not scored.
     """
     check_prompt_column(batch)
@@ -115,7 +116,8 @@ def logprobs_from_inputs(
     else:
         keep = torch.arange(t - r - 1, t - 1, device=batch.input_ids.device)  # [R]
         labels = batch.input_ids[:, t - r :]  # [B, R]
-    if fused_head and suppressed is None and fused_head_problem(model, inputs) is None:
+    logit_rows = keep.numel() if packed else labels.numel()  # the unfused logits' rows
+    if suppressed is None and use_fused_head(fused_head, model, inputs, logit_rows):
         return _fused_logprobs(
             model,
             inputs,

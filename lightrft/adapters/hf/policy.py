@@ -43,7 +43,8 @@ class HfPolicy:
         fused_head: run the LM head fused with the log-softmax, chunk by chunk, so the
             (K, V) logits and their gradient never exist whole
             (:mod:`~lightrft.adapters.hf.fused_head`; Llama, Mistral, Qwen2, Qwen3, Gemma text
-            models with an unsharded head, else the unfused path); default on.
+            models with an unsharded head, else the unfused path): "auto" (default: when
+            the unfused logits would take >= 256 MiB), "on", "off".
         tokenizer: saved next to the weights by :meth:`export_hf` when given.
         multimodal: the model family's input builder (a vision- or audio-language model,
             :mod:`~lightrft.adapters.hf.multimodal_inputs`); then every batch, with or

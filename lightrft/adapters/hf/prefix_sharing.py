@@ -39,7 +39,12 @@ from typing import Any, Literal, get_args
 
 from torch import Tensor, nn
 
-from lightrft.adapters.hf.fused_head import fused_head_logprobs, fused_head_problem, unwrap_peft
+from lightrft.adapters.hf.fused_head import (
+    FusedHeadMode,
+    fused_head_logprobs,
+    unwrap_peft,
+    use_fused_head,
+)
 from lightrft.adapters.hf.logprobs import response_logprobs
 from lightrft.adapters.hf.packed_prefix import pack_prefix_plan
 from lightrft.adapters.hf.prefix_plan import (
@@ -82,7 +87,7 @@ def prefix_shared_logprobs(
     with_entropy: bool = False,
     chunk_size: int = 1024,
     plan: PrefixPlan | None = None,
-    fused_head: bool = True,
+    fused_head: FusedHeadMode = "auto",
 ) -> PolicyOutput:
     """Log-probs (B, R) of the response tokens of ``batch`` (0 on padding), each distinct
     prompt run once; ``entropy`` (B, R) when ``with_entropy``.
@@ -106,7 +111,7 @@ def prefix_shared_logprobs(
         "attention_mask": plan.attention_mask(dtype),
         "position_ids": plan.position_ids,
     }
-    if fused_head and fused_head_problem(model, inputs) is None:
+    if use_fused_head(fused_head, model, inputs, plan.labels.numel()):
         out = fused_head_logprobs(
             model,
             inputs,
@@ -201,7 +206,7 @@ class PrefixSharing:
         with_entropy: bool,
         packing: bool,
         chunk_size: int,
-        fused_head: bool = True,
+        fused_head: FusedHeadMode = "auto",
     ) -> PolicyOutput:
         """Response log-probs (B, R) of ``batch``: prefix-shared when :meth:`plan` gives a
         plan (with ``packing``, several prompt groups per row of at most ``max_row_tokens``,

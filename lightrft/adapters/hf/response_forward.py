@@ -12,6 +12,7 @@ from typing import TypedDict
 from torch import nn
 from typing_extensions import Unpack
 
+from lightrft.adapters.hf.fused_head import FusedHeadMode
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs, multimodal_logprobs
 from lightrft.adapters.hf.prefix_sharing import (
     DEFAULT_MAX_ROW_TOKENS,
@@ -30,7 +31,7 @@ class ForwardOptions(TypedDict, total=False):
     prefix_sharing: PrefixSharingMode
     max_shared_row_tokens: int
     chunk_size: int
-    fused_head: bool
+    fused_head: FusedHeadMode
     multimodal: MultimodalInputs | None
 
 
@@ -54,7 +55,7 @@ class ResponseForward:
         self._prefix_sharing.check_model(model)
         self._packing = options.get("packing", False)
         self._chunk_size = options.get("chunk_size", 1024)
-        self._fused_head = options.get("fused_head", True)
+        self._fused_head: FusedHeadMode = options.get("fused_head", "auto")
         self._multimodal = multimodal
 
     def logprobs(

@@ -117,11 +117,12 @@ class ModelConfig(Section):
     logprob_chunk_size: int = Field(
         1024, gt=0, description="Rows per chunk of the log-prob kernel."
     )
-    fused_lm_head: bool = Field(
-        True,
+    fused_lm_head: Literal["auto", "on", "off"] = Field(
+        "auto",
         description="Run the LM head fused with the log-prob kernel, chunk by chunk, so the "
-        "response logits and their gradient never exist whole (Llama, Mistral, Qwen2, Qwen3, Gemma "
-        "text models with an unsharded head; others use the unfused path).",
+        "response logits and their gradient never exist whole (Llama, Mistral, Qwen2, Qwen3, "
+        "Gemma text models with an unsharded head; others use the unfused path). auto: when "
+        "the unfused logits would take >= 256 MiB (long responses); on: always; off: never.",
     )
     lora: LoraConfig = Field(default_factory=LoraConfig)
 

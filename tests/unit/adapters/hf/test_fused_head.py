@@ -75,18 +75,22 @@ def batch_with_hole() -> SequenceBatch:
     return SequenceBatch(batch.input_ids, batch.attention_mask, mask)
 
 
+def mode(fused: bool) -> fh.FusedHeadMode:
+    return "on" if fused else "off"
+
+
 def padded(m: nn.Module, b: SequenceBatch, fused: bool) -> PolicyOutput:
-    return response_logprobs(m, b, temperature=0.7, with_entropy=True, fused_head=fused)
+    return response_logprobs(m, b, temperature=0.7, with_entropy=True, fused_head=mode(fused))
 
 
 def packed(m: nn.Module, b: SequenceBatch, fused: bool) -> PolicyOutput:
     return response_logprobs(
-        m, b, temperature=0.7, with_entropy=True, packing=True, chunk_size=3, fused_head=fused
+        m, b, temperature=0.7, with_entropy=True, packing=True, chunk_size=3, fused_head=mode(fused)
     )
 
 
 def shared(m: nn.Module, b: SequenceBatch, fused: bool) -> PolicyOutput:
-    return prefix_shared_logprobs(m, b, temperature=1.3, with_entropy=True, fused_head=fused)
+    return prefix_shared_logprobs(m, b, temperature=1.3, with_entropy=True, fused_head=mode(fused))
 
 
 PATHS: dict[str, Forward] = {"padded": padded, "packed": packed, "prefix_shared": shared}
@@ -166,8 +170,8 @@ def test_policy_and_reference_option_chooses_the_path() -> None:
     for fused in (True, False):
         model = tiny_model(5)
         with head_calls(model) as calls:
-            outputs.append(HfPolicy(model, fused_head=fused).forward(batch).logprobs.detach())
-            reference = HfReferenceModel(model, torch.device("cpu"), fused_head=fused)
+            outputs.append(HfPolicy(model, fused_head=mode(fused)).forward(batch).logprobs.detach())
+            reference = HfReferenceModel(model, torch.device("cpu"), fused_head=mode(fused))
             outputs.append(reference.forward(batch).logprobs)
         assert bool(calls) is not fused
     torch.testing.assert_close(outputs[0], outputs[2], atol=1e-5, rtol=1e-5)
@@ -242,8 +246,8 @@ def test_fsdp2_falls_back_and_still_agrees(one_rank_group: None) -> None:
     Fsdp2Strategy(OptimizerParams(lr=1e-3), device=torch.device("cpu")).prepare(model)
     assert fh.fused_head_problem(model, TEXT) is not None
     batch = batch_with_hole()
-    on = response_logprobs(model, batch, fused_head=True).logprobs
-    off = response_logprobs(model, batch, fused_head=False).logprobs
+    on = response_logprobs(model, batch, fused_head="on").logprobs
+    off = response_logprobs(model, batch, fused_head="off").logprobs
     torch.testing.assert_close(on, off, atol=0.0, rtol=0.0)
 
 
@@ -265,7 +269,7 @@ def test_half_precision_logprobs_are_equal_and_gradients_close(precision: str) -
 
     def forward(m: nn.Module, b: SequenceBatch, fused: bool) -> PolicyOutput:
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "autocast"):
-            return response_logprobs(m, b, with_entropy=True, chunk_size=4, fused_head=fused)
+            return response_logprobs(m, b, with_entropy=True, chunk_size=4, fused_head=mode(fused))
 
     lp, ent, grad, _ = run(model, batch, forward, fused=True)
     ref_lp, ref_ent, ref_grad, _ = run(model, batch, forward, fused=False)
@@ -279,3 +283,19 @@ def test_a_model_that_is_not_a_causal_lm_is_refused() -> None:
     model = tiny_model()
     problem = fh.fused_head_problem(model.model, TEXT)  # the decoder alone (LlamaModel)
     assert problem is not None and "ForCausalLM" in problem
+
+
+def test_auto_fuses_only_logits_of_at_least_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    model, batch = tiny_model(), batch_with_hole()
+
+    def auto(m: nn.Module, b: SequenceBatch, fused: bool) -> PolicyOutput:
+        return response_logprobs(m, b, with_entropy=True, fused_head="auto")
+
+    rows = batch.input_ids.shape[0] * batch.response_length  # the padded path's logit rows
+    vocab = model.get_output_embeddings().out_features
+    monkeypatch.setattr(fh, "AUTO_MIN_LOGITS_BYTES", rows * vocab * 4 + 1)
+    *_, head_ran = run(model, batch, auto, fused=False)
+    assert head_ran  # just below the threshold: the unfused path
+    monkeypatch.setattr(fh, "AUTO_MIN_LOGITS_BYTES", rows * vocab * 4)
+    *_, head_ran = run(model, batch, auto, fused=False)
+    assert not head_ran  # at the threshold: fused
