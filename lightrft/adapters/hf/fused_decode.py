@@ -40,6 +40,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from transformers import Cache
 
+from lightrft.adapters.hf.packed_linear import packing_rows
+
 # Families whose decoder layer is exactly: x + o(attn(rope(qkv(norm(x))))), then
 # x + down(silu(gate(norm(x))) * up(norm(x))), with RMSNorm ``weight * normalized`` and
 # unscaled embeddings (Gemma's 1 + weight norm or Granite's multipliers would not be).
@@ -216,7 +218,7 @@ class FusedDecoder:
     ) -> _PackedMatmul:
         packed = self._packed.get(key)
         if packed is None or packed.source != _sources(linears):
-            packed = self._packed[key] = _PackedMatmul(linears, rows)
+            packed = self._packed[key] = _PackedMatmul(linears, packing_rows(rows))
             self.packs += 1
         return packed
 

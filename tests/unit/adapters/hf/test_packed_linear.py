@@ -74,3 +74,10 @@ def test_engine_samples_alike_with_and_without_packed_weights() -> None:
     assert [c.token_ids for c in out[True]] == [c.token_ids for c in out[False]]
     for a, b in zip(out[True], out[False], strict=True):
         torch.testing.assert_close(torch.tensor(a.logprobs), torch.tensor(b.logprobs))
+
+
+def test_weights_are_packed_for_at_least_sixteen_rows() -> None:
+    from lightrft.adapters.hf.packed_linear import MIN_PACKING_ROWS, packing_rows
+
+    assert MIN_PACKING_ROWS == 16
+    assert [packing_rows(r) for r in (1, 15, 16, 64)] == [16, 16, 16, 64]
