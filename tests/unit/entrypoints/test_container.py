@@ -116,3 +116,12 @@ def test_fused_decode_reaches_the_engine(tiny_dir: Path, tmp_path: Path) -> None
             config(tiny_dir, tmp_path, **{"rollout.engine.fused_decode": choice})
         )
         assert (container.engine()._fused is not None) is choice
+
+
+def test_auto_engine_on_cpu_is_the_hf_engine_with_fused_decode(
+    tiny_dir: Path, tmp_path: Path
+) -> None:
+    container = build_container(config(tiny_dir, tmp_path, **{"rollout.engine": "auto"}))
+    engine = container.engine()
+    assert type(engine).__name__ == "HfRolloutEngine"
+    assert engine._fused is not None

@@ -12,32 +12,31 @@ from lightrft.entrypoints.wiring.registries import ENGINES
 @pytest.mark.parametrize(
     ("device", "installed", "tokens", "chosen", "because"),
     [
-        ("cuda", True, 1024, "vllm", "cuda, vllm installed, rollout.max_new_tokens 1024 >= long"),
-        ("cuda", True, 256, "vllm", ">= long_generation_tokens 256"),  # the threshold is long
+        ("cuda", True, 1024, "vllm", "cuda, vllm installed, rollout.max_new_tokens 1024 >= 256"),
+        ("cuda", True, 256, "vllm", ">= 256"),  # the threshold itself is long
         ("cuda", True, 255, "hf", "rollout.max_new_tokens 255 < long_generation_tokens 256"),
         ("cuda", False, 1024, "hf", "vllm is not installed"),
-        ("cpu", True, 128, "vllm", "cpu, vllm installed, rollout.max_new_tokens 128 >= cpu_long"),
-        ("cpu", True, 127, "hf", "127 < cpu_long_generation_tokens 128"),
-        ("cpu", False, 1024, "hf", "vllm is not installed"),
-        ("npu", True, 4096, "hf", "device is npu: no vllm threshold"),
+        ("npu", True, 4096, "hf", "device is npu, not cuda"),
     ],
 )
 def test_rule(device: str, installed: bool, tokens: int, chosen: str, because: str) -> None:
-    choice = choose_engine(device, installed, tokens, long_from=256, cpu_long_from=128)
+    choice = choose_engine(device, installed, tokens, long_from=256)
     assert choice.name == chosen
     assert because in choice.reason
+    assert choice.options == {}
 
 
-def test_cpu_threshold_none_keeps_hf_on_cpu() -> None:
-    choice = choose_engine("cpu", True, 4096, long_from=256, cpu_long_from=None)
-    assert choice.name == "hf" and "device is cpu: no vllm threshold" in choice.reason
+@pytest.mark.parametrize("tokens", [16, 128, 4096])
+def test_cpu_gets_the_hf_engine_with_fused_decode_at_any_length(tokens: int) -> None:
+    choice = choose_engine("cpu", True, tokens, long_from=256)
+    assert (choice.name, dict(choice.options)) == ("hf", {"fused_decode": True})
+    assert "fused decode" in choice.reason
 
 
 def test_auto_is_a_registered_engine_with_its_threshold() -> None:
     config = load_config(overrides=["rollout.engine={type: auto, long_generation_tokens: 512}"])
     assert config.rollout.engine.type == "auto"
     assert config.rollout.engine.long_generation_tokens == 512  # type: ignore[attr-defined]
-    assert config.rollout.engine.cpu_long_generation_tokens == 128  # type: ignore[attr-defined]
     assert "auto" in ENGINES.names()
 
 
