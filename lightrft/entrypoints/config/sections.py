@@ -117,7 +117,7 @@ class ModelConfig(Section):
     logprob_chunk_size: int = Field(
         1024, gt=0, description="Rows per chunk of the log-prob kernel."
     )
-    fused_lm_head: Literal["auto", "on", "off"] = Field(
+    fused_lm_head: AutoOnOff = Field(
         "auto",
         description="Run the LM head fused with the log-prob kernel, chunk by chunk, so the "
         "response logits and their gradient never exist whole (Llama, Mistral, Qwen2, Qwen3, "
