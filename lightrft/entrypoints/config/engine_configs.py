@@ -151,9 +151,8 @@ class SglangEngineConfig(OwnWeightsEngineConfig):
 @register_config(ENGINE_CONFIGS, "auto")
 class AutoEngineConfig(ComponentSection):
     """Picks hf or vllm when the engine is built, by a rule logged as ``rollout.engine.auto``:
-    on CPU hf with ``fused_decode``; on a CUDA device vllm when vLLM is installed and
-    rollout.max_new_tokens reaches ``long_generation_tokens``, else hf (each with its
-    default options otherwise). Measured basis: docs/performance.md (HF engine vs vLLM)."""
+    vllm on a CUDA device when vLLM is installed and rollout.max_new_tokens reaches
+    ``long_generation_tokens``; hf otherwise (each with its default options). Measured basis: docs/performance.md (HF engine vs vLLM)."""
 
     type: Literal["auto"] = "auto"
     long_generation_tokens: int = Field(

@@ -118,10 +118,8 @@ def test_fused_decode_reaches_the_engine(tiny_dir: Path, tmp_path: Path) -> None
         assert (container.engine()._fused is not None) is choice
 
 
-def test_auto_engine_on_cpu_is_the_hf_engine_with_fused_decode(
-    tiny_dir: Path, tmp_path: Path
-) -> None:
+def test_auto_engine_on_cpu_is_the_default_hf_engine(tiny_dir: Path, tmp_path: Path) -> None:
     container = build_container(config(tiny_dir, tmp_path, **{"rollout.engine": "auto"}))
     engine = container.engine()
     assert type(engine).__name__ == "HfRolloutEngine"
-    assert engine._fused is not None
+    assert engine._fused is None and engine._packed is None

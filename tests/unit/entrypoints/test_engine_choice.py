@@ -27,10 +27,10 @@ def test_rule(device: str, installed: bool, tokens: int, chosen: str, because: s
 
 
 @pytest.mark.parametrize("tokens", [16, 128, 4096])
-def test_cpu_gets_the_hf_engine_with_fused_decode_at_any_length(tokens: int) -> None:
+def test_cpu_gets_the_default_hf_engine_at_any_length(tokens: int) -> None:
     choice = choose_engine("cpu", True, tokens, long_from=256)
-    assert (choice.name, dict(choice.options)) == ("hf", {"fused_decode": True})
-    assert "fused decode" in choice.reason
+    assert (choice.name, dict(choice.options)) == ("hf", {})
+    assert "device is cpu, not cuda" in choice.reason
 
 
 def test_auto_is_a_registered_engine_with_its_threshold() -> None:
