@@ -12,9 +12,7 @@ measured here).
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import structlog
 
@@ -27,11 +25,10 @@ from lightrft.entrypoints.wiring.registries import ENGINES, BuildContext
 
 @dataclass(frozen=True)
 class EngineChoice:
-    """The engine ``auto`` picked, why, and the options of its config section it sets."""
+    """The engine ``auto`` picked and why."""
 
     name: str
     reason: str
-    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def choose_engine(
@@ -55,9 +52,8 @@ def choose_engine(
 
 @ENGINES.register("auto")
 def build_auto_engine(section: AutoEngineConfig, context: BuildContext) -> RolloutEngine:
-    """The engine :func:`choose_engine` picks for this run, with its default options but
-    those the choice sets (its builder and config model looked up by name in the
-    registries)."""
+    """The engine :func:`choose_engine` picks for this run, with its default options (its
+    builder and config model looked up by name in the registries)."""
     choice = choose_engine(
         context.device.type,
         importlib.util.find_spec("vllm") is not None,
@@ -65,8 +61,7 @@ def build_auto_engine(section: AutoEngineConfig, context: BuildContext) -> Rollo
         section.long_generation_tokens,
     )
     structlog.get_logger(__name__).info(
-        "rollout.engine.auto", chosen=choice.name, reason=choice.reason, **choice.options
+        "rollout.engine.auto", chosen=choice.name, reason=choice.reason
     )
     build = ENGINES.get(choice.name)
-    section_model = ENGINE_CONFIGS.get(choice.name)
-    return build(section_model(**choice.options), context)  # type: ignore[no-any-return]
+    return build(ENGINE_CONFIGS.get(choice.name)(), context)  # type: ignore[no-any-return]
