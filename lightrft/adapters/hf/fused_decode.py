@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from transformers import Cache
 
-from lightrft.adapters.hf.packed_linear import packing_rows
+from lightrft.adapters.hf.packed_linear import PackedMatmul, packing_rows
 
 # Families whose decoder layer is exactly: x + o(attn(rope(qkv(norm(x))))), then
 # x + down(silu(gate(norm(x))) * up(norm(x))), with RMSNorm ``weight * normalized`` and
@@ -113,40 +113,6 @@ def _is_rms_norm(module: object) -> bool:
     return hasattr(module, "weight") and hasattr(module, "variance_epsilon")
 
 
-def _concat(tensors: Sequence[Tensor | None], sizes: Sequence[int]) -> Tensor | None:
-    """The tensors concatenated along dim 0 (zeros for a missing one); ``None`` if all are."""
-    if all(t is None for t in tensors):
-        return None
-    reference = next(t for t in tensors if t is not None)
-    parts = [
-        reference.new_zeros(size) if t is None else t
-        for t, size in zip(tensors, sizes, strict=True)
-    ]
-    return torch.cat([p.detach() for p in parts])
-
-
-class _PackedMatmul:
-    """One matmul (M, K) -> (M, N) on the concatenation of several linears' weights,
-    packed by oneDNN, with the (storage, version) of each source tensor it was packed from."""
-
-    def __init__(self, linears: Sequence[torch.nn.Linear], rows: int) -> None:
-        self.source = _sources(linears)
-        weight = torch.cat([layer.weight.detach() for layer in linears])  # [N, K]
-        sizes = [layer.out_features for layer in linears]
-        self.weight = torch.ops.mkldnn._reorder_linear_weight(weight, rows)
-        self.bias = _concat([layer.bias for layer in linears], sizes)
-
-    def __call__(self, x: Tensor) -> Tensor:
-        out: Tensor = torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "none", [], "")
-        return out
-
-
-def _sources(linears: Sequence[torch.nn.Linear]) -> tuple[tuple[int, int], ...]:
-    """(data_ptr, _version) of each weight and bias: any change means a repack."""
-    tensors = [t for layer in linears for t in (layer.weight, layer.bias) if t is not None]
-    return tuple((t.data_ptr(), t._version) for t in tensors)
-
-
 @dataclass
 class _Layer:
     """One decoder layer's modules, grouped as the fused step uses them."""
@@ -180,9 +146,9 @@ class FusedDecoder:
             for index, layer in enumerate(inner.layers[: config.num_hidden_layers])
         ]
         self._check_shapes()
-        self._packed: dict[tuple[int, str], _PackedMatmul] = {}
-        self._matmuls: list[tuple[_PackedMatmul, ...]] = []
-        self._head: _PackedMatmul | None = None
+        self._packed: dict[tuple[int, str], PackedMatmul] = {}
+        self._matmuls: list[tuple[PackedMatmul, ...]] = []
+        self._head: PackedMatmul | None = None
         self.packs = 0  # matmuls packed so far (a repack counts again)
 
     def _check_shapes(self) -> None:
@@ -215,10 +181,10 @@ class FusedDecoder:
 
     def _current(
         self, key: tuple[int, str], linears: Sequence[torch.nn.Linear], rows: int
-    ) -> _PackedMatmul:
+    ) -> PackedMatmul:
         packed = self._packed.get(key)
-        if packed is None or packed.source != _sources(linears):
-            packed = self._packed[key] = _PackedMatmul(linears, packing_rows(rows))
+        if packed is None or not packed.current(linears):
+            packed = self._packed[key] = PackedMatmul(linears, packing_rows(rows))
             self.packs += 1
         return packed
 

@@ -21,7 +21,7 @@ policy's weights releases them after every call, since the optimizer changes the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -57,15 +57,42 @@ def _packable(module: torch.nn.Module) -> bool:
     return weight.dtype == torch.float32 and weight.device.type == "cpu"
 
 
-class _Packed:
-    """One layer's packed weight and the (storage, version) it was packed from."""
+class PackedMatmul:
+    """One matmul (M, K) -> (M, N) on the concatenation of several linears' weights (their
+    biases too, zeros for a missing one), packed by oneDNN for about ``rows`` rows, with the
+    (storage, version) of every source tensor it was packed from (:meth:`current`)."""
 
-    def __init__(self, weight: Tensor, rows: int) -> None:
-        self.source = (weight.data_ptr(), weight._version)
-        self.weight = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), rows)
+    def __init__(self, linears: Sequence[torch.nn.Linear], rows: int) -> None:
+        self.source = _sources(linears)
+        weight = torch.cat([layer.weight.detach() for layer in linears])  # [N, K]
+        self.weight = torch.ops.mkldnn._reorder_linear_weight(weight, rows)
+        self.bias = _concat([layer.bias for layer in linears], [m.out_features for m in linears])
 
-    def current(self, weight: Tensor) -> bool:
-        return self.source == (weight.data_ptr(), weight._version)
+    def current(self, linears: Sequence[torch.nn.Linear]) -> bool:
+        """Whether no source weight or bias changed since the packing."""
+        return self.source == _sources(linears)
+
+    def __call__(self, x: Tensor) -> Tensor:
+        out: Tensor = torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "none", [], "")
+        return out
+
+
+def _sources(linears: Sequence[torch.nn.Linear]) -> tuple[tuple[int, int], ...]:
+    """(data_ptr, _version) of each weight and bias: any change means a repack."""
+    tensors = [t for layer in linears for t in (layer.weight, layer.bias) if t is not None]
+    return tuple((t.data_ptr(), t._version) for t in tensors)
+
+
+def _concat(tensors: Sequence[Tensor | None], sizes: Sequence[int]) -> Tensor | None:
+    """The tensors concatenated along dim 0 (zeros for a missing one); ``None`` if all are."""
+    if all(t is None for t in tensors):
+        return None
+    reference = next(t for t in tensors if t is not None)
+    parts = [
+        reference.new_zeros(size) if t is None else t
+        for t, size in zip(tensors, sizes, strict=True)
+    ]
+    return torch.cat([p.detach() for p in parts])
 
 
 class PackedLinears:
@@ -75,7 +102,7 @@ class PackedLinears:
         self._layers: list[torch.nn.Linear] = [
             m for m in model.modules() if isinstance(m, torch.nn.Linear) and _packable(m)
         ]
-        self._packed: dict[int, _Packed] = {}
+        self._packed: dict[int, PackedMatmul] = {}
         self.packs = 0  # weights packed so far (a repack counts again)
 
     @contextmanager
@@ -87,10 +114,10 @@ class PackedLinears:
         try:
             for index, layer in enumerate(self._layers):
                 packed = self._packed.get(index)
-                if packed is None or not packed.current(layer.weight):
-                    packed = self._packed[index] = _Packed(layer.weight, packing_rows(rows))
+                if packed is None or not packed.current((layer,)):
+                    packed = self._packed[index] = PackedMatmul((layer,), packing_rows(rows))
                     self.packs += 1
-                layer.forward = _packed_forward(packed.weight, layer.bias, layer.out_features)  # type: ignore[method-assign]
+                layer.forward = _packed_forward(packed, layer.out_features)  # type: ignore[method-assign]
             yield
         finally:
             for layer in self._layers:
@@ -101,12 +128,10 @@ class PackedLinears:
         self._packed.clear()
 
 
-def _packed_forward(weight: Tensor, bias: Tensor | None, out_features: int):  # type: ignore[no-untyped-def]
+def _packed_forward(packed: PackedMatmul, out_features: int):  # type: ignore[no-untyped-def]
     """``nn.Linear.forward`` on a packed weight: (..., K) -> (..., N)."""
 
     def forward(x: Tensor) -> Tensor:
-        flat = x.reshape(-1, x.shape[-1])  # [M, K]
-        out: Tensor = torch.ops.mkldnn._linear_pointwise(flat, weight, bias, "none", [], "")
-        return out.view(*x.shape[:-1], out_features)
+        return packed(x.reshape(-1, x.shape[-1])).view(*x.shape[:-1], out_features)
 
     return forward
