@@ -8,9 +8,10 @@ SmolLM2-135M-Instruct, with the same prompt token ids and sampling seeds. Worklo
 ``main`` is the main job's rollout (8 prompts x 8 samples x <= 16 tokens), ``long`` a
 long-generation one (4 prompts x 4 samples x <= 128 tokens). The weight sync loads the
 policy's own weights (an HfPolicy on the same checkpoint) into the engine, as the training
-cycle does each step. Sides: ``hf`` (the default HF engine), ``hf-packed`` (with
-``rollout.engine.packed_linears``), ``hf-fused`` (with ``rollout.engine.fused_decode``) and
-``vllm``; ``--engines hf`` runs one side; ``--json`` prints raw numbers. ``--fixed-length``
+cycle does each step. Sides: ``hf`` (the HF engine on ``transformers``' decode steps:
+``rollout.engine.fused_decode=off``, the default before 2026-11-27), ``hf-packed`` (the same
+with ``rollout.engine.packed_linears``), ``hf-fused`` (the fused decode steps: the default HF
+engine on CPU) and ``vllm``; ``--engines hf`` runs one side; ``--json`` prints raw numbers. ``--fixed-length``
 samples with ``ignore_eos``: every completion runs to the workload's token limit, so both
 engines generate the same number of tokens per step (with EOS, the engines draw different
 samples from the same seed, and the one whose samples stop earlier decodes fewer rows per
@@ -63,9 +64,9 @@ def _vllm_engine(model_dir: Path):  # noqa: ANN202
 
 
 ENGINES = {
-    "hf": lambda d: _hf_engine(d, packed=False),  # the default HF engine
-    "hf-packed": lambda d: _hf_engine(d, packed=True),  # rollout.engine.packed_linears=true
-    "hf-fused": lambda d: _hf_engine(d, fused=True),  # rollout.engine.fused_decode=true
+    "hf": lambda d: _hf_engine(d, packed=False),  # rollout.engine.fused_decode=off
+    "hf-packed": lambda d: _hf_engine(d, packed=True),  # + rollout.engine.packed_linears=true
+    "hf-fused": lambda d: _hf_engine(d, fused=True),  # the default on CPU (fused_decode=auto)
     "vllm": _vllm_engine,
 }
 

@@ -116,9 +116,12 @@ class HfRolloutEngine(GuardedGenerate):
             float32): packed q|k|v and gate|up matmuls, one-op RMSNorm, no per-step mask
             building. Supersedes ``packed_linears`` for the decode steps (the prefill stays
             ``transformers'``); same samples up to float rounding and the same host memory
-            as ``packed_linears``. Off by default for the same reason. When the model or
-            the engine's settings (``compile_decode``, multimodal, int8) rule it out, the
-            engine logs why once (``rollout.fused_decode_unavailable``) and decodes as usual.
+            as ``packed_linears``. ``True``: when the model or the engine's settings
+            (``compile_decode``, multimodal, int8) rule it out, the engine logs a warning
+            with the reason (``rollout.fused_decode_unavailable``) and decodes as usual;
+            ``"auto"``: the same, logged at info level (``rollout.fused_decode_off``);
+            ``False``: never. ``rollout.engine.fused_decode`` defaults to auto; this
+            constructor to ``False``.
 
     Decode steps on CPU also read grouped key/value heads in place
     (:mod:`~lightrft.adapters.hf.gqa_attention`) instead of copying the cache per head.
@@ -137,7 +140,7 @@ class HfRolloutEngine(GuardedGenerate):
         multimodal: MultimodalInputs | None = None,
         quantized: QuantizedTargets | None = None,
         packed_linears: bool = False,
-        fused_decode: bool = False,
+        fused_decode: bool | Literal["auto"] = False,
     ) -> None:
         if sleep_mode not in ("offload", "discard"):
             raise ValueError(f"sleep_mode must be 'offload' or 'discard', got {sleep_mode!r}")
@@ -156,7 +159,9 @@ class HfRolloutEngine(GuardedGenerate):
         self._compile_decode = compile_decode
         self._compiled: torch.nn.Module | None = None
         self._fused = (
-            self._fused_decoder(model, device, compile_decode, multimodal, quantized)
+            self._fused_decoder(
+                model, device, compile_decode, multimodal, quantized, required=fused_decode is True
+            )
             if fused_decode
             else None
         )
@@ -451,9 +456,11 @@ class HfRolloutEngine(GuardedGenerate):
         compile_decode: bool,
         multimodal: MultimodalInputs | None,
         quantized: QuantizedTargets | None,
+        *,
+        required: bool,
     ) -> FusedDecoder | None:
-        """The fused decode steps for ``model``, or ``None`` (logged with the reason) when
-        this engine cannot use them."""
+        """The fused decode steps for ``model``, or ``None`` (logged with the reason, as a
+        warning when they were ``required``) when this engine cannot use them."""
         ruled_out = (
             (compile_decode, "compile_decode is on"),
             (multimodal is not None, "the engine reads media (multimodal)"),
@@ -462,7 +469,10 @@ class HfRolloutEngine(GuardedGenerate):
         reason = next((why for hit, why in ruled_out if hit), None)
         reason = reason or fused_decode_supported(model, device)
         if reason is not None:
-            log.warning("rollout.fused_decode_unavailable", reason=reason)
+            if required:
+                log.warning("rollout.fused_decode_unavailable", reason=reason)
+            else:
+                log.info("rollout.fused_decode_off", reason=reason)
             return None
         return FusedDecoder(model)
 

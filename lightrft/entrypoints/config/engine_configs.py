@@ -37,13 +37,15 @@ class HfEngineConfig(ComponentSection):
         "(faster decode steps; same samples up to float rounding, so near-ties may sample "
         "differently; the weights' size in host memory during rollout).",
     )
-    fused_decode: bool = Field(
-        False,
+    fused_decode: AutoOnOff = Field(
+        "auto",
         description="On CPU, run each decode step of a float32 Llama/Qwen2/Mistral text model "
         "as LightRFT's own fused ops (packed q|k|v and gate|up matmuls, no transformers "
         "module code; supersedes packed_linears; same samples up to float rounding, so "
         "near-ties may sample differently; the packed weights' size in host memory during "
-        "rollout). Logs why and decodes as usual where unsupported.",
+        "rollout). auto: wherever the model and the engine's settings allow it (the demo: "
+        "about 10% less wall time, same figures; docs/performance.md), else the usual "
+        "steps; on: the same, but logs a warning where unsupported; off: never.",
     )
     quantization: Literal["none", "int8"] = Field(
         "none",

@@ -105,21 +105,31 @@ def test_compile_decode_reaches_the_engine(tiny_dir: Path, tmp_path: Path) -> No
 def test_packed_linears_reach_the_engine(tiny_dir: Path, tmp_path: Path) -> None:
     for choice in (True, False):
         container = build_container(
-            config(tiny_dir, tmp_path, **{"rollout.engine.packed_linears": choice})
+            config(
+                tiny_dir,
+                tmp_path,
+                **{"rollout.engine.packed_linears": choice, "rollout.engine.fused_decode": "off"},
+            )
         )
         assert (container.engine()._packed is not None) is choice
 
 
 def test_fused_decode_reaches_the_engine(tiny_dir: Path, tmp_path: Path) -> None:
-    for choice in (True, False):
+    for choice, fused in ((True, True), (False, False), ("auto", True), ("off", False)):
         container = build_container(
             config(tiny_dir, tmp_path, **{"rollout.engine.fused_decode": choice})
         )
-        assert (container.engine()._fused is not None) is choice
+        assert (container.engine()._fused is not None) is fused, choice
+
+
+def test_the_default_engine_on_cpu_decodes_with_fused_steps(tiny_dir: Path, tmp_path: Path) -> None:
+    """Unset, ``fused_decode`` is auto: the tiny fp32 Llama on CPU gets the fused steps."""
+    engine = build_container(config(tiny_dir, tmp_path)).engine()
+    assert engine._fused is not None and engine._packed is None
 
 
 def test_auto_engine_on_cpu_is_the_default_hf_engine(tiny_dir: Path, tmp_path: Path) -> None:
     container = build_container(config(tiny_dir, tmp_path, **{"rollout.engine": "auto"}))
     engine = container.engine()
     assert type(engine).__name__ == "HfRolloutEngine"
-    assert engine._fused is None and engine._packed is None
+    assert engine._fused is not None and engine._packed is None

@@ -5,6 +5,7 @@ tokens with it, and unsupported models or settings fall back with the reason."""
 from __future__ import annotations
 
 import pytest
+import structlog
 import torch
 from structlog.testing import capture_logs
 from transformers import (
@@ -231,11 +232,16 @@ def test_unsupported_models_fall_back_with_the_reason(name: str) -> None:
     assert reason in (fused_decode_supported(model, CPU) or "")
     with pytest.raises(ValueError, match="does not support"):
         FusedDecoder(model)
-    with capture_logs() as logs:
-        engine = HfRolloutEngine(model, tiny_tokenizer(), CPU, fused_decode=True)
-    assert engine._fused is None
-    assert [e["event"] for e in logs] == ["rollout.fused_decode_unavailable"]
-    assert reason in logs[0]["reason"]
+    structlog.reset_defaults()  # an earlier test may have configured a WARNING level
+    for switch, event, level in (
+        (True, "rollout.fused_decode_unavailable", "warning"),
+        ("auto", "rollout.fused_decode_off", "info"),
+    ):
+        with capture_logs() as logs:
+            engine = HfRolloutEngine(model, tiny_tokenizer(), CPU, fused_decode=switch)
+        assert engine._fused is None
+        assert [(e["event"], e["log_level"]) for e in logs] == [(event, level)]
+        assert reason in logs[0]["reason"]
 
 
 def test_engine_settings_rule_it_out_and_cuda_is_refused() -> None:
@@ -244,4 +250,7 @@ def test_engine_settings_rule_it_out_and_cuda_is_refused() -> None:
             tiny_model(), tiny_tokenizer(), CPU, compile_decode=True, fused_decode=True
         )
     assert engine._fused is None and logs[0]["reason"] == "compile_decode is on"
+    with capture_logs() as logs:
+        engine = HfRolloutEngine(tiny_model(), tiny_tokenizer(), CPU, fused_decode="auto")
+    assert engine._fused is not None and logs == []
     assert "CPU only" in (fused_decode_supported(tiny_model(), torch.device("cuda")) or "")
