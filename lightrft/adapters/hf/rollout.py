@@ -231,9 +231,7 @@ class HfRolloutEngine(GuardedGenerate):
         finally:
             self._model.train(was_training)
             if self._shared:  # the optimizer changes the weights anyway: drop the copies
-                for packed in (self._packed, self._fused):
-                    if packed is not None:
-                        packed.release()
+                self._release_packed_copies()
         texts = self._tokenizer.batch_decode(
             [ids for ids, _, _ in results], skip_special_tokens=True
         )
@@ -275,9 +273,12 @@ class HfRolloutEngine(GuardedGenerate):
         return weights_checksum(self._weights.named(names))
 
     def sleep(self) -> None:
-        """Frees device memory: weights to host memory or dropped (see ``sleep_mode``)."""
+        """Frees device memory: weights to host memory or dropped (see ``sleep_mode``), and
+        the packed weight copies of ``packed_linears`` / ``fused_decode`` (host memory the
+        trainer can use; the next call after a weight sync repacks anyway)."""
         if not self._awake:
             return
+        self._release_packed_copies()
         if self._shared:  # the weights are the policy's: only generation is gated
             pass
         elif self._sleep_mode == "offload":
@@ -286,6 +287,11 @@ class HfRolloutEngine(GuardedGenerate):
             self._weights.discard()
         self._awake = False
         self.sleeps += 1
+
+    def _release_packed_copies(self) -> None:
+        for packed in (self._packed, self._fused):
+            if packed is not None:
+                packed.release()
 
     def wake_up(self) -> None:
         """Brings the weights back (``offload``) or reallocates them empty (``discard``)."""

@@ -197,6 +197,26 @@ def test_fused_supersedes_packed_linears_and_a_shared_engine_releases_its_copies
     assert engine._fused.packs > 0 and not engine._fused._packed
 
 
+@pytest.mark.parametrize("fused", [True, False])
+def test_an_own_weights_engine_keeps_its_copies_between_calls_and_drops_them_asleep(
+    fused: bool,
+) -> None:
+    engine = HfRolloutEngine(
+        tiny_model(), tiny_tokenizer(), CPU, packed_linears=not fused, fused_decode=fused
+    )
+    packer = engine._fused if fused else engine._packed
+    assert packer is not None
+    greedy = SamplingParams(n=1, max_new_tokens=3, temperature=0.0)
+    first = engine.generate(_prompts(), greedy)
+    packs = packer.packs
+    assert packer._packed and packs > 0
+    assert engine.generate(_prompts(), greedy) == first and packer.packs == packs  # kept
+    engine.sleep()
+    assert not packer._packed  # the trainer gets the memory back
+    engine.wake_up()
+    assert engine.generate(_prompts(), greedy) == first and packer.packs == 2 * packs
+
+
 def _with_q_norm() -> PreTrainedModel:
     model = tiny_model()
     model.model.layers[1].self_attn.q_norm = LlamaRMSNorm(16)
