@@ -25,6 +25,7 @@ Points: every length of ``lengths`` at the base group size, and every group size
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import shutil
 import sys
@@ -95,6 +96,7 @@ def random_model(shape: str, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config)
     target = Path(tempfile.mkdtemp(prefix=f"bench_scaling_{shape}_"))
+    atexit.register(shutil.rmtree, target, ignore_errors=True)  # the workers are done by then
     model.save_pretrained(target)
     for name in TOKENIZER_FILES:
         if (source / name).exists():

@@ -60,8 +60,10 @@ everything is built, before the first step. The machine may be shared: rerun if 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -184,6 +186,13 @@ def _quiet_logs() -> None:
     logging.getLogger("transformers").setLevel(logging.ERROR)
 
 
+def scratch_dir(prefix: str) -> str:
+    """A fresh temporary directory, removed when this process exits."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
 # --------------------------------------------------------------------------- our side
 def run_ours(a: argparse.Namespace) -> dict[str, Any]:
     """Times ``ColocatedRLCycle.train_step`` built by the container from the config."""
@@ -193,7 +202,7 @@ def run_ours(a: argparse.Namespace) -> dict[str, Any]:
 
     _set_threads(a.threads)
     _quiet_logs()
-    run_dir = tempfile.mkdtemp(prefix="bench_vs_trl_ours_")
+    run_dir = scratch_dir("bench_vs_trl_ours_")
     container = build_container(_load_config(a, run_dir))
     cycle = container.cycle()
     if a.worker == "proto" and a.patch:
@@ -266,7 +275,7 @@ def run_trl(a: argparse.Namespace) -> dict[str, Any]:
     _quiet_logs()
     path = a.model or default_model_path()
     tokenizer = AutoTokenizer.from_pretrained(path)
-    cfg = _load_config(a, tempfile.mkdtemp(prefix="bench_vs_trl_cfg_"))
+    cfg = _load_config(a, scratch_dir("bench_vs_trl_cfg_"))
     source = data.build_prompts(cfg.data.train, tokenizer)
     records: list[PromptRecord] = [source[i] for i in range(len(source))]
     trl_ids = tokenizer(text=[r.prompt_text for r in records])["input_ids"]
@@ -305,7 +314,7 @@ def run_trl(a: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit("--micro-batch must divide --prompts x --group")
     gen_kwargs = {"min_new_tokens": a.max_new_tokens} if a.fixed_length else None
     args = GRPOConfig(
-        output_dir=tempfile.mkdtemp(prefix="bench_vs_trl_trl_"),
+        output_dir=scratch_dir("bench_vs_trl_trl_"),
         use_cpu=a.device == "cpu",
         bf16=a.dtype == "bf16",
         fp16=False,

@@ -31,15 +31,13 @@ def main() -> None:
     mine, rest = extra.parse_known_args()
     a = bvt.parse_args(rest)
 
-    import tempfile
-
     import torch
 
     from lightrft.entrypoints.api import build_container
 
     bvt._set_threads(a.threads)
     bvt._quiet_logs()
-    container = build_container(bvt._load_config(a, tempfile.mkdtemp(prefix="profile_grpo_")))
+    container = build_container(bvt._load_config(a, bvt.scratch_dir("profile_grpo_")))
     cycle = container.cycle()
     if mine.proto:
         import grpo_patches
