@@ -198,6 +198,14 @@ class ColocatedRLCycle:
                 self.produce_rollout, s.off_policy.max_staleness, s.cycle.total_steps - 1
             )
         )
+        if feed is None and s.off_policy.max_staleness > 0:
+            log.info(
+                "rollout.colocated_off_policy",
+                max_staleness=s.off_policy.max_staleness,
+                note="generation and training take turns on the same devices, so batches "
+                "generated ahead overlap nothing and only add staleness; "
+                "rollout.placement=split runs the engine beside the trainer",
+            )
         self._dropped_on_resume = 0
 
     # -- the loop ---------------------------------------------------------------------

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+import structlog
 import torch
+from structlog.testing import capture_logs
 
 from lightrft.application.off_policy_params import OffPolicyParams
 from lightrft.application.params import AlgorithmParams
@@ -50,6 +52,17 @@ def test_one_step_off_generates_batch_k_plus_1_with_the_policy_of_step_k() -> No
     assert used != versions[:STEPS]
     logged = [(step, row["policy_version"]) for step, rows in rig.tracker.samples for row in rows]
     assert {step: version for step, version in logged} == {1: 0, 2: 0, 3: 1}
+
+
+def test_colocated_off_policy_says_that_nothing_overlaps() -> None:
+    structlog.reset_defaults()  # an earlier test may have configured a WARNING level
+    with capture_logs() as logs:
+        off_policy_rig("one_step_off", 1)
+    (event,) = [e for e in logs if e["event"] == "rollout.colocated_off_policy"]
+    assert event["max_staleness"] == 1 and "placement=split" in event["note"]
+    with capture_logs() as logs:
+        off_policy_rig()
+    assert not [e for e in logs if e["event"] == "rollout.colocated_off_policy"]
 
 
 @pytest.mark.slow
