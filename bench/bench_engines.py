@@ -52,7 +52,11 @@ def _hf_engine(model_dir: Path, packed: bool = False, fused: bool = False):  # n
     model = load_causal_lm(model_dir, torch.device("cpu"), ModelLoadParams(dtype="float32"))
     tokenizer = load_tokenizer(model_dir)
     return HfRolloutEngine(
-        model, tokenizer, torch.device("cpu"), packed_linears=packed, fused_decode=fused
+        model,
+        tokenizer,
+        torch.device("cpu"),
+        packed_linears=packed,
+        fused_decode="on" if fused else "off",
     )
 
 

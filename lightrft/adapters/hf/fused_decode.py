@@ -30,22 +30,27 @@ weights on CPU; :func:`fused_decode_supported` says why a model is not.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from transformers import Cache
 
-from lightrft.adapters.hf.packed_linear import PackedMatmul, packing_rows
+from lightrft.adapters.hf.packed_linear import PackedCache, PackedMatmul
 
 # Families whose decoder layer is exactly: x + o(attn(rope(qkv(norm(x))))), then
 # x + down(silu(gate(norm(x))) * up(norm(x))), with RMSNorm ``weight * normalized`` and
 # unscaled embeddings (Gemma's 1 + weight norm or Granite's multipliers would not be).
 FUSED_FAMILIES = frozenset({"llama", "qwen2", "mistral"})
+
+FusedDecodeMode = Literal["auto", "on", "off"]
+"""``HfRolloutEngine(fused_decode=...)``: on: the fused steps wherever
+:func:`fused_decode_supported` and the engine's settings allow them, a warning naming why
+elsewhere; auto: the same with the reason logged at info level; off: never."""
 
 _ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj")
 _MLP = ("gate_proj", "up_proj", "down_proj")
@@ -146,10 +151,9 @@ class FusedDecoder:
             for index, layer in enumerate(inner.layers[: config.num_hidden_layers])
         ]
         self._check_shapes()
-        self._packed: dict[tuple[int, str], PackedMatmul] = {}
+        self._packed = PackedCache()
         self._matmuls: list[tuple[PackedMatmul, ...]] = []
         self._head: PackedMatmul | None = None
-        self.packs = 0  # matmuls packed so far (a repack counts again)
 
     def _check_shapes(self) -> None:
         h, k, d = self._heads, self._kv_heads, self._head_dim
@@ -169,24 +173,22 @@ class FusedDecoder:
         if rows < 1:
             raise ValueError(f"rows must be >= 1, got {rows}")
         matmuls = [
-            tuple(self._current((layer.index, name), group, rows) for name, group in layer.matmuls)
+            tuple(
+                self._packed.get((layer.index, name), group, rows) for name, group in layer.matmuls
+            )
             for layer in self._layers
         ]
-        self._head = self._current((-1, "lm_head"), (self._lm_head,), rows)
+        self._head = self._packed.get((-1, "lm_head"), (self._lm_head,), rows)
         self._matmuls = matmuls
         try:
             yield
         finally:
             self._matmuls, self._head = [], None
 
-    def _current(
-        self, key: tuple[int, str], linears: Sequence[torch.nn.Linear], rows: int
-    ) -> PackedMatmul:
-        packed = self._packed.get(key)
-        if packed is None or not packed.current(linears):
-            packed = self._packed[key] = PackedMatmul(linears, packing_rows(rows))
-            self.packs += 1
-        return packed
+    @property
+    def packs(self) -> int:
+        """Matmuls packed so far (a repack counts again)."""
+        return self._packed.packs
 
     def release(self) -> None:
         """Drops the packed copies (the next :meth:`active` packs again)."""

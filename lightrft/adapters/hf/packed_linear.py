@@ -21,7 +21,7 @@ policy's weights releases them after every call, since the optimizer changes the
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -95,6 +95,30 @@ def _concat(tensors: Sequence[Tensor | None], sizes: Sequence[int]) -> Tensor | 
     return torch.cat([p.detach() for p in parts])
 
 
+class PackedCache:
+    """Packed matmuls by key, each repacked (for at least :data:`MIN_PACKING_ROWS` rows) when
+    one of its source tensors changed since it was packed; ``packs`` counts the packings."""
+
+    def __init__(self) -> None:
+        self._entries: dict[Hashable, PackedMatmul] = {}
+        self.packs = 0
+
+    def get(self, key: Hashable, linears: Sequence[torch.nn.Linear], rows: int) -> PackedMatmul:
+        """The packed matmul of ``linears`` under ``key``, packed again if it is stale."""
+        packed = self._entries.get(key)
+        if packed is None or not packed.current(linears):
+            packed = self._entries[key] = PackedMatmul(linears, packing_rows(rows))
+            self.packs += 1
+        return packed
+
+    def clear(self) -> None:
+        """Drops every packed copy."""
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class PackedLinears:
     """Packed copies of ``model``'s plain float32 ``nn.Linear`` weights (see module doc)."""
 
@@ -102,8 +126,12 @@ class PackedLinears:
         self._layers: list[torch.nn.Linear] = [
             m for m in model.modules() if isinstance(m, torch.nn.Linear) and _packable(m)
         ]
-        self._packed: dict[int, PackedMatmul] = {}
-        self.packs = 0  # weights packed so far (a repack counts again)
+        self._packed = PackedCache()
+
+    @property
+    def packs(self) -> int:
+        """Weights packed so far (a repack counts again)."""
+        return self._packed.packs
 
     @contextmanager
     def active(self, rows: int) -> Iterator[None]:
@@ -113,10 +141,7 @@ class PackedLinears:
             raise ValueError(f"rows must be >= 1, got {rows}")
         try:
             for index, layer in enumerate(self._layers):
-                packed = self._packed.get(index)
-                if packed is None or not packed.current((layer,)):
-                    packed = self._packed[index] = PackedMatmul((layer,), packing_rows(rows))
-                    self.packs += 1
+                packed = self._packed.get(index, (layer,), rows)
                 layer.forward = _packed_forward(packed, layer.out_features)  # type: ignore[method-assign]
             yield
         finally:

@@ -43,7 +43,11 @@ from transformers import DynamicCache, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from lightrft.adapters.common.rollout_engine_base import GuardedGenerate
-from lightrft.adapters.hf.fused_decode import FusedDecoder, fused_decode_supported
+from lightrft.adapters.hf.fused_decode import (
+    FusedDecodeMode,
+    FusedDecoder,
+    fused_decode_supported,
+)
 from lightrft.adapters.hf.gqa_attention import gqa_decode_attention
 from lightrft.adapters.hf.logprobs import position_ids_from_mask, suppress_tokens
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
@@ -116,12 +120,12 @@ class HfRolloutEngine(GuardedGenerate):
             float32): packed q|k|v and gate|up matmuls, one-op RMSNorm, no per-step mask
             building. Supersedes ``packed_linears`` for the decode steps (the prefill stays
             ``transformers'``); same samples up to float rounding and the same host memory
-            as ``packed_linears``. ``True``: when the model or the engine's settings
+            as ``packed_linears``. ``"on"``: when the model or the engine's settings
             (``compile_decode``, multimodal, int8) rule it out, the engine logs a warning
             with the reason (``rollout.fused_decode_unavailable``) and decodes as usual;
             ``"auto"``: the same, logged at info level (``rollout.fused_decode_off``);
-            ``False``: never. ``rollout.engine.fused_decode`` defaults to auto; this
-            constructor to ``False``.
+            ``"off"``: never. ``rollout.engine.fused_decode`` defaults to auto; this
+            constructor to ``"off"``.
 
     Decode steps on CPU also read grouped key/value heads in place
     (:mod:`~lightrft.adapters.hf.gqa_attention`) instead of copying the cache per head.
@@ -140,7 +144,7 @@ class HfRolloutEngine(GuardedGenerate):
         multimodal: MultimodalInputs | None = None,
         quantized: QuantizedTargets | None = None,
         packed_linears: bool = False,
-        fused_decode: bool | Literal["auto"] = False,
+        fused_decode: FusedDecodeMode = "off",
     ) -> None:
         if sleep_mode not in ("offload", "discard"):
             raise ValueError(f"sleep_mode must be 'offload' or 'discard', got {sleep_mode!r}")
@@ -160,9 +164,9 @@ class HfRolloutEngine(GuardedGenerate):
         self._compiled: torch.nn.Module | None = None
         self._fused = (
             self._fused_decoder(
-                model, device, compile_decode, multimodal, quantized, required=fused_decode is True
+                model, device, compile_decode, multimodal, quantized, required=fused_decode == "on"
             )
-            if fused_decode
+            if fused_decode != "off"
             else None
         )
         self._packed = (

@@ -154,7 +154,8 @@ class SglangEngineConfig(OwnWeightsEngineConfig):
 class AutoEngineConfig(ComponentSection):
     """Picks hf or vllm when the engine is built, by a rule logged as ``rollout.engine.auto``:
     vllm on a CUDA device when vLLM is installed and rollout.max_new_tokens reaches
-    ``long_generation_tokens``; hf otherwise (each with its default options). Measured basis: docs/performance.md (HF engine vs vLLM)."""
+    ``long_generation_tokens``; hf otherwise (each with its default options). Measured basis:
+    docs/performance.md (HF engine vs vLLM)."""
 
     type: Literal["auto"] = "auto"
     long_generation_tokens: int = Field(

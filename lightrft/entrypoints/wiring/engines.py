@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from lightrft.adapters.hf import HfRolloutEngine
 from lightrft.adapters.hf.quantized_rollout import QuantizedTargets, quantize_linears
 from lightrft.domain.ports import RolloutEngine
@@ -39,12 +37,9 @@ def build_hf_engine(section: HfEngineConfig, context: BuildContext) -> HfRollout
         multimodal=inputs,
         quantized=quantized,
         packed_linears=section.packed_linears,
-        fused_decode=_FUSED_DECODE[section.fused_decode],
+        fused_decode=section.fused_decode,
     )
 
-
-_FUSED_DECODE: dict[str, bool | Literal["auto"]] = {"on": True, "off": False, "auto": "auto"}
-"""``rollout.engine.fused_decode`` as :class:`HfRolloutEngine` takes it."""
 
 _ENGINE_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 _MODEL_DTYPE = "auto"  # an engine dtype meaning: the model's training dtype (model.dtype)

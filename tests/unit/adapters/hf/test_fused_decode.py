@@ -176,7 +176,9 @@ def test_the_engine_generates_the_same_greedy_tokens(name: str) -> None:
     sampling = SamplingParams(n=2, max_new_tokens=12, temperature=0.0, seed=0)
     outputs = {}
     for on in (False, True):
-        engine = HfRolloutEngine(MODELS[name](), tiny_tokenizer(), CPU, fused_decode=on)
+        engine = HfRolloutEngine(
+            MODELS[name](), tiny_tokenizer(), CPU, fused_decode="on" if on else "off"
+        )
         assert (engine._fused is not None) is on
         outputs[on] = [c.token_ids for c in engine.generate(_prompts(), sampling)]
     assert outputs[True] == outputs[False]
@@ -190,7 +192,7 @@ def test_fused_supersedes_packed_linears_and_a_shared_engine_releases_its_copies
         CPU,
         shares_policy_weights=True,
         packed_linears=True,
-        fused_decode=True,
+        fused_decode="on",
     )
     assert engine._packed is None and engine._fused is not None
     engine.generate(_prompts(), SamplingParams(n=1, max_new_tokens=3, temperature=0.0))
@@ -202,7 +204,11 @@ def test_an_own_weights_engine_keeps_its_copies_between_calls_and_drops_them_asl
     fused: bool,
 ) -> None:
     engine = HfRolloutEngine(
-        tiny_model(), tiny_tokenizer(), CPU, packed_linears=not fused, fused_decode=fused
+        tiny_model(),
+        tiny_tokenizer(),
+        CPU,
+        packed_linears=not fused,
+        fused_decode="on" if fused else "off",
     )
     packer = engine._fused if fused else engine._packed
     assert packer is not None
@@ -254,7 +260,7 @@ def test_unsupported_models_fall_back_with_the_reason(name: str) -> None:
         FusedDecoder(model)
     structlog.reset_defaults()  # an earlier test may have configured a WARNING level
     for switch, event, level in (
-        (True, "rollout.fused_decode_unavailable", "warning"),
+        ("on", "rollout.fused_decode_unavailable", "warning"),
         ("auto", "rollout.fused_decode_off", "info"),
     ):
         with capture_logs() as logs:
@@ -267,7 +273,7 @@ def test_unsupported_models_fall_back_with_the_reason(name: str) -> None:
 def test_engine_settings_rule_it_out_and_cuda_is_refused() -> None:
     with capture_logs() as logs:
         engine = HfRolloutEngine(
-            tiny_model(), tiny_tokenizer(), CPU, compile_decode=True, fused_decode=True
+            tiny_model(), tiny_tokenizer(), CPU, compile_decode=True, fused_decode="on"
         )
     assert engine._fused is None and logs[0]["reason"] == "compile_decode is on"
     with capture_logs() as logs:
