@@ -335,14 +335,12 @@ class ExperienceMaker:
         self, seq: SequenceBatch, batches: list[Tensor], old: Tensor | None
     ) -> Tensor:
         """The trainer's log-probs (B, R) at the temperature the engine sampled with (its
-        log-probs are those of that distribution); ``old`` (temperature 1) when it is 1 or
-        greedy decoding reported temperature-1 log-probs."""
-        temperature = self.rollout.sampling.temperature
-        if old is not None and temperature in (0.0, 1.0):
+        log-probs are those of that distribution; greedy decoding reports temperature-1
+        ones); ``old`` itself when it was computed at that temperature."""
+        temperature = self.rollout.sampling.temperature or 1.0
+        if old is not None and temperature == self.algorithm.logprob_temperature:
             return old
-        logprobs, _ = self._forward_no_grad(
-            self.policy, seq, batches, False, temperature=temperature or 1.0
-        )
+        logprobs, _ = self._forward_no_grad(self.policy, seq, batches, False, temperature)
         return logprobs
 
     def _forward_batches(
@@ -383,9 +381,12 @@ class ExperienceMaker:
         seq: SequenceBatch,
         batches: list[Tensor],
         entropy: bool,
-        temperature: float = 1.0,
+        temperature: float | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """Log-probs (B, R) and, if asked, entropies (B, R) over the micro-batches."""
+        """Log-probs (B, R) and, if asked, entropies (B, R) over the micro-batches, at
+        ``temperature`` (None: the loss's, ``AlgorithmParams.logprob_temperature``)."""
+        if temperature is None:
+            temperature = self.algorithm.logprob_temperature
         shape = tuple(seq.response_mask.shape)
         logprobs = torch.zeros(shape)
         entropies = torch.zeros(shape)
@@ -512,9 +513,9 @@ class ExperienceMaker:
                 mismatch = mismatch_metrics(trainer, rollout_logprobs, mask)
                 metrics.update({k: float(v) for k, v in mismatch.items()})
             if correcting and old is not None and trainer is not old:
-                # The loss weighs by exp(old - rollout) with old at temperature 1; shift the
-                # engine's log-probs so that difference is the mismatch at the sampling
-                # temperature: old - shifted = trainer_T - engine_T.
+                # The loss weighs by exp(old - rollout) with old at the loss's temperature;
+                # shift the engine's log-probs so that difference is the mismatch at the
+                # sampling temperature: old - shifted = trainer_T - engine_T.
                 rollout_logprobs = (old - trainer + rollout_logprobs) * mask
         kl = None
         if ref is not None and old is not None:

@@ -118,6 +118,11 @@ class AlgorithmParams:
     value_clip: float | None = 0.2
     max_response_length: int | None = None  # L_max for seq-mean-token-sum-norm
     turn_credit: bool = False  # episodes: each turn's reward on its last token (docs/agents.md)
+    # Temperature of every trainer-side log-prob of the sampled tokens (the policy in the loss,
+    # the old policy, the reference, the teachers). The config sets it to the rollout's
+    # sampling temperature, so the loss differentiates the distribution the tokens were drawn
+    # from (docs/algorithms.md); 1.0 is the unscaled logits
+    logprob_temperature: float = 1.0
 
     def __post_init__(self) -> None:
         estimator = ADVANTAGE_ESTIMATORS.get(self.advantage_estimator)
@@ -131,6 +136,7 @@ class AlgorithmParams:
         KL_CONTROLLERS.get(self.kl_controller)
         _non_negative("kl_coef", self.kl_coef)
         _non_negative("entropy_coef", self.entropy_coef)
+        _positive("logprob_temperature", self.logprob_temperature)
         if self.high_entropy_fraction is not None and not 0 < self.high_entropy_fraction <= 1:
             raise ValueError(
                 f"high_entropy_fraction must be in (0, 1], got {self.high_entropy_fraction}"

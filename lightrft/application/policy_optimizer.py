@@ -220,7 +220,9 @@ class PolicyOptimizer:
     def _policy_loss(
         self, micro: Experience, normalizer: LossNormalizer, kl_coef: float
     ) -> tuple[Tensor, Mapping[str, Tensor]]:
-        out = self.policy.forward(micro.sequences, with_entropy=True)
+        out = self.policy.forward(
+            micro.sequences, temperature=self.algorithm.logprob_temperature, with_entropy=True
+        )
         micro = micro.to(out.logprobs.device)  # the experience stays on the host until here
         mask = micro.response_mask
         kept = torch.where(mask.bool(), out.logprobs.detach(), torch.zeros_like(out.logprobs))

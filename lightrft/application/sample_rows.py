@@ -34,13 +34,16 @@ class TokenTraces:
     entropy: Tensor | None
 
 
-def token_traces(policy: Policy, batch: ExperienceBatch, rows: int) -> TokenTraces | None:
-    """Log-probs and entropies of the first ``rows`` samples (no grad); None for 0 rows."""
+def token_traces(
+    policy: Policy, batch: ExperienceBatch, rows: int, temperature: float = 1.0
+) -> TokenTraces | None:
+    """Log-probs and entropies of the first ``rows`` samples (no grad) at the sampling
+    ``temperature`` (the engine's log-probs are at that temperature); None for 0 rows."""
     if rows == 0:
         return None
     seq = batch.experience.sequences.select(torch.arange(rows))
     with torch.no_grad():
-        out = policy.forward(seq, with_entropy=True)
+        out = policy.forward(seq, temperature=temperature, with_entropy=True)
     entropy = None if out.entropy is None else out.entropy.float().cpu()
     return TokenTraces(out.logprobs.float().cpu(), entropy)
 

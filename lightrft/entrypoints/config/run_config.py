@@ -203,6 +203,11 @@ class RunConfig(Section):
             kl_horizon=a.kl_horizon,
             entropy_coef=a.entropy_coef,
             high_entropy_fraction=a.high_entropy_fraction,
+            logprob_temperature=(
+                (self.rollout.temperature or 1.0)
+                if a.logprob_temperature == "sampling"
+                else a.logprob_temperature
+            ),
             value_clip=a.value_clip,
             max_response_length=self.rollout.max_new_tokens,
         )

@@ -8,7 +8,7 @@ documented once, in its ``Field(description=...)``.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -265,6 +265,14 @@ class AlgorithmConfig(Section):
     entropy_coef: float = Field(0.0, ge=0, description="Entropy bonus coefficient.")
     high_entropy_fraction: float | None = Field(
         None, gt=0, le=1, description="Train only on this top fraction of tokens by entropy."
+    )
+    logprob_temperature: Literal["sampling"] | Annotated[float, Field(gt=0)] = Field(
+        "sampling",
+        description="Temperature of the trainer's log-probs of the sampled tokens (the loss, "
+        "the old policy, the reference, teachers): sampling = rollout.temperature (1 for "
+        "greedy rollouts), the distribution the tokens were drawn from, as verl and TRL "
+        "do; a number fixes it (1.0: the unscaled logits, LightRFT before "
+        "2026-11-27). See docs/algorithms.md.",
     )
     gamma: float = Field(1.0, ge=0, le=1, description="Discount for reinforce_pp and gae.")
     lam: float = Field(0.95, ge=0, le=1, description="GAE lambda.")

@@ -59,6 +59,9 @@ GRPO_OVERRIDES = [
     "rollout.n_samples_per_prompt=8",
     "rollout.max_new_tokens=16",
     "rollout.temperature=0.8",
+    # its figures (docs/results.md) were measured with the trainer's log-probs at temperature
+    # 1, before the sampling-temperature default (docs/algorithms.md); not re-measured yet
+    "algorithm.logprob_temperature=1.0",
     # an unfinished answer (cut at the 16-token limit) earns less than any finished one
     # (reward-model scores are normalized to mean 0, std 1 on the training pairs)
     "reward.truncated_reward=-1",

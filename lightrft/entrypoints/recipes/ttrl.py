@@ -40,6 +40,9 @@ TTRL_OVERRIDES = [
     "rollout.prompts_per_step=8",
     "rollout.n_samples_per_prompt=8",
     "rollout.temperature=0.6",
+    # its figures (docs/results.md) were measured with the trainer's log-probs at temperature
+    # 1, before the sampling-temperature default (docs/algorithms.md); not re-measured yet
+    "algorithm.logprob_temperature=1.0",
     # TTRL's own measure: pass@1 estimated from 8 samples per held-out problem at the
     # rollout temperature (and the majority's accuracy, eval/reward/ttrl/label_accuracy)
     "eval.n_samples=8",

@@ -57,16 +57,25 @@ def _experience(rig: FakeRig, kl_coef: float = 0.0) -> tuple[Experience, dict[st
     return batch.experience, batch.metrics, rig.policy.forward_rows - before
 
 
-def _train(rig: FakeRig, experience: Experience) -> list[torch.Tensor]:
-    """Gradients of each optimizer step, training with zero-advantage rows left out."""
+SKIPPING = TrainParams(mini_batch_size=16, micro_batch_size=4, skip_zero_advantage_rows=True)
+
+
+def _train(
+    rig: FakeRig,
+    experience: Experience,
+    algorithm: AlgorithmParams = OFF_POLICY,
+    train: TrainParams = SKIPPING,
+) -> list[torch.Tensor]:
+    """Gradients of each optimizer step (by default training with zero-advantage rows left
+    out)."""
     strategy = GradRecorder()
     strategy.prepare(rig.policy.module)
     PolicyOptimizer(
         policy=rig.policy,
         strategy=strategy,
         collective=rig.cycle.components.collective,
-        algorithm=OFF_POLICY,
-        train=TrainParams(mini_batch_size=16, micro_batch_size=4, skip_zero_advantage_rows=True),
+        algorithm=algorithm,
+        train=train,
     ).train(experience, kl_coef=0.0, step=0)
     return strategy.grads
 
