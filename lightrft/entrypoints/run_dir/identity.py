@@ -200,13 +200,34 @@ def fingerprint(flat: Mapping[str, Any], keys: IdentityKeys, weights: Path | Non
     return found
 
 
+LOSS_TEMPERATURE = "algorithm.logprob_temperature"
+
+VALUES_BEFORE_THE_KEY: Mapping[str, Any] = {LOSS_TEMPERATURE: 1.0}
+"""Keys added after runs were recorded, with the value those runs ran with: a recorded
+fingerprint without the key is compared as if it held that value (a run from before
+2026-11-27 trained on temperature-1 log-probs; resuming it under the sampling-temperature
+default would change its loss without a word)."""
+
+
+def _effective(fingerprint: Mapping[str, Any], key: str) -> Any:
+    """The value ``key`` has in effect: ``sampling`` as a loss temperature is the rollout
+    temperature (1 for greedy rollouts), so it equals a number that gives the same loss."""
+    value = fingerprint[key]
+    if key == LOSS_TEMPERATURE and value == "sampling":
+        return float(fingerprint.get("rollout.temperature") or 1.0)
+    return value
+
+
 def changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> Changes:
-    """``{key: (old, new)}`` for the keys both record and whose values differ (a key only
-    one side has belongs to another LightRFT version's key set and is not compared)."""
+    """``{key: (old, new)}`` for the keys both record whose values differ, also in effect (a
+    key only one side has belongs to another LightRFT version's key set and is not compared,
+    unless :data:`VALUES_BEFORE_THE_KEY` says what the older run ran with)."""
+    implied = {k: v for k, v in VALUES_BEFORE_THE_KEY.items() if k in current and k not in recorded}
+    old = {**implied, **recorded}
     return {
-        key: (recorded[key], current[key])
-        for key in sorted(set(recorded) & set(current))
-        if recorded[key] != current[key]
+        key: (old[key], current[key])
+        for key in sorted(set(old) & set(current))
+        if old[key] != current[key] and _effective(old, key) != _effective(current, key)
     }
 
 

@@ -148,3 +148,22 @@ def test_a_stated_key_that_is_not_compared_is_a_clear_error() -> None:
     for typo in ("optim.lrr", "train.total_steps"):  # unknown, or known but not compared
         with pytest.raises(ResumeIdentityError, match=f"{typo} is not compared on resume"):
             check_stated_keys([typo], current, RL_IDENTITY)
+
+
+def test_a_run_recorded_before_the_loss_temperature_key_resumes_with_the_loss_it_ran_with() -> None:
+    """Runs recorded before ``algorithm.logprob_temperature`` existed trained at temperature
+    1: resuming one that samples at 0.6 under the sampling-temperature default is a change;
+    at rollout temperature 1 (or with the key set to 1.0) the loss is the same."""
+    key = "algorithm.logprob_temperature"
+    old_at_06 = {k: v for k, v in _rl("rollout.temperature=0.6").items() if k != key}
+    assert changes(old_at_06, _rl("rollout.temperature=0.6")) == {key: (1.0, "sampling")}
+    assert changes(old_at_06, _rl("rollout.temperature=0.6", f"{key}=1.0")) == {}
+    old_at_1 = {k: v for k, v in _rl().items() if k != key}
+    assert changes(old_at_1, _rl()) == {}
+    # recorded with the key: "sampling" equals the number it resolves to, and nothing else
+    assert (
+        changes(_rl("rollout.temperature=0.6"), _rl("rollout.temperature=0.6", f"{key}=0.6")) == {}
+    )
+    assert changes(
+        _rl("rollout.temperature=0.6"), _rl("rollout.temperature=0.6", f"{key}=1.0")
+    ) == {key: ("sampling", 1.0)}
