@@ -530,8 +530,12 @@ class ColocatedRLCycle:
 
     def _sample_traces(self, batch: ExperienceBatch) -> TokenTraces | None:
         # every rank runs this forward (a sharded policy needs all ranks); rank 0 logs it
-        temperature = self.settings.rollout.sampling.temperature or 1.0
-        return token_traces(self.components.policy, batch, self._logged_rows(batch), temperature)
+        return token_traces(
+            self.components.policy,
+            batch,
+            self._logged_rows(batch),
+            self.settings.rollout.sampling.logprob_temperature,
+        )
 
     def _log_samples(
         self, batch: ExperienceBatch, step: int, traces: TokenTraces | None, version: int

@@ -337,7 +337,7 @@ class ExperienceMaker:
         """The trainer's log-probs (B, R) at the temperature the engine sampled with (its
         log-probs are those of that distribution; greedy decoding reports temperature-1
         ones); ``old`` itself when it was computed at that temperature."""
-        temperature = self.rollout.sampling.temperature or 1.0
+        temperature = self.rollout.sampling.logprob_temperature
         if old is not None and temperature == self.algorithm.logprob_temperature:
             return old
         logprobs, _ = self._forward_no_grad(self.policy, seq, batches, False, temperature)

@@ -61,6 +61,12 @@ class SamplingParams:
         """Temperature 0 means argmax decoding."""
         return self.temperature == 0
 
+    @property
+    def logprob_temperature(self) -> float:
+        """The temperature of the distribution the engine's log-probs describe: the sampling
+        temperature, 1 for greedy decoding (argmax of the temperature-1 softmax)."""
+        return 1.0 if self.greedy else self.temperature
+
 
 @dataclass(frozen=True)
 class PromptRecord:

@@ -169,6 +169,7 @@ class RunConfig(Section):
         """The frozen service parameters this configuration describes."""
         a = self.algorithm
         loss_defaults = POLICY_LOSSES.get(a.policy_loss).defaults
+        sampling = self.sampling()
         overrides: dict[str, Any] = {
             key: value
             for key, value in {
@@ -204,7 +205,7 @@ class RunConfig(Section):
             entropy_coef=a.entropy_coef,
             high_entropy_fraction=a.high_entropy_fraction,
             logprob_temperature=(
-                (self.rollout.temperature or 1.0)
+                sampling.logprob_temperature
                 if a.logprob_temperature == "sampling"
                 else a.logprob_temperature
             ),
@@ -232,7 +233,7 @@ class RunConfig(Section):
         return CycleSettings(
             rollout=service_params.RolloutParams(
                 prompts_per_step=r.prompts_per_step,
-                sampling=self.sampling(),
+                sampling=sampling,
                 dynamic_sampling=r.dynamic_sampling,
                 max_sampling_rounds=r.max_sampling_rounds,
                 pad_token_id=pad_token_id,
