@@ -110,7 +110,7 @@ class AlgorithmParams:
     loss: PolicyLossParams | None = None  # None: the policy loss's recommended defaults
     kl_estimator: str = "k3"
     kl_coef: float = 0.0
-    kl_controller: Literal["fixed", "adaptive"] = "fixed"
+    kl_controller: str = "fixed"
     kl_target: float | None = None
     kl_horizon: float | None = None
     entropy_coef: float = 0.0
