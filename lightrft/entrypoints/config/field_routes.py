@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lightrft.application.off_policy_params import OffPolicyParams
 from lightrft.application import params as service
+from lightrft.application.off_policy_params import OffPolicyParams
 from lightrft.domain.advantages import AdvantageParams
 from lightrft.domain.policy_losses import PolicyLossParams
 from lightrft.domain.types import OptimizerParams, SamplingParams
