@@ -1,7 +1,8 @@
 """Frozen parameters of the services.
 
-Entrypoints build these from the validated config (``RunConfig.to_domain()``); another
-platform can build them directly. No pydantic here: plain dataclasses with checks.
+Entrypoints build these from the validated config (``RunConfig.to_domain()``, which copies
+each field from the config field of its name); another platform can build them directly. No
+pydantic here: plain dataclasses with checks.
 """
 
 from __future__ import annotations

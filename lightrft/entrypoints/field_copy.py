@@ -105,7 +105,10 @@ def params_over(base: T, source: object, **resolved: Any) -> T:
         )
     values = {name: getattr(source, name) for name in names if name in available}
     values.update(resolved)
-    return dataclasses.replace(base, **{k: v for k, v in values.items() if v is not None})
+    laid: T = dataclasses.replace(  # type: ignore[type-var]  # T is a dataclass (checked)
+        base, **{k: v for k, v in values.items() if v is not None}
+    )
+    return laid
 
 
 def copy_fields(target: Callable[..., T], source: object, names: str, **values: Any) -> T:
