@@ -1,7 +1,8 @@
 """Frozen parameters of the services.
 
-Entrypoints build these from the validated config (``RunConfig.to_domain()``); another
-platform can build them directly. No pydantic here: plain dataclasses with checks.
+Entrypoints build these from the validated config (``RunConfig.to_domain()``, which copies
+each field from the config field of its name); another platform can build them directly. No
+pydantic here: plain dataclasses with checks.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ class AlgorithmParams:
     loss: PolicyLossParams | None = None  # None: the policy loss's recommended defaults
     kl_estimator: str = "k3"
     kl_coef: float = 0.0
-    kl_controller: Literal["fixed", "adaptive"] = "fixed"
+    kl_controller: str = "fixed"
     kl_target: float | None = None
     kl_horizon: float | None = None
     entropy_coef: float = 0.0

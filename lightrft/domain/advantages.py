@@ -367,33 +367,56 @@ def _opd(inputs: AdvantageInputs, params: AdvantageParams, _r: AllReduceSum) -> 
     return _output(advantages, advantages, mask, metrics)
 
 
-def _register(estimator: AdvantageEstimator, aliases: tuple[str, ...] = ()) -> None:
-    ADVANTAGE_ESTIMATORS.add(estimator.name, estimator, aliases=aliases)
+def register_advantage_estimator(
+    name: str,
+    *,
+    aliases: tuple[str, ...] = (),
+    kl_in_reward: bool = False,
+    needs_values: bool = False,
+    needs_baseline_rewards: bool = False,
+    uses_groups: bool = True,
+    needs_teachers: bool = False,
+    turn_credit: bool = False,
+) -> Callable[[Compute], Compute]:
+    """Decorator: registers ``compute`` as the advantage estimator ``name`` (and its
+    ``aliases``) with the capability flags of :class:`AdvantageEstimator`; a config selects it
+    as ``algorithm.advantage_estimator: name``. A plugin module registers its own estimator
+    this way (docs/extending.md); a name already registered is refused."""
+
+    def add(compute: Compute) -> Compute:
+        estimator = AdvantageEstimator(
+            name,
+            compute,
+            kl_in_reward=kl_in_reward,
+            needs_values=needs_values,
+            needs_baseline_rewards=needs_baseline_rewards,
+            uses_groups=uses_groups,
+            needs_teachers=needs_teachers,
+            turn_credit=turn_credit,
+        )
+        ADVANTAGE_ESTIMATORS.add(name, estimator, aliases=aliases)
+        return compute
+
+    return add
 
 
-_register(AdvantageEstimator("grpo", _grpo, turn_credit=True), aliases=("group_norm",))
-_register(AdvantageEstimator("dr_grpo", _dr_grpo, turn_credit=True))
-_register(AdvantageEstimator("rloo", _rloo, turn_credit=True))
-_register(AdvantageEstimator("opo", _opo, turn_credit=True))
+register_advantage_estimator("grpo", aliases=("group_norm",), turn_credit=True)(_grpo)
+register_advantage_estimator("dr_grpo", turn_credit=True)(_dr_grpo)
+register_advantage_estimator("rloo", turn_credit=True)(_rloo)
+register_advantage_estimator("opo", turn_credit=True)(_opo)
 # CPGD, arXiv:2505.12504: its change is the loss
-_register(AdvantageEstimator("cpgd", _grpo, turn_credit=True))
-_register(  # OpenRLHF's name: reinforce_baseline
-    AdvantageEstimator("reinforce_pp_baseline", _reinforce_pp_baseline, turn_credit=True),
-    aliases=("reinforce_baseline",),
-)
-_register(AdvantageEstimator("remax", _remax, needs_baseline_rewards=True, uses_groups=False))
-_register(  # OpenRLHF's name: reinforce
-    AdvantageEstimator(
-        "reinforce_pp", _reinforce_pp, kl_in_reward=True, uses_groups=False, turn_credit=True
-    ),
-    aliases=("reinforce",),
-)
-_register(
-    AdvantageEstimator(
-        "gae", _gae, kl_in_reward=True, needs_values=True, uses_groups=False, turn_credit=True
-    )
-)
-_register(AdvantageEstimator("opd", _opd, uses_groups=False, needs_teachers=True))
+register_advantage_estimator("cpgd", turn_credit=True)(_grpo)
+register_advantage_estimator(  # OpenRLHF's name: reinforce_baseline
+    "reinforce_pp_baseline", aliases=("reinforce_baseline",), turn_credit=True
+)(_reinforce_pp_baseline)
+register_advantage_estimator("remax", needs_baseline_rewards=True, uses_groups=False)(_remax)
+register_advantage_estimator(  # OpenRLHF's name: reinforce
+    "reinforce_pp", aliases=("reinforce",), kl_in_reward=True, uses_groups=False, turn_credit=True
+)(_reinforce_pp)
+register_advantage_estimator(
+    "gae", kl_in_reward=True, needs_values=True, uses_groups=False, turn_credit=True
+)(_gae)
+register_advantage_estimator("opd", uses_groups=False, needs_teachers=True)(_opd)
 
 
 def validate_advantage_inputs(

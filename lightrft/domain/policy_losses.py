@@ -257,42 +257,51 @@ def reinforce_per_token(
     }
 
 
-def _register(
+def register_policy_loss(
     name: str,
-    fn: PerTokenLoss,
-    defaults: PolicyLossParams,
-    dual: bool,
-    sequence: bool = False,
+    *,
+    defaults: PolicyLossParams = PolicyLossParams(),
+    supports_dual_clip: bool = False,
+    sequence_level: bool = False,
     zero_without_advantage: bool = True,
-) -> None:
-    POLICY_LOSSES.add(
-        name,
-        PolicyLoss(
+) -> Callable[[PerTokenLoss], PerTokenLoss]:
+    """Decorator: registers ``per_token`` as the policy loss ``name`` with its recommended
+    ``defaults`` and the capability flags of :class:`PolicyLoss`; a config selects it as
+    ``algorithm.policy_loss: name``. A plugin module registers its own loss this way
+    (docs/extending.md); a name already registered is refused."""
+
+    def add(per_token: PerTokenLoss) -> PerTokenLoss:
+        loss = PolicyLoss(
             name,
-            fn,
+            per_token,
             defaults,
-            supports_dual_clip=dual,
-            sequence_level=sequence,
+            supports_dual_clip=supports_dual_clip,
+            sequence_level=sequence_level,
             zero_without_advantage=zero_without_advantage,
-        ),
-    )
+        )
+        POLICY_LOSSES.add(name, loss)
+        return per_token
+
+    return add
 
 
 _GSPO = PolicyLossParams(clip_eps_low=3e-4, clip_eps_high=4e-4, agg="seq-mean-token-mean")
 _GMPO = PolicyLossParams(clip_eps_low=0.4, clip_eps_high=0.4, agg="seq-mean-token-mean")
-_register("ppo", ppo_per_token, PolicyLossParams(), dual=True)
-_register("dapo", ppo_per_token, PolicyLossParams(0.2, 0.28), dual=True)
-_register("gspo", gspo_per_token, _GSPO, dual=True, sequence=True)
-_register("gspo_token", gspo_token_per_token, _GSPO, dual=True, sequence=True)
-_register("gmpo", gmpo_per_token, _GMPO, dual=False, sequence=True)
-_register(
-    "cpgd",
-    cpgd_per_token,
-    PolicyLossParams(drift_coef=0.001),
-    dual=False,
-    zero_without_advantage=False,
+register_policy_loss("ppo", supports_dual_clip=True)(ppo_per_token)
+register_policy_loss("dapo", defaults=PolicyLossParams(0.2, 0.28), supports_dual_clip=True)(
+    ppo_per_token
 )
-_register("reinforce", reinforce_per_token, PolicyLossParams(), dual=False)
+register_policy_loss("gspo", defaults=_GSPO, supports_dual_clip=True, sequence_level=True)(
+    gspo_per_token
+)
+register_policy_loss("gspo_token", defaults=_GSPO, supports_dual_clip=True, sequence_level=True)(
+    gspo_token_per_token
+)
+register_policy_loss("gmpo", defaults=_GMPO, sequence_level=True)(gmpo_per_token)
+register_policy_loss(
+    "cpgd", defaults=PolicyLossParams(drift_coef=0.001), zero_without_advantage=False
+)(cpgd_per_token)
+register_policy_loss("reinforce")(reinforce_per_token)
 
 
 def _masked_input(name: str, tensor: Tensor, mask: Tensor) -> Tensor:

@@ -81,6 +81,15 @@ class Registry(Generic[T]):
         """Every accepted spelling: canonical names and aliases, sorted."""
         return tuple(sorted((*self._entries, *self._aliases)))
 
+    def in_order(self) -> tuple[str, ...]:
+        """Every accepted spelling in registration order, each name followed by its aliases
+        (the order a config's schema and its errors list them in)."""
+        return tuple(
+            spelling
+            for name in self._entries
+            for spelling in (name, *(a for a, target in self._aliases.items() if target == name))
+        )
+
     def __contains__(self, name: object) -> bool:
         return name in self._entries or name in self._aliases
 

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from lightrft.domain.constraints import CostLimit
 from lightrft.entrypoints.config.base import Section
+from lightrft.entrypoints.field_copy import params_from
 
 
 class ConstraintConfig(Section):
@@ -48,14 +49,7 @@ class ConstraintConfig(Section):
 
     def to_domain(self) -> CostLimit:
         """The domain's :class:`CostLimit`."""
-        return CostLimit(
-            name=self.source,
-            limit=self.limit,
-            multiplier_lr=self.multiplier_lr,
-            init=self.init,
-            as_violation=self.cost == "violation",
-            violation_threshold=self.violation_threshold,
-        )
+        return params_from(CostLimit, self, name=self.source, as_violation=self.cost == "violation")
 
     def check_limit(self, where: str) -> None:
         """A violation-rate limit outside [0, 1] cannot be met or cannot bind."""

@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 
 from lightrft.application.off_policy_params import OffPolicyParams
 from lightrft.entrypoints.config.base import Section
-from lightrft.entrypoints.field_copy import copy_fields
+from lightrft.entrypoints.field_copy import params_from
 
 DEFAULT_STALENESS = {"sync": 0, "one_step_off": 1, "async": 2}
 
@@ -113,10 +113,4 @@ class OffPolicyFields(Section):
 
     def off_policy(self) -> OffPolicyParams:
         """The service parameters of these keys."""
-        return copy_fields(
-            OffPolicyParams,
-            self,
-            "mode placement queue_timeout_s weight_sync_timeout_s verify_weight_sync "
-            "shutdown_timeout_s partial_rollouts partial_chunk_tokens",
-            max_staleness=self.staleness,
-        )
+        return params_from(OffPolicyParams, self, resolved={"max_staleness": self.staleness})

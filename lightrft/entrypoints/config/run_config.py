@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
-
 from pydantic import Field, model_validator
 
 from lightrft.application import params as service_params
@@ -32,7 +29,7 @@ from lightrft.entrypoints.config.sections import (
 )
 from lightrft.entrypoints.config.sft_section import SftConfig
 from lightrft.entrypoints.config.teacher_section import TeacherConfig
-from lightrft.entrypoints.field_copy import copy_fields
+from lightrft.entrypoints.field_copy import params_from, params_over
 
 
 class RunConfig(Section):
@@ -141,22 +138,18 @@ class RunConfig(Section):
 
     def sampling(self) -> SamplingParams:
         r = self.rollout
-        return copy_fields(
+        return params_from(
             SamplingParams,
             r,
-            "temperature top_p top_k min_p max_new_tokens first_token_temperature",
+            defaults="stop_token_ids ignore_eos",
             n=r.n_samples_per_prompt,
             stop_strings=tuple(r.stop),
             seed=self.train.seed,
         )
 
     def optimizer_params(self) -> OptimizerParams:
-        o = self.optim
-        return copy_fields(
-            OptimizerParams,
-            o,
-            "lr weight_decay betas max_grad_norm warmup_steps schedule min_lr_ratio",
-            total_steps=self._optimizer_steps(),
+        return params_from(
+            OptimizerParams, self.optim, defaults="eps", total_steps=self._optimizer_steps()
         )
 
     def _optimizer_steps(self) -> int:
@@ -166,97 +159,42 @@ class RunConfig(Section):
         return self.train.total_steps * per_step
 
     def to_domain(self, *, pad_token_id: int = 0) -> CycleSettings:
-        """The frozen service parameters this configuration describes."""
-        a = self.algorithm
-        loss_defaults = POLICY_LOSSES.get(a.policy_loss).defaults
+        """The frozen service parameters this configuration describes: each parameter is the
+        config field of its name (:func:`params_from`) unless given here; the fields no
+        parameter copies are listed in :mod:`lightrft.entrypoints.config.field_routes`."""
+        r, t, e, rw = self.rollout, self.train, self.eval, self.reward
         sampling = self.sampling()
-        overrides: dict[str, Any] = {
-            key: value
-            for key, value in {
-                "clip_eps_low": a.clip_eps_low,
-                "clip_eps_high": a.clip_eps_high,
-                "dual_clip": a.dual_clip,
-                "agg": a.agg,
-                "tis_cap": a.tis_cap
-                if a.tis_cap is not None
-                or not (self.rollout.quantized() or self.rollout.corrects_staleness())
-                else DEFAULT_CORRECTION_CAP,  # quantized or stale rollouts: correction on by default
-                "drift_coef": a.drift_coef,
-                "correction_mode": a.correction_mode,
-            }.items()
-            if value is not None
-        }
-        algorithm = service_params.AlgorithmParams(
-            advantage_estimator=a.advantage_estimator,
-            advantage=AdvantageParams(
-                gamma=a.gamma,
-                lam=a.lam,
-                teacher_weights=tuple(w for _, w in self.teacher.weighted()) or (1.0,),
-                opd_weight=a.opd_weight,
-            ),
-            turn_credit=a.turn_credit,
-            policy_loss=a.policy_loss,
-            loss=replace(loss_defaults, **overrides),
-            kl_estimator=a.kl_estimator,
-            kl_coef=a.kl_coef,
-            kl_controller=a.kl_controller,
-            kl_target=a.kl_target,
-            kl_horizon=a.kl_horizon,
-            entropy_coef=a.entropy_coef,
-            high_entropy_fraction=a.high_entropy_fraction,
-            logprob_temperature=(
-                sampling.logprob_temperature
-                if a.logprob_temperature == "sampling"
-                else a.logprob_temperature
-            ),
-            value_clip=a.value_clip,
-            max_response_length=self.rollout.max_new_tokens,
-        )
-        rw = self.reward
-        shaping = service_params.RewardShapingParams(
-            weights={s.label: s.weight for s in rw.typed_sources},
-            gates={
-                s.label: s.gate_threshold for s in rw.typed_sources if s.gate_threshold is not None
-            },
-            gate_value=rw.gate_value,
-            truncated_reward=rw.truncated_reward,
-            overlong_buffer=rw.overlong_buffer,
-            overlong_factor=rw.overlong_factor,
-            normalize=rw.normalize,
-            normalize_subtract_mean=rw.normalize_subtract_mean,
-            reward_clip=rw.reward_clip,
-            advantage_clip=rw.advantage_clip,
-            concurrency=SourceConcurrency(rw.max_concurrent_sources, rw.source_timeout_s),
-            constraints=tuple(c.to_domain() for c in rw.constraints),
-        )
-        r, t, e = self.rollout, self.train, self.eval
         return CycleSettings(
-            rollout=service_params.RolloutParams(
-                prompts_per_step=r.prompts_per_step,
+            rollout=params_from(
+                service_params.RolloutParams,
+                r,
                 sampling=sampling,
-                dynamic_sampling=r.dynamic_sampling,
-                max_sampling_rounds=r.max_sampling_rounds,
                 pad_token_id=pad_token_id,
-                forward_micro_batch_size=r.forward_micro_batch_size,
                 measure_mismatch=r.measures_mismatch(),
-                max_tokens_per_forward=r.max_tokens_per_forward,
-                balance_ranks=r.balance_ranks,
             ),
-            algorithm=algorithm,
-            shaping=shaping,
-            train=copy_fields(
-                service_params.TrainParams,
+            algorithm=self._algorithm(sampling),
+            shaping=params_from(
+                service_params.RewardShapingParams,
+                rw,
+                resolved={"constraints": tuple(c.to_domain() for c in rw.constraints)},
+                weights={s.label: s.weight for s in rw.typed_sources},
+                gates={
+                    s.label: s.gate_threshold
+                    for s in rw.typed_sources
+                    if s.gate_threshold is not None
+                },
+                concurrency=SourceConcurrency(rw.max_concurrent_sources, rw.source_timeout_s),
+            ),
+            train=params_from(service_params.TrainParams, t),
+            cycle=params_from(
+                service_params.CycleParams,
                 t,
-                "epochs mini_batch_size micro_batch_size max_tokens_per_micro_batch shuffle seed "
-                "skip_zero_advantage_rows",
-            ),
-            cycle=service_params.CycleParams(
-                total_steps=t.total_steps,
-                seed=t.seed,
                 eval_every=e.every if self.data.eval is not None else None,
-                eval_sampling=SamplingParams(
+                eval_sampling=params_from(
+                    SamplingParams,
+                    e,
+                    defaults="top_p top_k min_p first_token_temperature stop_token_ids ignore_eos",
                     n=e.n_samples,
-                    temperature=e.temperature,
                     max_new_tokens=r.max_new_tokens,
                     stop_strings=tuple(r.stop),
                     seed=t.seed,
@@ -271,11 +209,36 @@ class RunConfig(Section):
                 threshold=rw.failure_threshold,
                 patience=rw.failure_patience,
             ),
-            health=service_params.HealthParams(
-                thresholds=t.health.thresholds(),
-                on_collapse=t.on_collapse,
-                rollback_lr_factor=t.rollback_lr_factor,
-                max_rollbacks=t.max_rollbacks,
-            ),
+            health=params_from(service_params.HealthParams, t, thresholds=t.health.thresholds()),
             off_policy=r.off_policy(),
+        )
+
+    def _algorithm(self, sampling: SamplingParams) -> service_params.AlgorithmParams:
+        a = self.algorithm
+        # quantized or stale rollouts: the mismatch correction is on by default
+        corrected = self.rollout.quantized() or self.rollout.corrects_staleness()
+        default_cap = DEFAULT_CORRECTION_CAP if corrected else None
+        return params_from(
+            service_params.AlgorithmParams,
+            a,
+            resolved={
+                "logprob_temperature": (
+                    sampling.logprob_temperature
+                    if a.logprob_temperature == "sampling"
+                    else a.logprob_temperature
+                )
+            },
+            advantage=params_from(
+                AdvantageParams,
+                a,
+                # kl_coef: the cycle sets the controller's value each step
+                defaults="eps whiten_eps kl_coef",
+                teacher_weights=tuple(w for _, w in self.teacher.weighted()) or (1.0,),
+            ),
+            loss=params_over(
+                POLICY_LOSSES.get(a.policy_loss).defaults,
+                a,
+                tis_cap=a.tis_cap if a.tis_cap is not None else default_cap,
+            ),
+            max_response_length=self.rollout.max_new_tokens,
         )

@@ -1,8 +1,10 @@
 """The sections of a run configuration, one model per concern.
 
-Every model is frozen and forbids unknown keys; choices are ``Literal``s whose values are the
-registry names of :mod:`lightrft.domain` (a test checks they agree); each option is
-documented once, in its ``Field(description=...)``.
+Every model is frozen and forbids unknown keys; a choice among registered algorithms
+(advantage estimator, policy loss, KL estimator and controller) is a
+:func:`~lightrft.entrypoints.config.registered_name.registered_name` whose choices are read
+from the registry of :mod:`lightrft.domain`, so a plugin's registration is a valid choice;
+each option is documented once, in its ``Field(description=...)``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from lightrft.application.off_policy_params import OffPolicyParams
+from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS
+from lightrft.domain.aggregation import AggMode
+from lightrft.domain.kl import KL_CONTROLLERS, KL_ESTIMATORS
+from lightrft.domain.policy_losses import POLICY_LOSSES
 from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_MODE, CorrectionMode
 from lightrft.entrypoints.config import (
     agent_configs,
@@ -33,28 +39,13 @@ from lightrft.entrypoints.config.components import (
 from lightrft.entrypoints.config.constraint_section import ConstraintConfig
 from lightrft.entrypoints.config.health_section import HealthConfig
 from lightrft.entrypoints.config.off_policy_section import OffPolicyFields
+from lightrft.entrypoints.config.registered_name import registered_name
 from lightrft.entrypoints.config.switches import AutoOnOff, AutoOrBool
 
-AdvantageName = Literal[
-    "grpo",
-    "group_norm",
-    "dr_grpo",
-    "rloo",
-    "reinforce_pp",
-    "reinforce",
-    "reinforce_pp_baseline",
-    "reinforce_baseline",
-    "gae",
-    "cpgd",
-    "remax",
-    "opo",
-    "opd",
-]
-PolicyLossName = Literal["ppo", "dapo", "gspo", "gspo_token", "gmpo", "cpgd", "reinforce"]
-KLEstimatorName = Literal["k1", "k2", "k3"]
-AggName = Literal[
-    "token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"
-]
+AdvantageName = registered_name(ADVANTAGE_ESTIMATORS)
+PolicyLossName = registered_name(POLICY_LOSSES)
+KLEstimatorName = registered_name(KL_ESTIMATORS)
+KLControllerName = registered_name(KL_CONTROLLERS)
 
 
 class LoraConfig(Section):
@@ -231,8 +222,8 @@ class DataConfig(Section):
 
 
 class AlgorithmConfig(Section):
-    advantage_estimator: AdvantageName = Field("grpo", description="Advantage estimator name.")
-    policy_loss: PolicyLossName = Field("ppo", description="Policy loss name.")
+    advantage_estimator: AdvantageName = Field("grpo", description="Advantage estimator name.")  # type: ignore[valid-type]
+    policy_loss: PolicyLossName = Field("ppo", description="Policy loss name.")  # type: ignore[valid-type]
     clip_eps_low: float | None = Field(
         None, gt=0, description="Lower clip range (None: loss default)."
     )
@@ -240,7 +231,7 @@ class AlgorithmConfig(Section):
         None, gt=0, description="Upper clip range (None: loss default)."
     )
     dual_clip: float | None = Field(None, gt=1, description="Dual-clip c for negative advantages.")
-    agg: AggName | None = Field(None, description="Loss aggregation mode (None: loss default).")
+    agg: AggMode | None = Field(None, description="Loss aggregation mode (None: loss default).")
     tis_cap: float | None = Field(
         None,
         gt=0,
@@ -253,11 +244,11 @@ class AlgorithmConfig(Section):
         "token_mask, sequence_truncate or sequence_mask (MIS).",
     )
     drift_coef: float | None = Field(None, ge=0, description="CPGD policy-drift coefficient.")
-    kl_estimator: KLEstimatorName = Field("k3", description="KL estimator.")
+    kl_estimator: KLEstimatorName = Field("k3", description="KL estimator.")  # type: ignore[valid-type]
     kl_coef: float = Field(
         0.0, ge=0, description="Initial KL coefficient beta; 0 skips the reference."
     )
-    kl_controller: Literal["fixed", "adaptive"] = Field(
+    kl_controller: KLControllerName = Field(  # type: ignore[valid-type]
         "fixed", description="KL coefficient controller."
     )
     kl_target: float | None = Field(None, gt=0, description="Target KL of the adaptive controller.")
@@ -271,8 +262,8 @@ class AlgorithmConfig(Section):
         description="Temperature of the trainer's log-probs of the sampled tokens (the loss, "
         "the old policy, the reference, teachers): sampling = rollout.temperature (1 for "
         "greedy rollouts), the distribution the tokens were drawn from, as verl and TRL "
-        "do; a number fixes it (1.0: the unscaled logits, LightRFT before "
-        "2026-11-27). See docs/algorithms.md.",
+        "do; a number fixes it (1.0: the unscaled logits). A resume counts a recorded run "
+        "config without this key as 1.0. See docs/algorithms.md.",
     )
     gamma: float = Field(1.0, ge=0, le=1, description="Discount for reinforce_pp and gae.")
     lam: float = Field(0.95, ge=0, le=1, description="GAE lambda.")

@@ -2,7 +2,7 @@
 
 Each registers a component exactly as the recipe says, uses it through the public entry
 point (``compute_advantages`` / ``compute_policy_loss``), checks hand-computed values, and
-unregisters it so the config/registry agreement test still sees the built-ins only.
+unregisters it so later tests see the built-ins only.
 """
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ import torch
 
 from lightrft.domain.advantages import (
     ADVANTAGE_ESTIMATORS,
-    AdvantageEstimator,
     AdvantageInputs,
     AdvantageOutput,
     AdvantageParams,
     compute_advantages,
+    register_advantage_estimator,
 )
 from lightrft.domain.policy_losses import (
     POLICY_LOSSES,
-    PolicyLoss,
     PolicyLossInputs,
     PolicyLossParams,
     compute_policy_loss,
+    register_policy_loss,
 )
 
 
@@ -45,10 +45,8 @@ def _plain_pg(inputs: PolicyLossInputs, params: PolicyLossParams):  # type: igno
 
 @pytest.fixture
 def registered() -> Iterator[None]:
-    ADVANTAGE_ESTIMATORS.add(
-        "batch_mean", AdvantageEstimator("batch_mean", _batch_mean_baseline, uses_groups=False)
-    )
-    POLICY_LOSSES.add("plain_pg", PolicyLoss("plain_pg", _plain_pg, PolicyLossParams()))
+    register_advantage_estimator("batch_mean", uses_groups=False)(_batch_mean_baseline)
+    register_policy_loss("plain_pg")(_plain_pg)
     yield
     ADVANTAGE_ESTIMATORS.remove("batch_mean")
     POLICY_LOSSES.remove("plain_pg")

@@ -37,3 +37,13 @@ def test_unknown_name_lists_choices() -> None:
     with pytest.raises(UnknownChoiceError) as info:
         registry.get("zeta")
     assert str(info.value) == "unknown widget 'zeta'; valid choices: a, alpha"
+
+
+def test_in_order_lists_names_as_registered_each_followed_by_its_aliases() -> None:
+    registry: Registry[int] = Registry("widget")
+    registry.add("zulu", 1, aliases=("z", "last"))
+    registry.add("alpha", 2)
+    registry.add("mike", 3, aliases=("m",))
+    assert registry.in_order() == ("zulu", "z", "last", "alpha", "mike", "m")
+    registry.remove("zulu")
+    assert registry.in_order() == ("alpha", "mike", "m")

@@ -1,32 +1,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import get_args
 
 import pytest
 
-from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS
-from lightrft.domain.aggregation import AGGREGATIONS
-from lightrft.domain.kl import KL_CONTROLLERS, KL_ESTIMATORS
-from lightrft.domain.policy_losses import POLICY_LOSSES
 from lightrft.entrypoints.config.loading import ConfigError, dump_config, load_config
 from lightrft.entrypoints.config.presets import PRESETS
-from lightrft.entrypoints.config.sections import (
-    AdvantageName,
-    AggName,
-    AlgorithmConfig,
-    KLEstimatorName,
-    PolicyLossName,
-)
-
-
-def test_config_choices_equal_registry_keys() -> None:
-    assert set(get_args(AdvantageName)) == set(ADVANTAGE_ESTIMATORS.choices())
-    assert set(get_args(PolicyLossName)) == set(POLICY_LOSSES.choices())
-    assert set(get_args(KLEstimatorName)) == set(KL_ESTIMATORS.choices())
-    assert set(get_args(AggName)) == set(AGGREGATIONS.choices())
-    controller = AlgorithmConfig.model_fields["kl_controller"].annotation
-    assert set(get_args(controller)) == set(KL_CONTROLLERS.choices())
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
