@@ -7,6 +7,8 @@
   the top rho fraction of response tokens by entropy.
 - FIRE sampling (arXiv:2410.21236): the first response token at a high temperature.
 - Next-token filters of an inference engine: top-k, top-p (nucleus), min-p.
+- One decode step of the HF engine (:func:`next_tokens`): the distribution of a response
+  position, its log-probs and one seeded draw per row.
 
 Shapes: B samples, G group size, R response tokens, V vocabulary. ``group_index`` (B,) holds
 one id per prompt; samples with equal ids form a group. Masks are True/1 where a token
@@ -16,6 +18,7 @@ counts; padding (mask 0) never influences a result, whatever it holds.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import torch
@@ -199,3 +202,90 @@ def filter_logits(
         threshold = min_p * probs.max(dim=-1, keepdim=True).values  # [N, 1]
         z = z.masked_fill(probs < threshold, -math.inf)
     return z
+
+
+@dataclass(frozen=True)
+class TokenDistribution:
+    """How one decoding step samples: temperature 0 means greedy."""
+
+    temperature: float
+    top_k: int = 0
+    top_p: float = 1.0
+    min_p: float = 0.0
+
+    @classmethod
+    def at(cls, sampling: SamplingParams, position: int) -> TokenDistribution:
+        """The distribution of response token ``position`` (FIRE sets token 0's temperature)."""
+        temperature = token_temperature(sampling, position)
+        return cls(temperature, sampling.top_k, sampling.top_p, sampling.min_p)
+
+
+def sampling_logprobs(logits: Tensor, dist: TokenDistribution) -> Tensor:
+    """Log-probs (N, V) of the distribution a token is drawn from, built in this order (as in
+    ``transformers`` and vLLM):
+
+    1. z = logits / temperature;
+    2. top-k, top-p, min-p in that order (:func:`filter_logits`);
+    3. log-probs = log_softmax of the kept z (removed tokens get -inf).
+
+    So the reported log-prob is that of the filtered, renormalized distribution actually
+    sampled from; with no filter it equals the policy's log-prob at the same temperature.
+    Greedy decoding (temperature 0) reports the plain log_softmax(logits) (temperature 1, no
+    filter): the policy's log-prob at temperature 1.
+    Shape: logits (N, V) -> (N, V) float32, -inf for filtered tokens.
+    """
+    z = logits.float()
+    if dist.temperature == 0:
+        return torch.log_softmax(z, dim=-1)
+    kept = filter_logits(z / dist.temperature, top_k=dist.top_k, top_p=dist.top_p, min_p=dist.min_p)
+    return torch.log_softmax(kept, dim=-1)
+
+
+def draw(
+    logprobs: Tensor,
+    greedy: bool,
+    generator: torch.Generator | Sequence[torch.Generator] | None,
+) -> Tensor:
+    """One token per row: argmax if ``greedy`` else a draw. Shape: (N, V) -> (N,) long.
+
+    ``generator`` is one generator for the whole batch, or one per row (then each row's
+    draws do not depend on which other rows share the batch). A draw is an inverse-CDF
+    search: one uniform u per row, the token is the first whose cumulative probability
+    exceeds u times the row's total (a filtered token, p = 0, adds no width and is never
+    chosen). One uniform per row keeps the per-row streams cheap; the search over all rows
+    is one vectorized call.
+    """
+    if greedy:
+        return logprobs.argmax(dim=-1)
+    n = logprobs.shape[0]
+    device = logprobs.device
+    if generator is None or isinstance(generator, torch.Generator):
+        u = torch.rand(n, 1, generator=generator, device=device)
+    else:
+        if len(generator) != n:
+            raise ValueError(f"got {len(generator)} generators for {n} rows")
+        u = torch.cat([torch.rand(1, generator=g, device=device) for g in generator])[:, None]
+    cdf = logprobs.exp().cumsum(dim=-1)  # [N, V] float32
+    total = cdf[:, -1:]  # [N, 1]
+    # u * total may round up to total; the float just below it still finds the last token
+    # with p > 0 (searching the total itself would run past the end)
+    target = torch.minimum(u * total, torch.nextafter(total, torch.zeros_like(total)))
+    return torch.searchsorted(cdf, target, right=True).squeeze(-1)  # [N]
+
+
+def next_tokens(
+    logits: Tensor,
+    sampling: SamplingParams,
+    position: int,
+    generator: torch.Generator | Sequence[torch.Generator] | None,
+) -> tuple[Tensor, Tensor]:
+    """One decode step: the tokens at response ``position`` and their log-probs.
+
+    The distribution is :meth:`TokenDistribution.at` (FIRE's temperature for token 0), the
+    log-probs :func:`sampling_logprobs`, the tokens :func:`draw` (greedy at temperature 0).
+    Shape: logits (N, V) -> tokens (N,) long, log-probs (N,) float32.
+    """
+    dist = TokenDistribution.at(sampling, position)
+    logprobs = sampling_logprobs(logits, dist)  # [N, V]
+    tokens = draw(logprobs, dist.temperature == 0, generator)  # [N]
+    return tokens, logprobs.gather(-1, tokens[:, None]).squeeze(-1)

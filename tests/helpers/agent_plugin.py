@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from lightrft.adapters.common.rollout_engine_base import RolloutEngineBase
+from lightrft.adapters.engine_parts.rollout_engine_base import RolloutEngineBase
 from lightrft.domain.ports import NamedTensors
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
 from lightrft.entrypoints.config.components import ComponentSection

@@ -3,7 +3,7 @@
 ``HttpEnvironments(url, ...)`` is the environment factory of a run: it holds one connection
 pool and builds an :class:`HttpEnvironment` per episode, which speaks the protocol of
 :mod:`~lightrft.adapters.agents.http_wire`. Every request has a deadline (``timeout_s``) and
-is retried like the remote reward source's (:mod:`lightrft.adapters.common.http_retry`:
+is retried like the remote reward source's (:mod:`lightrft.adapters.http_client.retry`:
 connection errors, timeouts, 5xx and 429, full-jitter backoff, ``max_attempts``); a step is
 safe to retry because the service answers a repeated ``(episode, turn)`` with its first
 answer. A request that fails for good raises :class:`EnvironmentUnavailableError` naming the
@@ -26,8 +26,8 @@ from lightrft.adapters.agents.http_wire import (
     outcome_from_wire,
     prompt_to_wire,
 )
-from lightrft.adapters.common.http_retry import JsonPoster, RetryPolicy
-from lightrft.adapters.httpx_send import httpx_send
+from lightrft.adapters.http_client.json_post import httpx_send
+from lightrft.adapters.http_client.retry import JsonPoster, RetryPolicy
 from lightrft.domain.agent import Action, StepOutcome
 from lightrft.domain.types import PromptRecord
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from lightrft.adapters.common.http_retry import CallFailed
+from lightrft.adapters.http_client.retry import CallFailed
 from lightrft.domain.agent import Action, ChatMessage, StepOutcome
 from lightrft.domain.types import PromptRecord
 

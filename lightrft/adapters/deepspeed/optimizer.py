@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from lightrft.adapters.common.adamw import adamw_param_groups
+from lightrft.adapters.strategy_parts.adamw import adamw_param_groups
 from lightrft.domain.types import OptimizerParams
 
 

@@ -4,7 +4,7 @@
 unpartitioned tensors and the ZeRO optimizer's fp32 partitions. Under ZeRO 0-2 the module
 state is complete on every rank. Under ZeRO-3 the parameters exist only as partitions: the
 optimizer's flat fp32 groups hold, for each trainable parameter in optimizer order (the
-groups of :func:`~lightrft.adapters.common.adamw.adamw_param_groups`), a slice of
+groups of :func:`~lightrft.adapters.strategy_parts.adamw.adamw_param_groups`), a slice of
 ``ceil(numel / W)`` elements per rank (the last rank's padded); rank slices concatenated in
 rank order and cut to ``numel`` are the parameter (as DeepSpeed's ``zero_to_fp32`` does).
 Parameters are returned in the module's own dtype, as training stored them.
@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lightrft.adapters.common.adamw import adamw_param_groups
+from lightrft.adapters.strategy_parts.adamw import adamw_param_groups
 
 
 def merge_zero_states(

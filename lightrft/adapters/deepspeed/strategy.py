@@ -5,7 +5,7 @@ the caller owns gradient accumulation (any number of :meth:`backward` calls, the
 :meth:`step`), DeepSpeed never rescales the loss, and it averages gradients over the W
 ranks, so a loss normalized by global counts must be multiplied by W before ``backward``
 (the application does this), exactly as with FSDP. The learning rate of the shared schedule
-(:mod:`lightrft.adapters.common.lr_schedule`) is written into the client optimizer before
+(:mod:`lightrft.adapters.strategy_parts.lr_schedule`) is written into the client optimizer before
 every step; a skipped step leaves weights, AdamW state and schedule untouched
 (:mod:`.step_gate`). ``deepspeed`` is imported only when a strategy is prepared.
 """
@@ -21,12 +21,12 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from lightrft.adapters.common.strategy_parts import CountedSchedule
 from lightrft.adapters.deepspeed import gather, offload, rank_state
 from lightrft.adapters.deepspeed.config import build_deepspeed_config
 from lightrft.adapters.deepspeed.engine_forward import route_forward_through_engine
 from lightrft.adapters.deepspeed.optimizer import build_client_optimizer
 from lightrft.adapters.deepspeed.step_gate import StepGate
+from lightrft.adapters.strategy_parts.mixins import CountedSchedule
 from lightrft.domain.types import OptimizerParams, StepResult
 
 CHECKPOINT_TAG = "lightrft"

@@ -1,12 +1,12 @@
 """The ``Collective`` port over ``torch.distributed``; ``LocalCollective`` (a lone process)
-lives in :mod:`lightrft.adapters.common.collective` and is re-exported here."""
+lives in :mod:`lightrft.adapters.strategy_parts.local_collective` and is re-exported here."""
 
 from __future__ import annotations
 
 import torch.distributed as dist
 from torch import Tensor
 
-from lightrft.adapters.common.collective import LocalCollective
+from lightrft.adapters.strategy_parts.local_collective import LocalCollective
 
 __all__ = ["CollectiveTimeoutError", "LocalCollective", "TorchCollective"]
 

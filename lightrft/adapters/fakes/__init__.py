@@ -3,8 +3,9 @@
 Each fake is a real implementation on a tiny scale (the policy is a real GRU language
 model, the strategy a real AdamW trainer) and records what happened to it (``weight_syncs``,
 ``sleeps``, ``onloads`` ...). They import only :mod:`lightrft.domain`, the shared
-:mod:`lightrft.adapters.common` helpers (themselves domain + torch), ``torch`` and the
-standard library. :mod:`lightrft.adapters.fakes.task` is a synthetic verifiable task the
+adapter parts (:mod:`lightrft.adapters.strategy_parts`, :mod:`lightrft.adapters.engine_parts`,
+:mod:`lightrft.adapters.reward_parts`; themselves domain + torch), ``torch`` and the standard
+library. :mod:`lightrft.adapters.fakes.task` is a synthetic verifiable task the
 tiny policy learns by RL in a few seconds on a CPU.
 """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from lightrft.adapters.common.collective import LocalCollective
+from lightrft.adapters.strategy_parts.local_collective import LocalCollective
 
 
 class FakeCollective(LocalCollective):

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 import torch
 
-from lightrft.adapters.common.rule_source import RuleSource
 from lightrft.adapters.fakes import task
 from lightrft.adapters.fakes.fake_model import RecordedPlacement
+from lightrft.adapters.reward_parts.source_bases import RuleSource
 from lightrft.domain.types import RewardResult, RewardSample
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from lightrft.adapters.common.rollout_engine_base import RolloutEngineBase
+from lightrft.adapters.engine_parts.rollout_engine_base import RolloutEngineBase
 from lightrft.adapters.fakes import task
 from lightrft.adapters.fakes.tiny_lm import TinyGruLm, seeded
 from lightrft.adapters.fakes.token_sampling import sample_tokens

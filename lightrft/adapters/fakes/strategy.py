@@ -2,7 +2,7 @@
 
 No sharding and no collectives; everything else is what a real backend does: gradient
 norm before clipping, clipping, warmup + constant/linear/cosine schedule
-(:mod:`lightrft.adapters.common.lr_schedule`), skipping a step whose gradient norm is not
+(:mod:`lightrft.adapters.strategy_parts.lr_schedule`), skipping a step whose gradient norm is not
 finite (the schedule does not advance on a skipped step), deep-copied state for
 checkpoints, and offload/onload bookkeeping.
 """
@@ -17,9 +17,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lightrft.adapters.common.lr_schedule import lr_multiplier as lr_factor
-from lightrft.adapters.common.strategy_parts import LrScaled
 from lightrft.adapters.fakes.fake_model import RecordedPlacement
+from lightrft.adapters.strategy_parts.lr_schedule import lr_multiplier as lr_factor
+from lightrft.adapters.strategy_parts.mixins import LrScaled
 from lightrft.domain.types import OptimizerParams, StepResult
 
 NON_FINITE_REASON = "non-finite gradient norm"

@@ -4,7 +4,7 @@ Parameters, gradients and AdamW state are sharded over the data-parallel ranks (
 rank holds 1/W of every tensor). Gradients are averaged over ranks by FSDP's
 reduce-scatter, so a loss normalized by global counts must be multiplied by W before
 ``backward`` (the application does this). ``step`` clips by the global gradient norm,
-sets the learning rate of the shared schedule (:mod:`lightrft.adapters.common.lr_schedule`)
+sets the learning rate of the shared schedule (:mod:`lightrft.adapters.strategy_parts.lr_schedule`)
 and skips the update, on every rank alike, when the norm is not finite or any rank gives a
 ``skip_reason``.
 """
@@ -31,11 +31,11 @@ from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor
 
-from lightrft.adapters.common.adamw import build_adamw
-from lightrft.adapters.common.strategy_parts import CountedSchedule, PreparedModule
 from lightrft.adapters.fsdp.gather import clean_name, full_state
 from lightrft.adapters.fsdp.optimizer import clip_to_norm, total_grad_norm
 from lightrft.adapters.fsdp.sharding import MixedPrecision, layer_class_names, shard_model
+from lightrft.adapters.strategy_parts.adamw import build_adamw
+from lightrft.adapters.strategy_parts.mixins import CountedSchedule, PreparedModule
 from lightrft.domain.types import OptimizerParams, StepResult
 
 HOST = torch.device("cpu")

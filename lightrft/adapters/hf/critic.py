@@ -11,9 +11,9 @@ import torch
 from torch import Tensor, nn
 from transformers import PreTrainedModel
 
-from lightrft.adapters.common.seeds import seeded_init
 from lightrft.adapters.hf.logprobs import position_ids_from_mask
 from lightrft.adapters.hf.weights import module_device
+from lightrft.adapters.model_parts.seeds import seeded_init
 from lightrft.domain.types import SequenceBatch
 
 

@@ -25,8 +25,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lightrft.adapters.common.positions import position_ids_from_mask
 from lightrft.adapters.hf.fused_head import FusedHeadMode, fused_head_logprobs, use_fused_head
+from lightrft.adapters.model_parts.positions import position_ids_from_mask
 from lightrft.domain.ports import PolicyOutput
 from lightrft.domain.token_logprobs import token_logprobs
 from lightrft.domain.types import SequenceBatch

@@ -17,8 +17,8 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from peft.tuners.lora import LoraLayer
 from torch import Tensor, nn
 
-from lightrft.adapters.common.lora_sizes import LoraSizes
-from lightrft.adapters.common.seeds import seeded_init
+from lightrft.adapters.model_parts.lora_sizes import LoraSizes
+from lightrft.adapters.model_parts.seeds import seeded_init
 
 PEFT_PREFIX = "base_model.model."
 """Prefix PEFT puts before every name of the wrapped model."""

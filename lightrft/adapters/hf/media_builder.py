@@ -11,7 +11,7 @@ modality, and only one step differs; the common steps are here once:
   (the tensors, ``<noun>_tokens``, ``where`` and the cost); the payload's other entries
   stay, so encoders of two media applied one after the other (a model that reads images
   and audio) leave both media's tensors in one payload, their costs added; a prompt record
-  also keeps its raw items (:mod:`~lightrft.adapters.common.source_media`) for engines
+  also keeps its raw items (:mod:`~lightrft.adapters.engine_parts.source_media`) for engines
   that process media themselves (vLLM);
 - :class:`MediaInputs` (the forward arguments): check every row's placeholder count, give
   text positions (1-D, counting attended tokens, zero offsets), and let the modality add its
@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
-from lightrft.adapters.common.source_media import SourceMedia, with_source_media
+from lightrft.adapters.engine_parts.source_media import SourceMedia, with_source_media
 from lightrft.adapters.hf.logprobs import position_ids_from_mask
 from lightrft.adapters.hf.multimodal_inputs import (
     MediaRequirements,

@@ -27,11 +27,11 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
-from lightrft.adapters.common.seeds import seeded_init
 from lightrft.adapters.hf.loading import DTypeName, ModelLoadParams
 from lightrft.adapters.hf.media_builder import MediaEncoder, expand_placeholders
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
 from lightrft.adapters.hf.multimodal_loading import load_multimodal_model
+from lightrft.adapters.model_parts.seeds import seeded_init
 from lightrft.domain.modality import Payload
 
 HEAD_FILE = "score_head.safetensors"

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from lightrft.adapters.common.positions import position_ids_from_mask
+from lightrft.adapters.model_parts.positions import position_ids_from_mask
 
 
 def pack_model_inputs(

@@ -10,9 +10,9 @@ from torch import nn
 from transformers import PreTrainedModel
 from typing_extensions import Unpack
 
-from lightrft.adapters.common.host_offload import HostOffload
 from lightrft.adapters.hf.response_forward import ForwardOptions, ResponseForward
 from lightrft.adapters.hf.weights import frozen_on
+from lightrft.adapters.model_parts.host_offload import HostOffload
 from lightrft.domain.ports import PolicyOutput
 from lightrft.domain.types import SequenceBatch
 

@@ -9,7 +9,7 @@ runs the policy's own module instead (one device, no LoRA): no second copy of th
 and nothing to copy at a weight sync; see :class:`HfRolloutEngine`. Decoding is our own loop
 over
 ``model(..., past_key_values=cache)`` so that the reported log-probs are exactly those of
-the distribution each token was drawn from (see :mod:`lightrft.adapters.hf.sampling`),
+the distribution each token was drawn from (see :func:`lightrft.domain.sampling.next_tokens`),
 including the FIRE first token (``SamplingParams.first_token_temperature``,
 arXiv:2410.21236), whose log-prob is reported at its own temperature.
 
@@ -42,7 +42,7 @@ from torch import Tensor
 from transformers import DynamicCache, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from lightrft.adapters.common.rollout_engine_base import GuardedGenerate
+from lightrft.adapters.engine_parts.rollout_engine_base import GuardedGenerate
 from lightrft.adapters.hf.fused_decode import (
     FusedDecodeMode,
     FusedDecoder,
@@ -54,17 +54,12 @@ from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
 from lightrft.adapters.hf.packed_linear import PackedLinears, packing_available
 from lightrft.adapters.hf.preallocated_cache import preallocated_cache
 from lightrft.adapters.hf.quantized_rollout import QuantizedTargets
-from lightrft.adapters.hf.sampling import (
-    StopStringMatcher,
-    TokenDistribution,
-    draw,
-    row_seed,
-    sampling_logprobs,
-)
+from lightrft.adapters.hf.stop_strings import StopStringMatcher
 from lightrft.adapters.hf.weights import ModelWeights, frozen_on
+from lightrft.adapters.model_parts.seeds import row_seed
 from lightrft.domain.modality import Payload
 from lightrft.domain.ports import NamedTensors
-from lightrft.domain.sampling import token_temperature
+from lightrft.domain.sampling import next_tokens
 from lightrft.domain.types import Completion, FinishReason, PromptRecord, SamplingParams
 from lightrft.domain.weight_checksum import weights_checksum
 
@@ -356,12 +351,10 @@ class HfRolloutEngine(GuardedGenerate):
         gens = None if generator is None else list(generator)
         with self._decode_mode(n):
             for step in range(budget):
-                dist = _distribution(sampling, step)
-                step_logprobs = sampling_logprobs(logits, dist)  # [A, V]
-                token = draw(step_logprobs, dist.temperature == 0, gens)  # [A]
+                token, token_logprobs = next_tokens(logits, sampling, step, gens)  # [A] each
                 live = ~stopped[active]  # [A] rows still generating (finished ones wait to leave)
                 out_ids[active, step] = token
-                out_logprobs[active, step] = step_logprobs.gather(-1, token[:, None]).squeeze(-1)
+                out_logprobs[active, step] = token_logprobs
                 lengths[active] += live
                 now_stopped = live & torch.isin(token, stop_ids)
                 if matcher:
@@ -570,9 +563,3 @@ def _check_shareable(model: PreTrainedModel, device: torch.device) -> None:
 def _same_device(actual: torch.device, wanted: torch.device) -> bool:
     """Whether ``actual`` is ``wanted``; ``cuda`` (no index) matches any ``cuda:i``."""
     return actual.type == wanted.type and (wanted.index is None or actual.index == wanted.index)
-
-
-def _distribution(sampling: SamplingParams, position: int) -> TokenDistribution:
-    """The distribution of response token ``position`` (FIRE sets token 0's temperature)."""
-    temperature = token_temperature(sampling, position)
-    return TokenDistribution(temperature, sampling.top_k, sampling.top_p, sampling.min_p)

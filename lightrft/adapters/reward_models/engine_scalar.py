@@ -18,11 +18,11 @@ from typing import Any, Protocol
 import structlog
 from torch import Tensor
 
-from lightrft.adapters.common.rule_source import ColocatedModelSource
 from lightrft.adapters.reward_models.card import RewardModelCard
 from lightrft.adapters.reward_models.encoding import encode_pairs
 from lightrft.adapters.reward_models.loading import load_card, load_reward_tokenizer
 from lightrft.adapters.reward_models.scores import scalar_result, scoring_normalization
+from lightrft.adapters.reward_parts.source_bases import ColocatedModelSource
 from lightrft.domain.types import RewardResult, RewardSample
 
 log = structlog.get_logger(__name__)

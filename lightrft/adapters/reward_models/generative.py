@@ -26,7 +26,6 @@ from typing import Any
 import structlog
 import torch
 
-from lightrft.adapters.common.rule_source import ColocatedModelSource
 from lightrft.adapters.reward_models.judge_media import (
     media_markup,
     media_message,
@@ -34,6 +33,7 @@ from lightrft.adapters.reward_models.judge_media import (
     row_where,
 )
 from lightrft.adapters.reward_models.verdict import VerdictParser
+from lightrft.adapters.reward_parts.source_bases import ColocatedModelSource
 from lightrft.domain.ports import RolloutEngine
 from lightrft.domain.types import PromptRecord, RewardResult, RewardSample, SamplingParams
 

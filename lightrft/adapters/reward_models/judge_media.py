@@ -2,7 +2,7 @@
 
 A vision- or audio-language judge (:class:`~lightrft.adapters.reward_models.generative.
 HfGenerativeRewardModel` given the judge model's prompt encoder) sees the row's own items:
-the raw items an encoded prompt kept (:mod:`~lightrft.adapters.common.source_media`), or the
+the raw items an encoded prompt kept (:mod:`~lightrft.adapters.engine_parts.source_media`), or the
 raw ``images`` / ``audios`` of a record not encoded yet. The judge prompt is one user message
 whose content is one ``{"type": kind}`` part per item, then the filled template; the judge's
 chat template renders each part as one placeholder, and the judge's encoder expands it to the
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lightrft.adapters.common.source_media import source_media
+from lightrft.adapters.engine_parts.source_media import source_media
 from lightrft.domain.types import PromptRecord
 
 MEDIA_KINDS = ("image", "audio")  # a kind's records key is its plural ("images", "audios")

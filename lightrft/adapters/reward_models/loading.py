@@ -13,7 +13,7 @@ from typing import Any, cast
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
 
-from lightrft.adapters.common.seeds import seeded_init
+from lightrft.adapters.model_parts.seeds import seeded_init
 from lightrft.adapters.reward_models.card import RewardModelCard
 
 DTYPES: dict[str, torch.dtype] = {

@@ -13,8 +13,8 @@ from peft import LoraConfig, inject_adapter_in_model
 from peft.tuners.lora import LoraLayer
 from torch import Tensor, nn
 
-from lightrft.adapters.common.lora_sizes import LoraSizes
-from lightrft.adapters.common.seeds import seeded_init
+from lightrft.adapters.model_parts.lora_sizes import LoraSizes
+from lightrft.adapters.model_parts.seeds import seeded_init
 
 RewardLoraParams = LoraSizes
 """LoRA settings for the backbone (:class:`LoraSizes`); "all-linear" adapts every linear

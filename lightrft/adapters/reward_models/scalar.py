@@ -18,8 +18,7 @@ import torch
 from torch import Tensor, nn
 from typing_extensions import Unpack
 
-from lightrft.adapters.common.host_offload import HostOffload
-from lightrft.adapters.common.rule_source import ColocatedModelSource
+from lightrft.adapters.model_parts.host_offload import HostOffload
 from lightrft.adapters.reward_models.card import RewardModelCard, ScoreNormalization
 from lightrft.adapters.reward_models.encoding import (
     PaddingSide,
@@ -36,6 +35,7 @@ from lightrft.adapters.reward_models.lora import RewardLoraParams, add_lora, mer
 from lightrft.adapters.reward_models.media import PairMedia, expand_media_rows
 from lightrft.adapters.reward_models.scalar_net import ScalarRewardNet
 from lightrft.adapters.reward_models.scores import scalar_result, scoring_normalization
+from lightrft.adapters.reward_parts.source_bases import ColocatedModelSource
 from lightrft.domain.modality import Payload
 from lightrft.domain.types import RewardResult, RewardSample
 

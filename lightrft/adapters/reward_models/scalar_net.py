@@ -26,7 +26,7 @@ import torch
 from torch import Tensor, nn
 from transformers import PreTrainedModel
 
-from lightrft.adapters.common.positions import position_ids_from_mask
+from lightrft.adapters.model_parts.positions import position_ids_from_mask
 from lightrft.adapters.reward_models.media import PairMedia
 from lightrft.domain.modality import Payload
 from lightrft.domain.preference import last_token_index

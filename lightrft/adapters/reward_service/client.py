@@ -27,9 +27,9 @@ import httpx
 import structlog
 import torch
 
-from lightrft.adapters.common.http_retry import CallFailed, JsonPoster, RetryPolicy
-from lightrft.adapters.common.rule_source import RuleSource
-from lightrft.adapters.httpx_send import httpx_send
+from lightrft.adapters.http_client.json_post import httpx_send
+from lightrft.adapters.http_client.retry import CallFailed, JsonPoster, RetryPolicy
+from lightrft.adapters.reward_parts.source_bases import RuleSource
 from lightrft.adapters.reward_service.protocol import wire_samples
 from lightrft.domain.ports import RewardSourceUnavailableError
 from lightrft.domain.types import RewardResult, RewardSample

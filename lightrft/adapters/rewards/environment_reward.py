@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
-from lightrft.adapters.common.rule_source import RuleSource
+from lightrft.adapters.reward_parts.source_bases import RuleSource
 from lightrft.domain.types import RewardResult, RewardSample
 
 

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import torch
 
-from lightrft.adapters.common.rule_source import RuleSource
+from lightrft.adapters.reward_parts.source_bases import RuleSource
 from lightrft.domain.eval_metrics import GradedAnswer, majority_vote
 from lightrft.domain.ports import AnswerGrader
 from lightrft.domain.types import RewardResult, RewardSample

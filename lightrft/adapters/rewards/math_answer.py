@@ -23,7 +23,7 @@ from typing import Literal
 import structlog
 import torch
 
-from lightrft.adapters.common.rule_source import RuleSource
+from lightrft.adapters.reward_parts.source_bases import RuleSource
 from lightrft.adapters.rewards import answer_check
 from lightrft.adapters.rewards.answer_check import check_response
 from lightrft.adapters.rewards.answer_equivalence import AnswerCheck, Verdict

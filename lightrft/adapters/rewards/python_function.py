@@ -18,7 +18,7 @@ from numbers import Real
 import structlog
 import torch
 
-from lightrft.adapters.common.rule_source import RuleSource
+from lightrft.adapters.reward_parts.source_bases import RuleSource
 from lightrft.adapters.rewards.failure_log import FailureLog
 from lightrft.adapters.rewards.function_worker import (
     FunctionWorker,

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import structlog
 import torch
 
-from lightrft.adapters.common.rule_source import RuleSource
+from lightrft.adapters.reward_parts.source_bases import RuleSource
 from lightrft.domain.ports import CodeSandbox
 from lightrft.domain.sandbox import OUTCOMES, SandboxLimits
 from lightrft.domain.types import RewardResult, RewardSample

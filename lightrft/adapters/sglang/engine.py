@@ -5,7 +5,7 @@ request/response translation, bucketing and the call sequence (against a recordi
 are tested. Not a supported engine until it has run on a GPU.
 
 Weight sync: names mapped, buckets that never split a decoder layer
-(:mod:`lightrft.adapters.common.weight_buckets`), each through
+(:mod:`lightrft.adapters.engine_parts.weight_buckets`), each through
 ``update_weights_from_tensor(named_tensors=..., flush_cache=False)``, then one
 ``flush_cache()``. Sleep: ``release_memory_occupation`` (weights, KV cache, CUDA graphs);
 wake-up is staged like the vLLM engine's: ``resume_memory_occupation(["weights"])`` at
@@ -22,8 +22,8 @@ from typing import Any
 
 import structlog
 
-from lightrft.adapters.common.rollout_engine_base import GuardedGenerate
-from lightrft.adapters.common.weight_buckets import bucket_weights, rename_weights
+from lightrft.adapters.engine_parts.rollout_engine_base import GuardedGenerate
+from lightrft.adapters.engine_parts.weight_buckets import bucket_weights, rename_weights
 from lightrft.adapters.sglang.translate import generate_request, to_completion
 from lightrft.domain.ports import NamedTensors
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams

@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lightrft.adapters.common.engine_requests import completion_requests, shared_sampling_options
+from lightrft.adapters.engine_parts.engine_requests import (
+    completion_requests,
+    shared_sampling_options,
+)
 from lightrft.domain.types import Completion, FinishReason, PromptRecord, SamplingParams
 
 

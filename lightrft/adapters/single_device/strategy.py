@@ -2,14 +2,14 @@
 
 AdamW (fused kernel where the device has one, else foreach) with decoupled weight decay on
 matrices only (biases and norm scales, 1-D tensors, are not decayed), global-norm gradient
-clipping, a warmup + decay schedule (:mod:`lightrft.adapters.common.lr_schedule`), and
+clipping, a warmup + decay schedule (:mod:`lightrft.adapters.strategy_parts.lr_schedule`), and
 a skipped step when the gradient norm is not finite (parameters, optimizer state and the
 schedule position are left unchanged; gradients are zeroed).
 
 Low-precision trainable parameters (a model loaded in bf16 or fp16) are stepped through fp32
-master copies (:mod:`lightrft.adapters.common.master_weights`), so small updates accumulate
+master copies (:mod:`lightrft.adapters.single_device.master_weights`), so small updates accumulate
 instead of rounding away; fp16 ones add dynamic loss scaling
-(:mod:`lightrft.adapters.common.loss_scale`): an overflowing step is skipped and the scale
+(:mod:`lightrft.adapters.single_device.loss_scale`): an overflowing step is skipped and the scale
 halved.
 """
 
@@ -25,12 +25,12 @@ import torch
 from torch import Tensor, nn
 from torch.optim.lr_scheduler import LambdaLR
 
-from lightrft.adapters.common.adamw import build_adamw
-from lightrft.adapters.common.collective import LocalCollective
-from lightrft.adapters.common.loss_scale import DynamicLossScale
-from lightrft.adapters.common.lr_schedule import checked_lr_scale, lr_multiplier
-from lightrft.adapters.common.master_weights import MasterWeights
-from lightrft.adapters.common.strategy_parts import PreparedModule
+from lightrft.adapters.single_device.loss_scale import DynamicLossScale
+from lightrft.adapters.single_device.master_weights import MasterWeights
+from lightrft.adapters.strategy_parts.adamw import build_adamw
+from lightrft.adapters.strategy_parts.local_collective import LocalCollective
+from lightrft.adapters.strategy_parts.lr_schedule import checked_lr_scale, lr_multiplier
+from lightrft.adapters.strategy_parts.mixins import PreparedModule
 from lightrft.domain.types import OptimizerParams, StepResult
 
 HOST = torch.device("cpu")

@@ -14,7 +14,7 @@ tokens get a logit bias of -100 so that they stay out of the distribution, as in
 need torchvision (GPU-only, unverified here).
 
 Weight sync: the policy's tensors (``weights_for_sync``: LoRA already merged), names mapped
-(:func:`~lightrft.adapters.common.weight_buckets.rename_weights`, then the family's
+(:func:`~lightrft.adapters.engine_parts.weight_buckets.rename_weights`, then the family's
 checkpoint layout), go in buckets of
 ``sync_bucket_mib`` that never split a decoder layer, each through
 ``collective_rpc("reload_weights", ...)`` (vLLM's in-place layer-wise reload, which also
@@ -31,7 +31,7 @@ once. After a level-2 sleep, ``generate`` refuses until ``load_weights`` ran.
 
 FP8 rollout (``quantization="fp8"``, CUDA only, GPU-only and unverified): the engine
 declares a 128 x 128 block-wise e4m3 checkpoint and starts on dummy weights; each sync
-quantizes the decoder's linear weights (:mod:`lightrft.adapters.common.fp8_blocks`) and
+quantizes the decoder's linear weights (:mod:`lightrft.adapters.vllm.fp8_blocks`) and
 ``generate`` refuses until the first sync.
 
 Sleep on CPU: vLLM's CPU worker has no sleep mode, so ``sleep``/``wake_up`` only gate
@@ -58,9 +58,8 @@ from typing import Any
 
 import structlog
 
-from lightrft.adapters.common.fp8_blocks import fp8_weight_stream
-from lightrft.adapters.common.rollout_engine_base import RolloutEngineBase
-from lightrft.adapters.common.weight_buckets import bucket_weights, rename_weights
+from lightrft.adapters.engine_parts.rollout_engine_base import RolloutEngineBase
+from lightrft.adapters.engine_parts.weight_buckets import bucket_weights, rename_weights
 from lightrft.adapters.vllm.checks import (
     check_model,
     is_memory_error,
@@ -68,6 +67,7 @@ from lightrft.adapters.vllm.checks import (
     require_vllm,
 )
 from lightrft.adapters.vllm.families import engine_names, reads_media, suppression_bias
+from lightrft.adapters.vllm.fp8_blocks import fp8_weight_stream
 from lightrft.adapters.vllm.lifetime import shut_down, track
 from lightrft.adapters.vllm.media_prompts import (
     MediaRequest,

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from lightrft.adapters.common.weight_buckets import NamedTensor
+from lightrft.adapters.engine_parts.weight_buckets import NamedTensor
 
 SUPPRESS_BIAS = -100.0  # vLLM clamps logit_bias to [-100, 100]
 

@@ -2,7 +2,7 @@
 
 An encoded record's ids hold each media placeholder expanded to the positions its item
 occupies (``<|AUDIO|>`` x 12 for a 0.5 s clip), and its payload keeps the raw items
-(:mod:`~lightrft.adapters.common.source_media`). vLLM 0.32 expands placeholders itself from
+(:mod:`~lightrft.adapters.engine_parts.source_media`). vLLM 0.32 expands placeholders itself from
 the items it is given, so a request takes the ids with each run collapsed back to one
 placeholder per item (checked against the counts the prompt encoder recorded), and
 ``multi_modal_data`` with the items under vLLM's modality names: PIL images for
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from lightrft.adapters.common.source_media import SourceMedia, source_media
+from lightrft.adapters.engine_parts.source_media import SourceMedia, source_media
 from lightrft.domain.types import PromptRecord
 
 

@@ -142,7 +142,7 @@ def llm_kwargs(params: VllmEngineParams, device_type: str) -> dict[str, Any]:
     if params.quantization == "fp8":
         # The engine declares a block-wise FP8 checkpoint (128 x 128 e4m3 tiles with
         # ``weight_scale_inv``) and starts on dummy weights: every sync sends the policy's
-        # weights in that format (adapters.common.fp8_blocks), the first one before any
+        # weights in that format (adapters.vllm.fp8_blocks), the first one before any
         # generation. GPU-only, unverified.
         kwargs["quantization"] = "fp8"
         kwargs["load_format"] = "dummy"

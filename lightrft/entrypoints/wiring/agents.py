@@ -72,7 +72,7 @@ def build_tool_environment(
 def build_http_environment(section: HttpEnvironmentConfig, context: BuildContext) -> Any:
     # httpx comes with the "serve" extra: imported only when an HTTP environment is asked for
     from lightrft.adapters.agents.http_environment import HttpEnvironments
-    from lightrft.adapters.common.http_retry import RetryPolicy
+    from lightrft.adapters.http_client.retry import RetryPolicy
 
     return HttpEnvironments(
         section.url,

@@ -19,13 +19,13 @@ from lightrft.adapters.agents.http_environment import (
     EnvironmentUnavailableError,
     HttpEnvironments,
 )
-from lightrft.adapters.common.http_retry import RetryPolicy
 from lightrft.adapters.fakes import (
     FakeRetryEnvironment,
     FakeRolloutEngine,
     FakeTurnRenderer,
     synthetic_prompts,
 )
+from lightrft.adapters.http_client.retry import RetryPolicy
 from lightrft.application.agent_rollout import AgentRolloutEngine
 from lightrft.application.params import AgentParams
 from lightrft.domain.agent import Action, Environment

@@ -1,5 +1,5 @@
-"""The fakes import only the domain, adapters/common, torch and the standard library, and
-adapters/common only the domain, torch and the standard library (users need nothing else)."""
+"""The fakes import only the domain, the shared adapter parts, torch and the standard library,
+and those parts only the domain, torch and the standard library (users need nothing else)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,19 @@ import ast
 import sys
 from pathlib import Path
 
-import lightrft.adapters.common as common
+import lightrft.adapters.engine_parts as engine_parts
 import lightrft.adapters.fakes as fakes
+import lightrft.adapters.model_parts as model_parts
+import lightrft.adapters.reward_parts as reward_parts
+import lightrft.adapters.strategy_parts as strategy_parts
+
+SHARED_PARTS = (engine_parts, model_parts, reward_parts, strategy_parts)
+SHARED_PREFIXES = tuple(part.__name__ for part in SHARED_PARTS)
 
 ALLOWED_PREFIXES = (
     "lightrft.domain",
     "lightrft.adapters.fakes",
-    "lightrft.adapters.common",
+    *SHARED_PREFIXES,
     "torch",
 )
 
@@ -39,11 +45,15 @@ def test_fakes_import_only_domain_torch_and_stdlib() -> None:
             assert allowed or top == "__future__", f"{path.name} imports {name}"
 
 
-def test_common_helpers_import_only_domain_torch_and_stdlib() -> None:
-    for path in sorted(Path(common.__file__).parent.glob("*.py")):
+def test_shared_parts_import_only_domain_torch_and_stdlib() -> None:
+    paths = [
+        path for part in SHARED_PARTS for path in sorted(Path(part.__file__).parent.glob("*.py"))
+    ]
+    assert len(paths) > 10
+    for path in paths:
         for name in _imported_modules(path):
             top = name.split(".")[0]
-            allowed = name.startswith(("lightrft.domain", "lightrft.adapters.common", "torch"))
+            allowed = name.startswith(("lightrft.domain", *SHARED_PREFIXES, "torch"))
             assert allowed or top in sys.stdlib_module_names, f"{path.name} imports {name}"
 
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from lightrft.adapters.common.lr_schedule import lr_multiplier as lr_factor
 from lightrft.adapters.fakes import FakePolicy, FakeStrategy, make_sequence_batch
 from lightrft.adapters.fakes.strategy import NON_FINITE_REASON
+from lightrft.adapters.strategy_parts.lr_schedule import lr_multiplier as lr_factor
 from lightrft.domain.ports import Strategy
 from lightrft.domain.types import OptimizerParams
 

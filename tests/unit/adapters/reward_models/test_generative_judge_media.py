@@ -14,7 +14,7 @@ import torch
 from PIL import Image
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-from lightrft.adapters.common.source_media import source_media
+from lightrft.adapters.engine_parts.source_media import source_media
 from lightrft.adapters.hf import HfRolloutEngine
 from lightrft.adapters.hf.multimodal_inputs import multimodal_inputs_for
 from lightrft.adapters.hf.vision_language import VisionLanguageEncoder

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 
-from lightrft.adapters.common.seeds import row_seed
+from lightrft.adapters.model_parts.seeds import row_seed
 from lightrft.adapters.sglang import SglangEngineParams, SglangRolloutEngine, start_sglang
 from lightrft.adapters.sglang.translate import generate_request, sampling_dict, to_completion
 from lightrft.domain.types import PromptRecord, SamplingParams

@@ -12,8 +12,8 @@ import math
 import pytest
 import torch
 
-from lightrft.adapters.common.loss_scale import DynamicLossScale
 from lightrft.adapters.single_device import SingleDeviceStrategy
+from lightrft.adapters.single_device.loss_scale import DynamicLossScale
 from lightrft.domain.aggregation import LossNormalizer
 from lightrft.domain.types import OptimizerParams
 from tests.helpers.sharded_case import global_batch, nll_loss, tiny_model

@@ -15,8 +15,8 @@ import torch
 from lightrft.adapters.fakes import completions_batch
 from lightrft.adapters.fakes.batches import make_sequence_batch
 from lightrft.adapters.hf import HfPolicy, LoraParams
-from lightrft.adapters.hf.sampling import TokenDistribution, sampling_logprobs
 from lightrft.adapters.vllm import VllmEngineParams, start_llm
+from lightrft.domain.sampling import TokenDistribution, sampling_logprobs
 from lightrft.domain.types import PromptRecord, SamplingParams
 from tests.contract.real_adapters import short_prompts
 from tests.unit.adapters.hf.hf_tiny import tiny_model
@@ -168,7 +168,7 @@ def test_cpu_sleep_is_an_honest_no_op() -> None:
 
 
 def test_media_rows_are_refused_by_a_text_models_engine() -> None:
-    from lightrft.adapters.common.source_media import SOURCE_MEDIA_KEY, SourceMedia
+    from lightrft.adapters.engine_parts.source_media import SOURCE_MEDIA_KEY, SourceMedia
 
     engine, _ = shared_engine()
     raw = PromptRecord("img", "x", (5, 6), multimodal={"images": [object()]})

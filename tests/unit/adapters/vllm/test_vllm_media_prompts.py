@@ -13,7 +13,7 @@ import pytest
 import torch
 from PIL import Image
 
-from lightrft.adapters.common.source_media import SOURCE_MEDIA_KEY, SourceMedia
+from lightrft.adapters.engine_parts.source_media import SOURCE_MEDIA_KEY, SourceMedia
 from lightrft.adapters.vllm.families import SUPPRESS_BIAS, engine_names, suppression_bias
 from lightrft.adapters.vllm.media_prompts import (
     MediaPromptError,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from lightrft.adapters.common.seeds import row_seed
+from lightrft.adapters.model_parts.seeds import row_seed
 from lightrft.adapters.vllm.translate import request_plan, sampling_kwargs, to_completion
 from lightrft.domain.types import PromptRecord, SamplingParams
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lightrft.adapters.common.weight_buckets import bucket_weights, layer_group, rename_weights
+from lightrft.adapters.engine_parts.weight_buckets import (
+    bucket_weights,
+    layer_group,
+    rename_weights,
+)
 
 
 def _t(numel: int) -> torch.Tensor:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lightrft.adapters.common.seeds import row_seed
+from lightrft.adapters.model_parts.seeds import row_seed
 from lightrft.domain.types import PromptRecord, SamplingParams
 
 

@@ -1,5 +1,5 @@
 """One JSON POST over httpx, shared by the HTTP client adapters (the remote reward source,
-the HTTP environment) for :class:`~lightrft.adapters.common.http_retry.JsonPoster`:
+the HTTP environment) for :class:`~lightrft.adapters.http_client.retry.JsonPoster`:
 timeouts, connection errors, 5xx and 429 are retryable, other HTTP errors and bodies that
 are not JSON are not."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from lightrft.adapters.common.http_retry import RETRY_STATUS, CallFailed, Retryable, Send
+from lightrft.adapters.http_client.retry import RETRY_STATUS, CallFailed, Retryable, Send
 
 
 def httpx_send(client: httpx.Client, what: str) -> Send:

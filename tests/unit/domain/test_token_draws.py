@@ -1,4 +1,4 @@
-"""Sampling distributions (temperature, top-k, top-p, min-p) by hand; stop-string matcher."""
+"""Sampling distributions (temperature, top-k, top-p, min-p) by hand; seeded draws."""
 
 from __future__ import annotations
 
@@ -6,13 +6,7 @@ import math
 
 import torch
 
-from lightrft.adapters.hf.sampling import (
-    StopStringMatcher,
-    TokenDistribution,
-    draw,
-    sampling_logprobs,
-)
-from tests.unit.adapters.hf.hf_tiny import tiny_tokenizer
+from lightrft.domain.sampling import TokenDistribution, draw, sampling_logprobs
 
 # p = (0.5, 0.25, 0.125, 0.125) at temperature 1
 LOGITS = torch.log(torch.tensor([[0.5, 0.25, 0.125, 0.125]]))
@@ -68,12 +62,3 @@ def test_draws_follow_the_distribution_and_the_generator() -> None:
     assert abs((tokens == 0).float().mean().item() - 2 / 3) < 0.03
     again = draw(lp, False, torch.Generator().manual_seed(0))
     assert torch.equal(tokens, again)
-
-
-def test_stop_string_matcher_reads_the_tail() -> None:
-    tok = tiny_tokenizer()
-    matcher = StopStringMatcher(tok, ["</a>"])
-    ids = tok("x" * 50 + "</a", add_special_tokens=False).input_ids
-    assert matcher and not matcher.hit(ids)
-    assert matcher.hit(ids + tok(">", add_special_tokens=False).input_ids)
-    assert not StopStringMatcher(tok, []) and not StopStringMatcher(tok, []).hit(ids)

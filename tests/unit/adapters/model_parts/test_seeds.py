@@ -8,7 +8,7 @@ import hashlib
 import pytest
 import torch
 
-from lightrft.adapters.common.seeds import component_seed, row_seed, seeded_init
+from lightrft.adapters.model_parts.seeds import component_seed, row_seed, seeded_init
 
 
 def _digest(text: str) -> int:

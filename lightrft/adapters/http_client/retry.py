@@ -6,8 +6,9 @@ waits a uniform random time in [0, min(backoff_max_s, backoff_base_s * 2^k)] (Br
 Architecture Blog 2015). After ``max_attempts`` attempts, or at once for other HTTP errors
 and for an answer its ``validate`` refuses, the call fails with the caller's error type
 (``make_error(message, attempts)``), whose message names the service (``what``) and URL.
-Used by the remote reward source and the HTTP environment, each with its own ``send`` over
-httpx (this package imports only the standard library, so the fakes stay light).
+Used by the remote reward source and the HTTP environment, each with its ``send`` over
+httpx (:mod:`~lightrft.adapters.http_client.json_post`); this module imports only the
+standard library, so the fakes stay light.
 """
 
 from __future__ import annotations

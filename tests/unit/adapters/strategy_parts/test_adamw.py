@@ -6,9 +6,9 @@ import pytest
 import torch
 from torch import nn
 
-from lightrft.adapters.common.adamw import adamw_param_groups, build_adamw
 from lightrft.adapters.deepspeed.optimizer import build_client_optimizer
 from lightrft.adapters.single_device import SingleDeviceStrategy
+from lightrft.adapters.strategy_parts.adamw import adamw_param_groups, build_adamw
 from lightrft.domain.types import OptimizerParams
 
 OPTIM = OptimizerParams(lr=0.1, weight_decay=0.5, betas=(0.8, 0.9), eps=1e-6)

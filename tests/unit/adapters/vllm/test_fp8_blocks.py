@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lightrft.adapters.common.fp8_blocks import (
+from lightrft.adapters.vllm.fp8_blocks import (
     E4M3_MAX,
     dequantize_blockwise_fp8,
     fp8_weight_stream,

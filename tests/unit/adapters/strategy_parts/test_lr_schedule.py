@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from lightrft.adapters.common.lr_schedule import learning_rate, lr_multiplier
+from lightrft.adapters.strategy_parts.lr_schedule import learning_rate, lr_multiplier
 from lightrft.domain.types import OptimizerParams
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from lightrft.adapters.common.lr_schedule import checked_lr_scale, learning_rate
+from lightrft.adapters.strategy_parts.lr_schedule import checked_lr_scale, learning_rate
 from lightrft.domain.types import OptimizerParams
 
 

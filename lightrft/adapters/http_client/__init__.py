@@ -1,0 +1,3 @@
+"""The client side of the HTTP calls of the remote reward source and the HTTP environment:
+retries with backoff and typed errors (:mod:`~lightrft.adapters.http_client.retry`, standard
+library only) and one JSON POST over httpx (:mod:`~lightrft.adapters.http_client.json_post`)."""
