@@ -65,7 +65,12 @@ def test_no_name_is_the_main_job_and_resume_changing_still_reaches_it(
     import lightrft.entrypoints.jobs.demo as job
 
     seen: list[list[str]] = []
-    monkeypatch.setattr(job, "run_grpo_demo", lambda overrides, argv: seen.append(overrides) or 0)
+
+    def fake(overrides: list[str], argv: object) -> int:
+        seen.append(overrides)
+        return 0
+
+    monkeypatch.setattr(job, "run_grpo_demo", fake)
     assert main(["demo", "train.seed=2", "--resume-changing", "optim.lr", "--resume"]) == 0
     assert main(["demo", "grpo", "train.seed=5"]) == 0
     assert seen[0] == [
@@ -79,9 +84,12 @@ def test_no_name_is_the_main_job_and_resume_changing_still_reaches_it(
 
 def test_the_distill_recipe_gets_its_teacher(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[tuple[Path | None, list[str]]] = []
-    monkeypatch.setattr(
-        distill, "run_distill_demo", lambda teacher, rest: seen.append((teacher, rest)) or {}
-    )
+
+    def fake(teacher: Path | None, rest: list[str]) -> dict[str, Any]:
+        seen.append((teacher, rest))
+        return {}
+
+    monkeypatch.setattr(distill, "run_distill_demo", fake)
     assert main(["demo", "distill", "--teacher", "t", "train.seed=1"]) == 0
     assert seen == [(Path("t"), ["train.seed=1"])]
 
