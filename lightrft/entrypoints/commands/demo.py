@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 NAME = "demo"
 HELP = (
-    "the main jobs on the embedded model: GRPO (default), or a recipe by name "
-    "('lightrft demo NAME --help': rlhf, ttrl, agent, distill, safe, ...)"
+    "the main jobs on the embedded model: GRPO by default, or a recipe by name "
+    "('lightrft demo --help' lists them, 'lightrft demo NAME --help' shows a recipe's flags)"
 )
 
 
