@@ -32,11 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from lightrft.adapters.datasets.tool_arithmetic import SYSTEM_PROMPT, tool_problems, warm_up_traces
-from lightrft.adapters.report import render_report
 from lightrft.entrypoints.config.loading import load_config
-from lightrft.entrypoints.jobs.eval import evaluate
-from lightrft.entrypoints.jobs.sft import sft
-from lightrft.entrypoints.jobs.training import train
 from lightrft.entrypoints.recipes.registry import DemoRecipe
 from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
 
@@ -120,6 +116,11 @@ def run_agent_demo(options: AgentDemoOptions, overrides: Sequence[str] = ()) -> 
 
 
 def _run_stages(options: AgentDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
+    from lightrft.adapters.report import render_report
+    from lightrft.entrypoints.jobs.eval import evaluate
+    from lightrft.entrypoints.jobs.sft import sft
+    from lightrft.entrypoints.jobs.training import train
+
     out = options.run_dir
     out.mkdir(parents=True, exist_ok=True)
     train_rows = tool_problems(options.train_rows, seed=0)

@@ -18,8 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from lightrft.entrypoints.config.loading import load_config
-from lightrft.entrypoints.jobs.eval import evaluate
-from lightrft.entrypoints.jobs.training import train
 from lightrft.entrypoints.recipes.demo import DEMO_OVERRIDES, MAIN_JOB_MODEL
 from lightrft.entrypoints.recipes.registry import DemoRecipe
 
@@ -60,6 +58,9 @@ def run_distill_demo(teacher: Path | None, rest: Sequence[str] = ()) -> dict[str
     """Distills, then measures the teacher on the held-out prompts; returns (and writes to
     the run directory's ``summary.json``) the training summary plus the teacher's figures.
     A run that stopped early returns the training summary alone."""
+    from lightrft.entrypoints.jobs.eval import evaluate
+    from lightrft.entrypoints.jobs.training import train
+
     overrides = distill_overrides(teacher, rest)
     config = load_config(None, overrides, algorithm="grpo")
     summary = train(config)

@@ -23,16 +23,18 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from lightrft.application.reward_model_training import RewardTrainParams
 from lightrft.entrypoints.config.loading import last_override, load_config
-from lightrft.entrypoints.jobs.reward_model import RmDataOptions, RmTrainOptions, train_reward_model
 from lightrft.entrypoints.next_command import NextCommand
 from lightrft.entrypoints.recipes.registry import DemoRecipe
 from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
+
+if TYPE_CHECKING:
+    from lightrft.entrypoints.jobs.reward_model import RmDataOptions, RmTrainOptions
 
 log = structlog.get_logger(__name__)
 
@@ -122,6 +124,8 @@ def rm_train_options(
 ) -> RmTrainOptions:
     """A demo's reward model ``run_dir/name``: ``lightrft rm train`` from the policy's model,
     batches of 16 pairs, pairs cut at 256 tokens, scores normalized on 64 training pairs."""
+    from lightrft.entrypoints.jobs.reward_model import RmTrainOptions
+
     return RmTrainOptions(
         output=options.run_dir / name,
         model=model_path_of(overrides),
@@ -138,6 +142,8 @@ def rm_train_options(
 
 
 def _rm_stage(options: RlhfDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
+    from lightrft.entrypoints.jobs.reward_model import RmDataOptions, train_reward_model
+
     data = RmDataOptions(
         num_synthetic=options.rm_pairs,
         synthetic_kinds=KINDS,

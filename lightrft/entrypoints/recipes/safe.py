@@ -35,7 +35,6 @@ import structlog
 from lightrft.adapters.datasets.preferences import PreferenceSpec
 from lightrft.adapters.datasets.safety_preferences import NAME_PATTERN, cost_rows, helpfulness_rows
 from lightrft.entrypoints.config.loading import load_config
-from lightrft.entrypoints.jobs.reward_model import RmDataOptions, train_reward_model
 from lightrft.entrypoints.recipes.registry import DemoRecipe
 from lightrft.entrypoints.recipes.rlhf import GRPO_OVERRIDES as RLHF_GRPO_OVERRIDES
 from lightrft.entrypoints.recipes.rlhf import (
@@ -96,6 +95,8 @@ def _train_model(
     options: SafeDemoOptions,
     overrides: Sequence[str],
 ) -> dict[str, Any]:
+    from lightrft.entrypoints.jobs.reward_model import RmDataOptions, train_reward_model
+
     path = _write_rows(options.run_dir / "data" / f"{name}.jsonl", rows)
     data = RmDataOptions(data=str(path), eval_fraction=0.25, spec=spec, system_prompt=SYSTEM_PROMPT)
     started = time.perf_counter()
