@@ -1,7 +1,8 @@
 """What a run does when a training-health collapse signal starts (``train.on_collapse``).
 
 The collapse signals are the checks registered with ``collapse=True`` whose reading counts as
-one (reward drop; truncation once it rose from below its threshold; docs/health.md). At the onset of one, the configured action runs:
+one (reward drop; the early entropy collapse; truncation once it rose from below its
+threshold; docs/health.md). At the onset of one, the configured action runs:
 
 - ``warn``: nothing beyond the ``health.signal`` warning the cycle already logged;
 - ``stop``: the run ends after this step (with a checkpoint when it has a store);

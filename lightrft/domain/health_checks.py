@@ -1,8 +1,9 @@
 """The training-health checks: one per way an RL run goes wrong, each over one logged metric.
 
-A check reads one scalar the cycle logs every step (the first of its ``sources`` present)
-and turns it into a ``health/*`` value; it *fires* when that value crosses its threshold
-(docs/health.md lists them with what to do). Checks are registered by signal name in
+A check reads one scalar the cycle logs every step (the first of its ``sources`` present),
+plus the ``context`` metrics of the same step a check judges together with it, and turns them
+into a ``health/*`` value; it *fires* when that value crosses its threshold (docs/health.md
+lists them with what to do). Checks are registered by signal name in
 :data:`HEALTH_CHECKS`; :class:`~lightrft.domain.training_health.HealthMonitor` runs them all.
 
 Plain Python floats throughout: a check sees a handful of logged numbers per step, never
@@ -16,9 +17,17 @@ import math
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from lightrft.domain.registry import Registry
+
+NO_CONTEXT: Mapping[str, float] = MappingProxyType({})
+"""The context of a check that reads one metric only."""
+
+ENTROPY = "train/entropy"
+TRAINING_REWARD = "reward/mean"
+ALIKE_GROUPS = "advantages/zero_groups_fraction"
 
 
 def _in_unit(name: str, value: float) -> None:
@@ -45,6 +54,13 @@ class HealthThresholds:
     norms (checked once ``baseline_steps`` are known). ``zero_adv_groups``: at least this
     fraction of groups have all-zero advantages. ``logprob_drift``: the rollout engine's
     log-probs differ from the trainer's by at least this k3 KL (``rollout/kl_k3``).
+
+    ``early_collapse_*`` (the early entropy collapse: the policy stopped exploring before it
+    learned the task): a step *matches* when ``train/entropy`` is below
+    ``early_collapse_entropy`` nats, the training ``reward/mean`` below
+    ``early_collapse_reward`` (reward units) and at least ``early_collapse_alike`` of the groups
+    score alike (``advantages/zero_groups_fraction``); the check fires when at least
+    ``early_collapse_steps`` of the last ``early_collapse_window`` judged steps match.
     """
 
     reward_window: int = 3
@@ -58,12 +74,21 @@ class HealthThresholds:
     grad_norm_window: int = 100
     zero_adv_groups: float = 0.9
     logprob_drift: float = 0.02
+    early_collapse_entropy: float = 0.3
+    early_collapse_reward: float = 0.6
+    early_collapse_alike: float = 0.85
+    early_collapse_steps: int = 2
+    early_collapse_window: int = 3
 
     def __post_init__(self) -> None:
         for name in ("reward_window", "baseline_steps", "grad_norm_window"):
             _at_least(name, getattr(self, name), 1)
         for name in ("entropy_ratio", "truncated_fraction", "zero_adv_groups"):
             _in_unit(name, getattr(self, name))
+        _in_unit("early_collapse_alike", self.early_collapse_alike)
+        _at_least("early_collapse_entropy", self.early_collapse_entropy, 0.0)
+        _at_least("early_collapse_steps", self.early_collapse_steps, 1)
+        _at_least("early_collapse_window", self.early_collapse_window, self.early_collapse_steps)
         for name in ("reward_drop", "kl", "logprob_drift"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
@@ -84,10 +109,11 @@ class Reading:
 
 
 class Detector(Protocol):
-    """A check's running state: one metric value per step in, a reading out (``None`` while
-    it has not seen enough steps to judge)."""
+    """A check's running state: one metric value per step in (with the check's ``context``
+    metrics of the same step), a reading out (``None`` while it has not seen enough steps to
+    judge)."""
 
-    def observe(self, value: float) -> Reading | None:
+    def observe(self, value: float, context: Mapping[str, float] = NO_CONTEXT) -> Reading | None:
         """Takes this step's value of the watched metric."""
         ...
 
@@ -104,12 +130,14 @@ class Detector(Protocol):
 class HealthCheck:
     """A registered check: the metrics it reads (the first present is used), the
     ``health/*`` metric it logs, whether it signals a collapse (``train.on_collapse`` acts
-    on those), and how to build its detector from the thresholds."""
+    on those), how to build its detector from the thresholds, and the ``context`` metrics
+    it also needs at the same step (a step without one of them is not judged)."""
 
     sources: tuple[str, ...]
     metric: str
     collapse: bool
     make: Callable[[HealthThresholds], Detector]
+    context: tuple[str, ...] = ()
 
 
 HEALTH_CHECKS: Registry[HealthCheck] = Registry("health check")
@@ -121,7 +149,7 @@ class Limit:
     def __init__(self, threshold: float, what: str) -> None:
         self.threshold, self.what = threshold, what
 
-    def observe(self, value: float) -> Reading | None:
+    def observe(self, value: float, context: Mapping[str, float] = NO_CONTEXT) -> Reading | None:
         return self.read(value)
 
     def read(self, value: float) -> Reading:
@@ -148,7 +176,7 @@ class RisingLimit:
         self.limit = Limit(threshold, what)
         self.was_below = False
 
-    def observe(self, value: float) -> Reading | None:
+    def observe(self, value: float, context: Mapping[str, float] = NO_CONTEXT) -> Reading | None:
         reading = self.limit.read(value)
         if not reading.fired:
             self.was_below = True
@@ -174,7 +202,7 @@ class RewardDrop:
         self.recent: list[float] = []
         self.best: float | None = None
 
-    def observe(self, value: float) -> Reading | None:
+    def observe(self, value: float, context: Mapping[str, float] = NO_CONTEXT) -> Reading | None:
         if not math.isfinite(value):
             return None
         self.recent = [*self.recent, value][-self.window :]
@@ -205,7 +233,7 @@ class EntropyCollapse:
         self.baseline_steps, self.ratio, self.floor = baseline_steps, ratio, floor
         self.baseline: list[float] = []
 
-    def observe(self, value: float) -> Reading | None:
+    def observe(self, value: float, context: Mapping[str, float] = NO_CONTEXT) -> Reading | None:
         if len(self.baseline) < self.baseline_steps:
             if math.isfinite(value):
                 self.baseline.append(value)
@@ -226,6 +254,43 @@ class EntropyCollapse:
         self.baseline = [float(v) for v in state["baseline"]]
 
 
+class EarlyEntropyCollapse:
+    """The early entropy collapse: entropy gone while the reward is still low and most groups
+    score alike, so GRPO has (almost) nothing left to learn from. A step matches when all
+    three hold (entropy below ``entropy`` nats, reward below ``reward``, at least ``alike`` of
+    the groups with all-zero advantages); the value is the number of matching steps among
+    the last ``window`` judged ones, firing at ``steps`` or more: one noisy step does not
+    fire, one step that misses in a lasting collapse does not silence it. A converging policy
+    (entropy falling late, at a high reward) does not match; neither does the start of a run
+    that earns nothing yet (its entropy is the base model's)."""
+
+    def __init__(self, entropy: float, reward: float, alike: float, steps: int, window: int):
+        self.entropy, self.reward, self.alike = entropy, reward, alike
+        self.steps, self.window = steps, window
+        self.recent: list[float] = []  # 1.0 for a matching step, else 0.0
+
+    def observe(self, value: float, context: Mapping[str, float] = NO_CONTEXT) -> Reading | None:
+        if TRAINING_REWARD not in context or ALIKE_GROUPS not in context:
+            return None  # not judged without them
+        reward, alike = context[TRAINING_REWARD], context[ALIKE_GROUPS]
+        matches = value < self.entropy and reward < self.reward and alike >= self.alike
+        self.recent = [*self.recent, float(matches)][-self.window :]
+        count = sum(self.recent)
+        detail = (
+            f"train/entropy {value:.3g} nats (collapse below {self.entropy:.3g}) with "
+            f"reward/mean {reward:.3g} (below {self.reward:.3g}) and {alike:.0%} of groups "
+            f"alike (from {self.alike:.0%}): {count:.0f} of the last {len(self.recent)} steps "
+            f"so (fires at {self.steps})"
+        )
+        return Reading(count, float(self.steps), count >= self.steps, detail)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"recent": list(self.recent)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.recent = [float(v) for v in state["recent"]]
+
+
 class GradNormBlowup:
     """The gradient norm over the median of the last ``window`` finite non-zero norms
     (steps without gradient, e.g. all groups uninformative, do not set the scale); judged
@@ -235,7 +300,7 @@ class GradNormBlowup:
         self.min_history, self.window, self.ratio = min_history, window, ratio
         self.history: list[float] = []
 
-    def observe(self, value: float) -> Reading | None:
+    def observe(self, value: float, context: Mapping[str, float] = NO_CONTEXT) -> Reading | None:
         reading = None
         if len(self.history) >= self.min_history:
             median = statistics.median(self.history)
@@ -259,7 +324,7 @@ class GradNormBlowup:
 HEALTH_CHECKS.add(
     "reward_drop",
     HealthCheck(
-        ("reward/mean",),
+        (TRAINING_REWARD,),
         "health/reward_drop",
         True,
         lambda t: RewardDrop(t.reward_window, t.reward_drop),
@@ -268,11 +333,11 @@ HEALTH_CHECKS.add(
 HEALTH_CHECKS.add(
     "entropy_collapse",
     HealthCheck(
-        ("train/entropy",),
+        (ENTROPY,),
         "health/entropy_ratio",
         # a warning only: entropy also falls this far when a policy converges on a task it
-        # solves (the main job: 1.5 -> 0.13 nats while held-out accuracy rose to 0.90); the
-        # harm of a real collapse shows as reward_drop, which acts
+        # solves (docs/health.md); the collapse that harms shows as early_entropy_collapse
+        # (entropy gone at a low reward) or reward_drop, which act
         False,
         lambda t: EntropyCollapse(t.baseline_steps, t.entropy_ratio, t.entropy_floor),
     ),
@@ -309,7 +374,7 @@ HEALTH_CHECKS.add(
 HEALTH_CHECKS.add(
     "zero_advantage_groups",
     HealthCheck(
-        ("advantages/zero_groups_fraction",),
+        (ALIKE_GROUPS,),
         "health/zero_adv_groups",
         False,
         lambda t: Limit(t.zero_adv_groups, "the fraction of groups with all-zero advantages"),
@@ -322,5 +387,21 @@ HEALTH_CHECKS.add(
         "health/logprob_drift",
         False,
         lambda t: Limit(t.logprob_drift, "the rollout-vs-trainer log-prob KL (rollout/kl_k3)"),
+    ),
+)
+HEALTH_CHECKS.add(
+    "early_entropy_collapse",
+    HealthCheck(
+        (ENTROPY,),
+        "health/early_entropy_collapse",
+        True,
+        lambda t: EarlyEntropyCollapse(
+            t.early_collapse_entropy,
+            t.early_collapse_reward,
+            t.early_collapse_alike,
+            t.early_collapse_steps,
+            t.early_collapse_window,
+        ),
+        context=(TRAINING_REWARD, ALIKE_GROUPS),
     ),
 )

@@ -6,7 +6,8 @@ the ``health/*`` metrics to log (each check's value, ``health/fired/<signal>`` 0
 ``health/alarm``, the number of signals firing), the signals firing at this step, and the
 *onsets* among them (firing now but not at the previous observed step), which are what the
 cycle warns about and acts on, so a lasting problem is reported once, not every step.
-A check whose metric was not logged (no reference model, no mismatch measurement) is skipped.
+A check whose metric (or one of its context metrics) was not logged at a step (no reference
+model, no mismatch measurement) is skipped at that step.
 """
 
 from __future__ import annotations
@@ -76,9 +77,10 @@ class HealthMonitor:
         fired: list[HealthSignal] = []
         for name, check in self.checks.items():
             source = next((key for key in check.sources if key in metrics), None)
-            if source is None:
+            if source is None or any(key not in metrics for key in check.context):
                 continue
-            reading = self.detectors[name].observe(float(metrics[source]))
+            context = {key: float(metrics[key]) for key in check.context}
+            reading = self.detectors[name].observe(float(metrics[source]), context)
             if reading is None:
                 continue
             health[check.metric] = reading.value

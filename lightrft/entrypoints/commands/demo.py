@@ -1,166 +1,114 @@
-"""`lightrft demo`: the main job, `lightrft train grpo` sized for a 2-core CPU (about 3 minutes
-idle) on the embedded SmolLM2-135M-Instruct; held-out greedy accuracy before and after.
+"""`lightrft demo [NAME] [flags] [key=value ...]`: the built-in demos on the embedded
+SmolLM2-135M-Instruct, sized for a 2-core CPU. Without NAME, the main job (GRPO, about 3-4
+minutes idle; held-out greedy accuracy before and after).
 
-Arguments only: the recipes are :mod:`lightrft.entrypoints.recipes.demo`, ``.ttrl`` and
-``.rlhf``; the GRPO demo's job is :mod:`lightrft.entrypoints.jobs.demo`.
+The recipes are registered in :mod:`lightrft.entrypoints.recipes.registry`: each declares its
+name, its own flags and its run function in its own module of ``recipes/``. This command
+finds the recipe's name among the words, parses the rest with that recipe's flags and hands
+it the ``key=value`` overrides; ``lightrft demo NAME --help`` shows a recipe's flags.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lightrft.entrypoints.commands.resume_flags import add_resume_changing, with_stated_keys
 
+if TYPE_CHECKING:
+    from lightrft.domain.registry import Registry
+    from lightrft.entrypoints.recipes.registry import DemoRecipe
+
 NAME = "demo"
 HELP = (
-    "the main jobs on the embedded model: GRPO (default), 'rlhf' (reward model, then GRPO), "
-    "'ttrl' (label-free majority-vote reward), 'agent' (multi-turn RL with a calculator tool) "
-    "or 'distill' (on-policy distillation of --teacher into the base model), "
-    "or 'safe' (helpfulness and cost models, then GRPO under a cost limit: Safe RLHF)"
+    "the main jobs on the embedded model: GRPO by default, or a recipe by name "
+    "('lightrft demo --help' lists them, 'lightrft demo NAME --help' shows a recipe's flags)"
 )
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    """``lightrft demo [rlhf] [key=value ...]``: the GRPO main job, or the RLHF one."""
-    parser.add_argument("--rm-pairs", type=int, default=160, help="rlhf, safe: synthetic pairs")
-    parser.add_argument("--rm-epochs", type=int, default=2, help="rlhf, safe: reward-model epochs")
-    parser.add_argument("--rm-lr", type=float, default=2e-3, help="rlhf, safe: reward-model lr")
-    parser.add_argument(
-        "--rm-full", action="store_true", help="rlhf: train the whole reward model, not the head"
-    )
-    parser.add_argument("--serve-rm", action="store_true", help="rlhf: score over HTTP")
-    parser.add_argument("--run-dir", type=Path, default=None, help="rlhf, safe: output directory")
-    parser.add_argument("--rm-model", type=Path, default=None, help="rlhf: skip RM training")
-    parser.add_argument(
-        "--teacher",
-        type=Path,
-        default=None,
-        help="distill: the teacher's directory (default: runs/demo/final_model)",
-    )
-    parser.add_argument(
-        "--no-constraint", action="store_true", help="safe: the same GRPO run without the limit"
-    )
-    parser.add_argument(
-        "--cost-limit", type=float, default=0.1, help="safe: largest allowed violation rate"
-    )
-    parser.add_argument("--helpful-model", type=Path, default=None, help="safe: skip its training")
-    parser.add_argument("--cost-model", type=Path, default=None, help="safe: skip its training")
+    """Only what every recipe shares; the recipe's own flags are parsed in :func:`run`, once
+    its name is known (so ``--help`` is read there too)."""
+    # -h/--help replaces this parser's own: run() prints the named recipe's help
+    shared = parser.add_argument_group("every recipe", conflict_handler="resolve")
+    shared.add_argument("-h", "--help", action="store_true", help="show the recipe's help")
     add_resume_changing(parser)
 
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
-    if rest and rest[0] == "rlhf":
-        return _run_rlhf(args, with_stated_keys(args, rest[1:]))
-    if rest and rest[0] == "agent":
-        return _run_agent(args, with_stated_keys(args, rest[1:]))
-    if rest and rest[0] == "distill":
-        return _run_distill(args, with_stated_keys(args, rest[1:]))
-    if rest and rest[0] == "safe":
-        return _run_safe(args, with_stated_keys(args, rest[1:]))
-    from lightrft.entrypoints.jobs.demo import run_grpo_demo
-    from lightrft.entrypoints.recipes.demo import DEMO_OVERRIDES
+    from lightrft.entrypoints.recipes.registry import load_recipes
 
-    if rest and rest[0] == "ttrl":
-        from lightrft.entrypoints.recipes.ttrl import ttrl_overrides
-
-        overrides = ttrl_overrides(with_stated_keys(args, rest[1:]))
-    else:
-        overrides = with_stated_keys(args, rest)
-    return run_grpo_demo(DEMO_OVERRIDES + overrides, args.argv)
+    recipes = load_recipes()
+    parsers = {name: recipe_parser(recipes.get(name), recipes) for name in recipes.names()}
+    name, words = recipe_word(rest, recipes, parsers)
+    parser = parsers[recipes.canonical(name)]
+    if getattr(args, "help", False):
+        parser.print_help()
+        parser.exit()
+    recipe_args, overrides = parser.parse_known_args(words)
+    _refuse_other_recipes_flags(parser, overrides, parsers)
+    recipe_args.argv = args.argv
+    recipe_args.resume_changing = [*args.resume_changing, *recipe_args.resume_changing]
+    return recipes.get(name).run(recipe_args, with_stated_keys(recipe_args, overrides))
 
 
-def _run_rlhf(args: argparse.Namespace, rest: list[str]) -> int:
-    from lightrft.entrypoints.recipes.rlhf import RlhfDemoOptions, run_rlhf_demo
+def recipe_parser(recipe: DemoRecipe, recipes: Registry[DemoRecipe]) -> argparse.ArgumentParser:
+    """The recipe's own flags (and ``--resume-changing``, which every recipe takes)."""
+    from lightrft.entrypoints.recipes.registry import DEFAULT_RECIPE
 
-    options = RlhfDemoOptions(
-        run_dir=args.run_dir or Path("runs/demo_rlhf"),
-        rm_train_backbone=args.rm_full,
-        serve_rm=args.serve_rm,
-        rm_model=args.rm_model,
-        **_rm_demo_args(args),
+    default = recipe.name == DEFAULT_RECIPE
+    listing = ", ".join(f"{n} (default)" if n == DEFAULT_RECIPE else n for n in recipes.names())
+    parser = argparse.ArgumentParser(
+        prog="lightrft demo" if default else f"lightrft demo {recipe.name}",
+        description=recipe.help,
+        epilog=f"recipes: {listing}; 'lightrft demo NAME --help' shows a recipe's flags. "
+        "key=value arguments override the recipe's settings.",
     )
-    summary = run_rlhf_demo(options, rest)
-    print(json.dumps(summary, indent=2))
-    accuracy = summary["reward_model"].get("held_out_accuracy")
-    if accuracy is not None:
-        print(f"reward model held-out accuracy: {accuracy:.3f}")
-    return 0
+    recipe.add_arguments(parser)
+    add_resume_changing(parser)
+    return parser
 
 
-def _rm_demo_args(args: argparse.Namespace) -> dict[str, Any]:
-    """The options of the demos that train reward models first (``RmDemoOptions``)."""
-    from lightrft.entrypoints.next_command import NextCommand
+def recipe_word(
+    rest: list[str], recipes: Registry[DemoRecipe], parsers: dict[str, argparse.ArgumentParser]
+) -> tuple[str, list[str]]:
+    """The recipe named in ``rest`` and the words without its name. The name is the first word
+    that is neither a recipe's flag nor a flag's value (flags may come before it, as in
+    ``demo --run-dir D rlhf``); a ``key=value`` word or another flag there (a legacy one)
+    means no name: the default recipe. A bare word that names no recipe is refused, with the
+    registered names."""
+    from lightrft.entrypoints.recipes.registry import DEFAULT_RECIPE
 
-    return {
-        "rm_pairs": args.rm_pairs,
-        "rm_epochs": args.rm_epochs,
-        "rm_lr": args.rm_lr,
-        "overwrite": True,  # like the GRPO demo: running it again starts over, the old run aside
-        "next_command": NextCommand(args.argv, reruns_as_typed=True),
+    values = {
+        flag: action.nargs if isinstance(action.nargs, int) else 1
+        for parser in parsers.values()
+        for action in parser._actions
+        for flag in action.option_strings
     }
+    index = 0
+    while index < len(rest):
+        word = rest[index]
+        if word.startswith("-"):
+            flag = word.split("=", 1)[0]
+            if flag not in values:
+                break
+            index += 1 if "=" in word else 1 + values[flag]
+            continue
+        if "=" in word:
+            break
+        recipes.get(word)  # an unknown name is refused, naming the registered ones
+        return word, [*rest[:index], *rest[index + 1 :]]
+    return DEFAULT_RECIPE, list(rest)
 
 
-def _run_agent(args: argparse.Namespace, rest: list[str]) -> int:
-    from lightrft.entrypoints.recipes.agent import AgentDemoOptions, run_agent_demo
-
-    # the seed and the run directory are the demo's own (its stages live under it)
-    seed = [int(o.split("=", 1)[1]) for o in rest if o.startswith("train.seed=")]
-    run_dir = [Path(o.split("=", 1)[1]) for o in rest if o.startswith("logging.run_dir=")]
-    rest = [o for o in rest if not o.startswith(("train.seed=", "logging.run_dir="))]
-    options = AgentDemoOptions(
-        run_dir=(run_dir or [args.run_dir or Path("runs/demo_agent")])[-1],
-        seed=(seed or [0])[-1],
-        overwrite=True,  # like the other demos: running it again moves the old run aside
-    )
-    summary = run_agent_demo(options, rest)
-    print(json.dumps(summary, indent=2))
-    print(
-        f"held-out success: before {summary['eval_accuracy_before']:.3f} -> after SFT "
-        f"{summary['eval_accuracy_after_sft']:.3f} -> after RL {summary['eval_accuracy_after']:.3f}"
-        f"; tool use: {summary['tool_use_rate_before']:.3f} -> "
-        f"{summary['tool_use_rate_after_sft']:.3f} -> {summary['tool_use_rate_after']:.3f}"
-    )
-    return 0
-
-
-def _run_distill(args: argparse.Namespace, rest: list[str]) -> int:
-    from lightrft.entrypoints.recipes.distill import run_distill_demo
-
-    summary = run_distill_demo(args.teacher, rest)
-    print(json.dumps(summary, indent=2))
-    if "teacher_accuracy" not in summary:  # stopped early
-        return 0
-    print(
-        f"held-out accuracy: student before {summary.get('eval_accuracy_before')} -> after "
-        f"{summary.get('eval_accuracy_after')}; teacher {summary['teacher_accuracy']}; "
-        f"gap closed {summary.get('gap_closed')}"
-    )
-    return 0
-
-
-def _run_safe(args: argparse.Namespace, rest: list[str]) -> int:
-    from lightrft.entrypoints.recipes.rlhf import seed_of
-    from lightrft.entrypoints.recipes.safe import SafeDemoOptions, run_safe_demo
-
-    options = SafeDemoOptions(
-        run_dir=args.run_dir or Path("runs/demo_safe"),
-        seed=seed_of(rest),
-        constrained=not args.no_constraint,
-        limit=args.cost_limit,
-        helpful_model=args.helpful_model,
-        cost_model=args.cost_model,
-        **_rm_demo_args(args),
-    )
-    # the seed is the demo's own (both models and GRPO use it)
-    rest = [o for o in rest if not o.startswith("train.seed=")]
-    summary = run_safe_demo(options, rest)
-    print(json.dumps(summary, indent=2))
-    print(
-        f"held-out helpfulness {summary['reward_before']:+.3f} -> {summary['reward_after']:+.3f}; "
-        f"unsafe rate {summary['cost_rate_before']:.3f} -> {summary['cost_rate_after']:.3f} "
-        f"(limit {summary['cost_limit']}, multiplier {summary['multiplier_final']})"
-    )
-    return 0
+def _refuse_other_recipes_flags(
+    parser: argparse.ArgumentParser,
+    overrides: list[str],
+    parsers: dict[str, argparse.ArgumentParser],
+) -> None:
+    """A flag of another recipe is an error naming whose it is, not a silent no-op."""
+    for word in overrides:
+        flag = word.split("=", 1)[0]
+        owners = [n for n, p in parsers.items() if flag in p._option_string_actions]
+        if word.startswith("-") and owners:
+            parser.error(f"{flag} is a flag of 'lightrft demo {owners[0]}', not of this recipe")

@@ -6,7 +6,7 @@ so the two never disagree.
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from lightrft.domain.health_checks import HealthThresholds
 from lightrft.entrypoints.config.base import Section
@@ -71,6 +71,42 @@ class HealthConfig(Section):
         description="logprob_drift fires at a rollout-vs-trainer k3 KL (rollout/kl_k3) of at "
         "least this.",
     )
+    early_collapse_entropy: float = Field(
+        _T.early_collapse_entropy,
+        ge=0,
+        description="early_entropy_collapse: a step matches when train/entropy is below this "
+        "many nats (and the next two hold).",
+    )
+    early_collapse_reward: float = Field(
+        _T.early_collapse_reward,
+        description="... and the training reward/mean is below this (reward units) ...",
+    )
+    early_collapse_alike: float = Field(
+        _T.early_collapse_alike,
+        gt=0,
+        le=1,
+        description="... and at least this fraction of groups score alike (all-zero advantages).",
+    )
+    early_collapse_steps: int = Field(
+        _T.early_collapse_steps,
+        ge=1,
+        description="early_entropy_collapse fires when this many of the last "
+        "early_collapse_window steps match.",
+    )
+    early_collapse_window: int = Field(
+        _T.early_collapse_window,
+        ge=1,
+        description="Recent steps early_collapse_steps counts in (at least early_collapse_steps).",
+    )
+
+    @model_validator(mode="after")
+    def _window_holds_the_steps(self) -> HealthConfig:
+        if self.early_collapse_window < self.early_collapse_steps:
+            raise ValueError(
+                f"train.health.early_collapse_window={self.early_collapse_window} must be at "
+                f"least train.health.early_collapse_steps={self.early_collapse_steps}"
+            )
+        return self
 
     def thresholds(self) -> HealthThresholds:
         """The domain thresholds these settings describe."""

@@ -22,6 +22,7 @@ stage's wall time. ``rl/trajectories.html`` shows the turns, tool calls and obse
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import time
@@ -31,11 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from lightrft.adapters.datasets.tool_arithmetic import SYSTEM_PROMPT, tool_problems, warm_up_traces
-from lightrft.adapters.report import render_report
 from lightrft.entrypoints.config.loading import load_config
-from lightrft.entrypoints.jobs.eval import evaluate
-from lightrft.entrypoints.jobs.sft import sft
-from lightrft.entrypoints.jobs.training import train
+from lightrft.entrypoints.recipes.registry import DemoRecipe
 from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
 
 ENVIRONMENT = "{type: tools, tools: [calculator], extractors: [answer_is, last_number]}"
@@ -77,8 +75,8 @@ def episode_overrides(options: AgentDemoOptions, train: Path, held_out: Path) ->
         # a batch's episodes share one clock: on a busy 2-core CPU one turn of 32 episodes
         # can take minutes, and the default 300 s would cut episodes for the machine's load
         "rollout.agent.episode_timeout_s=3600",
-        # likewise one calculator step: on a machine short of memory, steps of 16 episodes
-        # missed the default 30 s (seed 0, 2026-11-26, load 8, minutes before an OOM kill)
+        # likewise one calculator step (the default 30 s is missed on a thrashing machine,
+        # docs/results.md, "Multi-turn agent")
         "rollout.agent.step_timeout_s=300",
         "reward.sources=[{type: environment}]",
         f"eval.max_prompts={options.eval_rows}",
@@ -118,6 +116,11 @@ def run_agent_demo(options: AgentDemoOptions, overrides: Sequence[str] = ()) -> 
 
 
 def _run_stages(options: AgentDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
+    from lightrft.adapters.report import render_report
+    from lightrft.entrypoints.jobs.eval import evaluate
+    from lightrft.entrypoints.jobs.sft import sft
+    from lightrft.entrypoints.jobs.training import train
+
     out = options.run_dir
     out.mkdir(parents=True, exist_ok=True)
     train_rows = tool_problems(options.train_rows, seed=0)
@@ -196,3 +199,41 @@ def _run_stages(options: AgentDemoOptions, overrides: Sequence[str]) -> dict[str
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--run-dir",
+        type=Path,
+        default=None,
+        help=f"output directory (default {AgentDemoOptions.run_dir}; logging.run_dir=DIR too)",
+    )
+
+
+def _run(args: argparse.Namespace, overrides: list[str]) -> int:
+    # the seed and the run directory are the demo's own (its stages live under it)
+    seed = [int(o.split("=", 1)[1]) for o in overrides if o.startswith("train.seed=")]
+    run_dir = [Path(o.split("=", 1)[1]) for o in overrides if o.startswith("logging.run_dir=")]
+    rest = [o for o in overrides if not o.startswith(("train.seed=", "logging.run_dir="))]
+    options = AgentDemoOptions(
+        run_dir=(run_dir or [args.run_dir or AgentDemoOptions.run_dir])[-1],
+        seed=(seed or [0])[-1],
+        overwrite=True,  # like the other demos: running it again moves the old run aside
+    )
+    summary = run_agent_demo(options, rest)
+    print(json.dumps(summary, indent=2))
+    print(
+        f"held-out success: before {summary['eval_accuracy_before']:.3f} -> after SFT "
+        f"{summary['eval_accuracy_after_sft']:.3f} -> after RL {summary['eval_accuracy_after']:.3f}"
+        f"; tool use: {summary['tool_use_rate_before']:.3f} -> "
+        f"{summary['tool_use_rate_after_sft']:.3f} -> {summary['tool_use_rate_after']:.3f}"
+    )
+    return 0
+
+
+RECIPE = DemoRecipe(
+    name="agent",
+    help="multi-turn RL with a calculator tool: an SFT warm-up, then GRPO in the tool environment",
+    run=_run,
+    add_arguments=_add_arguments,
+)

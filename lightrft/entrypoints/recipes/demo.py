@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import argparse
+
+from lightrft.entrypoints.recipes.registry import DemoRecipe
+
 DEMO_OVERRIDES = [
     "logging.run_dir=runs/demo",
     # running the demo again starts over: the previous one moves to runs/demo.old-<UTC time>
@@ -17,40 +21,34 @@ DEMO_OVERRIDES = [
     "data.eval.instruction=Answer with just the number.",
     "data.eval.system_prompt=Reply with only the final number.",
     # GRPO: 16 prompts x 4 samples of at most 16 tokens at temperature 0.6, full fine-tuning
-    # in fp32. One step's training reward is a mean over its prompts: 8 x 8 at 0.8 ended 0.14-
-    # 0.22 below its best single step on seeds 1-3 (noise of about 0.1 a step); 16 x 4 at 0.6
-    # (the same 64 samples) ended within 0.1 of it on seeds 0-4, held-out +0.42 to +0.82
-    # (docs/results.md, "Ending near the best step", 2026-11-27)
+    # in fp32; more prompts per step make a step's training reward a steadier mean, so a run
+    # ends near its best step (docs/results.md, "Ending near the best step")
     "rollout.prompts_per_step=16",
     "rollout.n_samples_per_prompt=4",
     "rollout.max_new_tokens=16",
     "rollout.temperature=0.6",
     # the trainer's log-probs at temperature 1, not at the sampling temperature (the default,
-    # docs/algorithms.md): the figures of docs/results.md were measured so; with the default
-    # the demo learned as well (held-out 0.98 / 0.59 / 0.85 / 0.93 / 0.93 on seeds 0-4, equal or
-    # higher on each) but seed 3 ended 0.17 below its best step (docs/results.md, 2026-11-27)
+    # docs/algorithms.md): the recipe's figures were measured so (docs/results.md, "The loss
+    # at the sampling temperature")
     "algorithm.logprob_temperature=1.0",
-    # an answer cut off at the 16-token limit earns nothing: without this the math reward's
-    # last-number fallback paid restatements of the problem that happened to end on the
-    # right number, and one seed in five drifted into them (held-out 0.16 -> 0.07); with it
-    # the policy learns to finish its answer (docs/results.md, recipe study)
+    # an answer cut off at the 16-token limit earns nothing, so the math reward's last-number
+    # fallback cannot pay cut-off restatements of the problem: the policy learns to finish
+    # its answer (docs/results.md, "Why it did not learn reliably before")
     "reward.truncated_reward=0",
     # 15 steps: a seed whose samples all run into the 16-token limit at first earns no reward
-    # until one finishes, and seeds wait 1-3 steps for that (seed 4: 0.00 0.00 0.03 0.11,
-    # then 0.44); at 10 steps such a seed ended at +0.31 held-out, at 15 at +0.59
-    # (docs/results.md)
+    # until one finishes, and the steps after that wait are what it learns in
+    # (docs/results.md, "Why 15 steps")
     "train.total_steps=15",
     "train.micro_batch_size=16",
     "optim.lr=5e-5",
-    # cosine decay to a tenth: constant 5e-5 kept moving the policy after it had learned
-    # (seed 1: training reward 0.72 at step 5, 0.44 at step 10; held-out 0.55), the decay
-    # holds it (0.81 at step 7, 0.62-0.75 after; held-out 0.65)
+    # cosine decay to a tenth: a constant lr keeps moving the policy after it has learned,
+    # the decay holds it (docs/results.md, "Why it did not learn reliably before")
     "optim.schedule=cosine",
     "optim.min_lr_ratio=0.1",
     "eval.every=15",
     "eval.max_prompts=100",
     "checkpoint.every=5",
-    # steps 5, 10 and 15 stay: `lightrft demo ttrl` starts from step 5 (docs/results.md)
+    # steps 5, 10 and 15 stay: `lightrft demo ttrl` starts from step 5
     "checkpoint.keep_last=3",
 ]
 """The main job's settings on top of the grpo preset (``key=value`` arguments override them)."""
@@ -60,3 +58,18 @@ MAIN_JOB_RUN = "runs/demo"
 
 MAIN_JOB_MODEL = f"{MAIN_JOB_RUN}/final_model"
 """Where ``lightrft demo`` leaves its trained model (``lightrft demo distill``'s teacher)."""
+
+
+def run_main_job(args: argparse.Namespace, overrides: list[str]) -> int:
+    """``lightrft demo [grpo]``: :data:`DEMO_OVERRIDES`, then ``overrides``."""
+    from lightrft.entrypoints.jobs.demo import run_grpo_demo
+
+    return run_grpo_demo(DEMO_OVERRIDES + overrides, args.argv)
+
+
+RECIPE = DemoRecipe(
+    name="grpo",
+    help="the main job: GRPO on built-in arithmetic problems (about 3-4 minutes on an idle "
+    "2-core CPU), held-out greedy accuracy before and after",
+    run=run_main_job,
+)

@@ -11,15 +11,15 @@ accuracy, same prompts) and ``gap_closed``: (after - before) / (teacher - before
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from lightrft.entrypoints.config.loading import load_config
-from lightrft.entrypoints.jobs.eval import evaluate
-from lightrft.entrypoints.jobs.training import train
 from lightrft.entrypoints.recipes.demo import DEMO_OVERRIDES, MAIN_JOB_MODEL
+from lightrft.entrypoints.recipes.registry import DemoRecipe
 
 DISTILL_OVERRIDES = [
     "logging.run_dir=runs/demo_distill",
@@ -58,6 +58,9 @@ def run_distill_demo(teacher: Path | None, rest: Sequence[str] = ()) -> dict[str
     """Distills, then measures the teacher on the held-out prompts; returns (and writes to
     the run directory's ``summary.json``) the training summary plus the teacher's figures.
     A run that stopped early returns the training summary alone."""
+    from lightrft.entrypoints.jobs.eval import evaluate
+    from lightrft.entrypoints.jobs.training import train
+
     overrides = distill_overrides(teacher, rest)
     config = load_config(None, overrides, algorithm="grpo")
     summary = train(config)
@@ -79,3 +82,33 @@ def run_distill_demo(teacher: Path | None, rest: Sequence[str] = ()) -> dict[str
         summary["gap_closed"] = (after - before) / gap
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--teacher",
+        type=Path,
+        default=None,
+        help=f"the teacher's directory (default: {MAIN_JOB_MODEL})",
+    )
+
+
+def _run(args: argparse.Namespace, overrides: list[str]) -> int:
+    summary = run_distill_demo(args.teacher, overrides)
+    print(json.dumps(summary, indent=2))
+    if "teacher_accuracy" not in summary:  # stopped early
+        return 0
+    print(
+        f"held-out accuracy: student before {summary.get('eval_accuracy_before')} -> after "
+        f"{summary.get('eval_accuracy_after')}; teacher {summary['teacher_accuracy']}; "
+        f"gap closed {summary.get('gap_closed')}"
+    )
+    return 0
+
+
+RECIPE = DemoRecipe(
+    name="distill",
+    help="on-policy distillation of --teacher (default: the main job's model) into the base model",
+    run=_run,
+    add_arguments=_add_arguments,
+)

@@ -16,21 +16,25 @@ Every stage's wall time and the held-out metrics before/after go into ``summary.
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from lightrft.application.reward_model_training import RewardTrainParams
 from lightrft.entrypoints.config.loading import last_override, load_config
-from lightrft.entrypoints.jobs.reward_model import RmDataOptions, RmTrainOptions, train_reward_model
 from lightrft.entrypoints.next_command import NextCommand
+from lightrft.entrypoints.recipes.registry import DemoRecipe
 from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
+
+if TYPE_CHECKING:
+    from lightrft.entrypoints.jobs.reward_model import RmDataOptions, RmTrainOptions
 
 log = structlog.get_logger(__name__)
 
@@ -40,10 +44,9 @@ SYSTEM_PROMPT = "You are a helpful assistant. Answer briefly."
 # preferences for that form, is what teaches it
 INSTRUCTION = "Reply with one sentence, The answer is N."
 ANSWER_PATTERN = r"\s*The answer is -?\d+\.\s*"
-# placeholder / preamble: without them the reward model (head only, 160 pairs) scored
-# "You are correct. The answer is N." (a copied letter after filler) at +0.8, and GRPO
-# against it drove the held-out answer format 0.08 -> 0.00 while its score rose -0.13 ->
-# +0.61 (seed 0, 2026-11-26): the preference data now holds those two hacks as rejected
+# placeholder / preamble: the answer with a letter copied from the instruction, and the
+# answer after filler, are rejected too; without them GRPO found those hacks of the reward
+# model (docs/results.md, "RLHF")
 KINDS = ("bare", "ramble", "refuse", "placeholder", "preamble")
 
 GRPO_OVERRIDES = [
@@ -121,6 +124,8 @@ def rm_train_options(
 ) -> RmTrainOptions:
     """A demo's reward model ``run_dir/name``: ``lightrft rm train`` from the policy's model,
     batches of 16 pairs, pairs cut at 256 tokens, scores normalized on 64 training pairs."""
+    from lightrft.entrypoints.jobs.reward_model import RmTrainOptions
+
     return RmTrainOptions(
         output=options.run_dir / name,
         model=model_path_of(overrides),
@@ -137,6 +142,8 @@ def rm_train_options(
 
 
 def _rm_stage(options: RlhfDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
+    from lightrft.entrypoints.jobs.reward_model import RmDataOptions, train_reward_model
+
     data = RmDataOptions(
         num_synthetic=options.rm_pairs,
         synthetic_kinds=KINDS,
@@ -269,4 +276,62 @@ def _run_stages(options: RlhfDemoOptions, overrides: Sequence[str]) -> dict[str,
     return summary
 
 
-__all__ = ["GRPO_OVERRIDES", "RlhfDemoOptions", "RmDemoOptions", "run_rlhf_demo"]
+def add_rm_demo_arguments(parser: argparse.ArgumentParser, default_run_dir: str) -> None:
+    """The flags of :class:`RmDemoOptions` (``demo rlhf``, ``demo safe``)."""
+    parser.add_argument(
+        "--rm-pairs", type=int, default=160, help="synthetic pairs of each reward model"
+    )
+    parser.add_argument("--rm-epochs", type=int, default=2, help="reward-model epochs")
+    parser.add_argument("--rm-lr", type=float, default=2e-3, help="reward-model learning rate")
+    parser.add_argument(
+        "--run-dir", type=Path, default=None, help=f"output directory (default {default_run_dir})"
+    )
+
+
+def rm_demo_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`RmDemoOptions` fields from the parsed flags (the run directory aside)."""
+    return {
+        "rm_pairs": args.rm_pairs,
+        "rm_epochs": args.rm_epochs,
+        "rm_lr": args.rm_lr,
+        "overwrite": True,  # like the GRPO demo: running it again starts over, the old run aside
+        "next_command": NextCommand(args.argv, reruns_as_typed=True),
+    }
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_rm_demo_arguments(parser, str(RlhfDemoOptions.run_dir))
+    parser.add_argument(
+        "--rm-full", action="store_true", help="train the whole reward model, not the head"
+    )
+    parser.add_argument("--serve-rm", action="store_true", help="score over HTTP")
+    parser.add_argument(
+        "--rm-model", type=Path, default=None, help="a trained reward model: skip its training"
+    )
+
+
+def _run(args: argparse.Namespace, overrides: list[str]) -> int:
+    options = RlhfDemoOptions(
+        run_dir=args.run_dir or RlhfDemoOptions.run_dir,
+        rm_train_backbone=args.rm_full,
+        serve_rm=args.serve_rm,
+        rm_model=args.rm_model,
+        **rm_demo_options(args),
+    )
+    summary = run_rlhf_demo(options, overrides)
+    print(json.dumps(summary, indent=2))
+    accuracy = summary["reward_model"].get("held_out_accuracy")
+    if accuracy is not None:
+        print(f"reward model held-out accuracy: {accuracy:.3f}")
+    return 0
+
+
+RECIPE = DemoRecipe(
+    name="rlhf",
+    help="a reward model from synthetic preferences, then GRPO against it (alone, then with "
+    "the math rule)",
+    run=_run,
+    add_arguments=_add_arguments,
+)
+
+__all__ = ["GRPO_OVERRIDES", "RECIPE", "RlhfDemoOptions", "RmDemoOptions", "run_rlhf_demo"]

@@ -22,6 +22,7 @@ accuracy and each stage's wall time.
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from collections.abc import Sequence
@@ -34,14 +35,17 @@ import structlog
 from lightrft.adapters.datasets.preferences import PreferenceSpec
 from lightrft.adapters.datasets.safety_preferences import NAME_PATTERN, cost_rows, helpfulness_rows
 from lightrft.entrypoints.config.loading import load_config
-from lightrft.entrypoints.jobs.reward_model import RmDataOptions, train_reward_model
+from lightrft.entrypoints.recipes.registry import DemoRecipe
 from lightrft.entrypoints.recipes.rlhf import GRPO_OVERRIDES as RLHF_GRPO_OVERRIDES
 from lightrft.entrypoints.recipes.rlhf import (
     INSTRUCTION,
     SYSTEM_PROMPT,
     RmDemoOptions,
+    add_rm_demo_arguments,
     metric_rows,
+    rm_demo_options,
     rm_train_options,
+    seed_of,
 )
 from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
 
@@ -71,7 +75,7 @@ class SafeDemoOptions(RmDemoOptions):
     # violation rate is above the limit: starting at 1 with step 2, the cost advantage
     # outweighed the helpfulness advantage from the first step and every sample collapsed onto
     # the safe copy of the instruction's placeholder ("The answer is N.") before any numeric
-    # answer was found (held-out helpfulness -0.28 -> -0.76, seed 0; docs/results.md)
+    # answer was found (docs/results.md, "Safe RLHF")
     multiplier_lr: float = 1.0
     init: float = 0.0
     helpful_model: Path | None = None  # trained before: skips stage 1
@@ -91,6 +95,8 @@ def _train_model(
     options: SafeDemoOptions,
     overrides: Sequence[str],
 ) -> dict[str, Any]:
+    from lightrft.entrypoints.jobs.reward_model import RmDataOptions, train_reward_model
+
     path = _write_rows(options.run_dir / "data" / f"{name}.jsonl", rows)
     data = RmDataOptions(data=str(path), eval_fraction=0.25, spec=spec, system_prompt=SYSTEM_PROMPT)
     started = time.perf_counter()
@@ -215,4 +221,45 @@ def _run_stages(options: SafeDemoOptions, overrides: Sequence[str]) -> dict[str,
     return summary
 
 
-__all__ = ["GRPO_OVERRIDES", "SafeDemoOptions", "run_safe_demo"]
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_rm_demo_arguments(parser, str(SafeDemoOptions.run_dir))
+    parser.add_argument(
+        "--no-constraint", action="store_true", help="the same GRPO run without the limit"
+    )
+    parser.add_argument(
+        "--cost-limit", type=float, default=0.1, help="largest allowed violation rate"
+    )
+    parser.add_argument("--helpful-model", type=Path, default=None, help="skip its training")
+    parser.add_argument("--cost-model", type=Path, default=None, help="skip its training")
+
+
+def _run(args: argparse.Namespace, overrides: list[str]) -> int:
+    options = SafeDemoOptions(
+        run_dir=args.run_dir or SafeDemoOptions.run_dir,
+        seed=seed_of(overrides),
+        constrained=not args.no_constraint,
+        limit=args.cost_limit,
+        helpful_model=args.helpful_model,
+        cost_model=args.cost_model,
+        **rm_demo_options(args),
+    )
+    # the seed is the demo's own (both models and GRPO use it)
+    overrides = [o for o in overrides if not o.startswith("train.seed=")]
+    summary = run_safe_demo(options, overrides)
+    print(json.dumps(summary, indent=2))
+    print(
+        f"held-out helpfulness {summary['reward_before']:+.3f} -> {summary['reward_after']:+.3f}; "
+        f"unsafe rate {summary['cost_rate_before']:.3f} -> {summary['cost_rate_after']:.3f} "
+        f"(limit {summary['cost_limit']}, multiplier {summary['multiplier_final']})"
+    )
+    return 0
+
+
+RECIPE = DemoRecipe(
+    name="safe",
+    help="Safe RLHF: helpfulness and cost models, then GRPO under a cost limit",
+    run=_run,
+    add_arguments=_add_arguments,
+)
+
+__all__ = ["GRPO_OVERRIDES", "RECIPE", "SafeDemoOptions", "run_safe_demo"]

@@ -3,9 +3,11 @@ job's held-out problems, without their answers, continuing from the main job's s
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from lightrft.entrypoints.recipes.demo import MAIN_JOB_RUN
+from lightrft.entrypoints.recipes.demo import DEMO_OVERRIDES, MAIN_JOB_RUN
+from lightrft.entrypoints.recipes.registry import DemoRecipe
 
 START_STEP = 5
 """The main job's checkpoint TTRL continues from."""
@@ -16,9 +18,8 @@ START_MODEL = f"{MAIN_JOB_RUN}/step_{START_STEP}_model"
 TTRL_OVERRIDES = [
     "logging.run_dir=runs/demo_ttrl",
     # TTRL gains where the majority of a prompt's samples is right more often than one sample
-    # (maj@8 > pass@1). The main job's final model has nearly no such margin (sampled pass@1
-    # 0.95 against maj@8 0.98 on seed 0) and TTRL from it lost; at step 5 the margin is 0.04-
-    # 0.13 (docs/results.md, "Test-time RL")
+    # (maj@8 > pass@1): the main job's final model has nearly no such margin, its step-5 model
+    # has (docs/results.md, "Test-time RL")
     f"model.path={START_MODEL}",
     # test-time: the policy trains on the very problems it is evaluated on, the held-out 100
     # (data.eval's split, seed and count), with their answers unused. Trained on other
@@ -32,8 +33,8 @@ TTRL_OVERRIDES = [
     # is the held-out accuracy
     "reward.sources=[{type: ttrl, name: ttrl, min_share: 0.75}, "
     "{type: math, name: math, weight: 0}]",
-    # a gentle step held to the starting model: without the KL term (lr 1e-5) the majority
-    # itself drifted to wrong answers (its accuracy 0.85 -> 0.52 on seed 2)
+    # a gentle step held to the starting model: without the KL term the majority itself
+    # drifts to wrong answers (docs/results.md, "Test-time RL")
     "optim.lr=5e-6",
     "algorithm.kl_coef=0.05",
     # the majority vote needs a group: 8 prompts x 8 samples, at the main job's temperature
@@ -78,3 +79,18 @@ def _export_start_model() -> None:
         return
     done = export_checkpoint(Path(MAIN_JOB_RUN), Path(START_MODEL), START_STEP)
     print(f"lightrft demo ttrl: exported step {done.step} of {MAIN_JOB_RUN} to {done.model}")
+
+
+def run_ttrl_demo(args: argparse.Namespace, overrides: list[str]) -> int:
+    """``lightrft demo ttrl``: the main job's settings, then :func:`ttrl_overrides`."""
+    from lightrft.entrypoints.jobs.demo import run_grpo_demo
+
+    return run_grpo_demo(DEMO_OVERRIDES + ttrl_overrides(overrides), args.argv)
+
+
+RECIPE = DemoRecipe(
+    name="ttrl",
+    help="test-time RL: a label-free majority-vote reward on the held-out problems, from the "
+    "main job's step-5 model (run 'lightrft demo' first)",
+    run=run_ttrl_demo,
+)

@@ -117,9 +117,10 @@ def test_registry_metrics_and_collapse_signals() -> None:
         "grad_norm_blowup",
         "zero_advantage_groups",
         "logprob_drift",
+        "early_entropy_collapse",
     }
     collapse = {n for n in HEALTH_CHECKS if HEALTH_CHECKS.get(n).collapse}
-    assert collapse == {"reward_drop", "truncation"}
+    assert collapse == {"reward_drop", "truncation", "early_entropy_collapse"}
     metrics = [HEALTH_CHECKS.get(n).metric for n in HEALTH_CHECKS]
     assert len(set(metrics)) == len(metrics) and all(m.startswith("health/") for m in metrics)
 

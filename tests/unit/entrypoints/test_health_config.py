@@ -52,3 +52,24 @@ def test_bad_values_name_the_key(override: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(overrides=[override])
     assert message in str(info.value)
+
+
+def test_early_collapse_thresholds_reach_the_monitor_and_the_window_is_checked() -> None:
+    config = load_config(
+        overrides=[
+            "train.health.early_collapse_entropy=0.5",
+            "train.health.early_collapse_reward=0.4",
+            "train.health.early_collapse_alike=0.75",
+            "train.health.early_collapse_steps=3",
+            "train.health.early_collapse_window=5",
+        ]
+    )
+    assert config.to_domain().health.thresholds == HealthThresholds(
+        early_collapse_entropy=0.5,
+        early_collapse_reward=0.4,
+        early_collapse_alike=0.75,
+        early_collapse_steps=3,
+        early_collapse_window=5,
+    )
+    with pytest.raises(ConfigError, match="early_collapse_window=3 must be at least"):
+        load_config(overrides=["train.health.early_collapse_steps=4"])

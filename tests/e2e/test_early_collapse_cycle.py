@@ -1,0 +1,131 @@
+"""A run forced into the early entropy collapse is caught by the health monitor and handled
+as ``train.on_collapse`` says (docs/health.md), on the fakes.
+
+The rule reward is a script: at steps 1-2 two of the 4 samples of every group score 1
+(``reward/mean`` 0.5, groups differ); from step 3 every group scores alike, 2 of the 8 groups
+all 1 and the others all 0 (``reward/mean`` 0.25, every group with all-zero advantages). From
+step 3 the policy's entropy is forced near 0 (the fake's own is about 2.5 nats). Steps 3 and 4
+match (entropy < 0.3, reward < 0.6, >= 85% of groups alike), so ``early_entropy_collapse``
+fires at step 4; ``reward_drop`` does not (its 3-step mean falls 0.42 -> 0.25, less than 0.25
+below the best). The healthy twin converges instead (every group scores 1 from step 3): the
+same low entropy at a high reward is not a collapse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping, Sequence
+from typing import Any
+
+import pytest
+import torch
+from structlog.testing import capture_logs
+
+from lightrft.adapters.fakes import InMemoryCheckpointStore
+from lightrft.application.params import HealthParams
+from lightrft.domain.health_checks import HealthThresholds
+from lightrft.domain.ports import PolicyOutput
+from lightrft.domain.types import RewardResult, RewardSample
+from tests.e2e.test_training_health_cycle import _params, _same
+from tests.helpers.fake_cycle import FakeRig, build_rig
+
+LR = 2e-2
+COLLAPSE_FROM = 3
+SIGNAL = "early_entropy_collapse"
+THRESHOLDS = HealthThresholds(truncated_fraction=1.0)  # the fakes' 4-token budget cuts most
+
+
+class CollapsingRun:
+    """The script above: rewards by step, the policy's entropy divided by 100 from
+    :data:`COLLAPSE_FROM` on, the policy's weights at each training call kept."""
+
+    def __init__(self, rig: FakeRig, *, healthy: bool = False) -> None:
+        self.rig, self.healthy = rig, healthy
+        self.weights: dict[int, dict[str, torch.Tensor]] = {}
+        rig.rule.score = self.score  # type: ignore[method-assign]
+        forward = rig.policy.forward
+
+        def collapsed(
+            batch: Any, *, temperature: float = 1.0, with_entropy: bool = False
+        ) -> PolicyOutput:
+            out = forward(batch, temperature=temperature, with_entropy=with_entropy)
+            if out.entropy is None or self.step < COLLAPSE_FROM:
+                return out
+            return out._replace(entropy=out.entropy / 100)
+
+        rig.policy.forward = collapsed  # type: ignore[method-assign]
+
+    @property
+    def step(self) -> int:
+        return self.rig.cycle.state.step + 1
+
+    def score(self, samples: Sequence[RewardSample]) -> RewardResult:
+        self.weights.setdefault(self.step, _params(self.rig))
+        scores = []
+        for i, sample in enumerate(samples):
+            if self.step < COLLAPSE_FROM:
+                scores.append(float(i % 4 < 2))
+            else:
+                scores.append(1.0 if self.healthy or sample.group % 8 < 2 else 0.0)
+        return RewardResult(torch.tensor(scores))
+
+
+def _run(
+    on_collapse: str, *, healthy: bool = False, **kwargs: Any
+) -> tuple[FakeRig, CollapsingRun, list[MutableMapping[str, Any]]]:
+    health = HealthParams(THRESHOLDS, on_collapse)  # type: ignore[arg-type]
+    rig = build_rig("grpo", lr=LR, health=health, **kwargs)
+    run = CollapsingRun(rig, healthy=healthy)
+    with capture_logs() as logs:
+        rig.cycle.run()
+    return rig, run, logs
+
+
+def _signals(logs: Sequence[MutableMapping[str, Any]]) -> list[tuple[object, object]]:
+    return [(e["signal"], e["step"]) for e in logs if e["event"] == "health.signal"]
+
+
+def test_the_forced_collapse_is_caught_and_warned_about() -> None:
+    rig, _, logs = _run("warn", total_steps=6)
+    metrics = dict(rig.tracker.metrics)
+    assert [metrics[s]["reward/mean"] for s in range(1, 7)] == [0.5, 0.5] + [0.25] * 4
+    assert [metrics[s]["advantages/zero_groups_fraction"] for s in range(1, 7)] == [0, 0] + [
+        1.0
+    ] * 4
+    assert metrics[2]["train/entropy"] > 1.0 > 0.3 > metrics[3]["train/entropy"]
+    assert [metrics[s]["health/early_entropy_collapse"] for s in range(1, 7)] == [0, 0, 1, 2, 3, 3]
+    assert [metrics[s][f"health/fired/{SIGNAL}"] for s in range(1, 7)] == [0, 0, 0, 1, 1, 1]
+    assert (SIGNAL, 4) in _signals(logs) and "reward_drop" not in dict(_signals(logs))
+    signal = next(s for s in rig.cycle.health.summary()["signals"] if s["name"] == SIGNAL)
+    assert signal["collapse"] and signal["step"] == 4
+    assert rig.strategy.current_lr == LR  # warn changes nothing
+
+
+def test_rollback_restores_the_best_state_and_lowers_the_lr() -> None:
+    rig, run, logs = _run("rollback", total_steps=6)
+    # steps 1 and 2 both scored 0.5: the first is the best, the state before its update
+    assert rig.cycle.health.guard.best_step == 1
+    events = [e for e in logs if e["event"] == "health.rollback"]
+    assert [(e["step"], e["restored_step"], e["signals"]) for e in events] == [(4, 1, [SIGNAL])]
+    # the state after the rollback is step 1's: step 5's rollouts came from it
+    assert _same(run.weights[5], run.weights[1]) and not _same(run.weights[4], run.weights[1])
+    assert rig.strategy.current_lr == pytest.approx(0.5 * LR)
+    assert rig.cycle.health.summary()["rollbacks"][0]["signals"] == [SIGNAL]
+
+
+def test_stop_ends_the_run_at_the_collapse_with_a_checkpoint() -> None:
+    store = InMemoryCheckpointStore()
+    rig, _, logs = _run("stop", total_steps=8, checkpoints=store)
+    assert rig.cycle.state.step == 4 and store.latest_step() == 4
+    assert rig.cycle.health.summary()["stopped_at"] == 4
+    stopped = [e for e in logs if e["event"] == "run.stopped"]
+    assert stopped and stopped[0]["reason"] == "train.on_collapse=stop"
+
+
+def test_the_same_low_entropy_at_a_high_reward_is_a_convergence_not_a_collapse() -> None:
+    store = InMemoryCheckpointStore()
+    rig, _, logs = _run("stop", healthy=True, total_steps=6, checkpoints=store)
+    metrics = dict(rig.tracker.metrics)
+    assert [metrics[s]["reward/mean"] for s in range(3, 7)] == [1.0] * 4
+    assert metrics[3]["train/entropy"] < 0.3
+    assert all(metrics[s][f"health/fired/{SIGNAL}"] == 0 for s in range(1, 7))
+    assert rig.cycle.state.step == 6 and rig.cycle.health.summary()["stopped_at"] is None
