@@ -23,12 +23,10 @@ def _cell(text: str) -> str:
 
 
 def _keys(flag: Flag) -> str:
-    if not flag.keys:
-        return ""
     marked = [
         f"`{key[1:]}` (environment)" if key.startswith("$") else f"`{key}`" for key in flag.keys
-    ]
-    marked = [m + ("\\*" if m.strip("`") in PENDING_KEYS else "") for m in marked]
+    ] + [f"`{key}` (under the file)" for key in flag.under]
+    marked = [m + ("\\*" if m.split("`")[1] in PENDING_KEYS else "") for m in marked]
     return ", ".join(marked)
 
 

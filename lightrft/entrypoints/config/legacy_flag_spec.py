@@ -32,7 +32,9 @@ class Flag:
     """One flag.
 
     ``keys``: the config keys it sets (what the docs table shows; also what a plain flag sets
-    to its value, each key to ``value(read value)``); ``$NAME``: an environment variable. ``rule``: the name of a rule in
+    to its value, each key to ``value(read value)``); ``$NAME``: an environment variable.
+    ``under``: keys set to the same value under the config file (the evaluation set's copy
+    of a training-set setting: a file's ``data.eval: null`` still disables evaluation). ``rule``: the name of a rule in
     :mod:`~lightrft.entrypoints.config.legacy_rules` that reads it with other flags instead
     (the keys are then what that rule may set; ``refused``: when the rule refuses it). ``noop``: accepted, nothing set (``note``
     says why that is honest). ``refused``: the missing capability, one line. ``accept``:
@@ -42,6 +44,7 @@ class Flag:
 
     kind: Kind
     keys: tuple[str, ...] = ()
+    under: tuple[str, ...] = ()
     value: Callable[[Any], Any] | None = None
     rule: str | None = None
     noop: bool = False
@@ -68,10 +71,11 @@ def sets(*keys: str, value: Callable[[Any], Any] | None = None, **kw: Any) -> di
     return {"keys": keys, "value": value, **kw}
 
 
-def both(name: str) -> tuple[str, str]:
-    """The key ``name`` of the training set and of the evaluation set (the original reads
-    both sets with the same columns and prompt settings)."""
-    return (f"data.train.{name}", f"data.eval.{name}")
+def both(name: str, **kw: Any) -> dict[str, Any]:
+    """Keyword arguments of a :class:`Flag` that sets the key ``name`` of the training set,
+    and of the evaluation set under the config file (the original reads both sets with the
+    same columns and prompt settings)."""
+    return sets(f"data.train.{name}", under=(f"data.eval.{name}",), **kw)
 
 
 UNSET = object()

@@ -101,20 +101,21 @@ FLAGS: dict[str, Flag] = {
         keys=("data.eval.split", "data.eval.path"),
         note="data.eval.path is the --eval_data path, else the --prompt_data path",
     ),
-    "input_key": Flag(STR, **sets(*both("input_key"))),
+    "input_key": Flag(STR, **both("input_key")),
     "label_key": Flag(
         STR,
-        **sets(*both("label_key")),
+        **both("label_key"),
         note="the column naming the row's reward recipe (gsm8k_rule, a reward model's "
         "label), not the answer",
     ),
-    "reference_key": Flag(STR, **sets(*both("reference_key")), note="the answer's column"),
-    "images_key": Flag(STR, **sets(*both("images_key"))),
-    "system_prompt": Flag(STR, **sets(*both("system_prompt")), note="taken literally"),
+    "reference_key": Flag(STR, **both("reference_key"), note="the answer's column"),
+    "images_key": Flag(STR, **both("images_key")),
+    "system_prompt": Flag(STR, **both("system_prompt"), note="taken literally"),
     "system_prompt_path": Flag(
         STR,
         rule="system_prompt_path",
-        keys=both("system_prompt"),
+        keys=("data.train.system_prompt",),
+        under=("data.eval.system_prompt",),
         note="a .yaml/.yml file holding one string, or any other text, is the prompt",
         refused="a YAML of prompts by task type (one system prompt serves every row here)",
     ),
@@ -126,10 +127,10 @@ FLAGS: dict[str, Flag] = {
     ),
     "apply_chat_template": Flag(
         SWITCH,
-        **sets(*both("apply_chat_template")),
+        **both("apply_chat_template"),
         note="here the chat template is on by default",
     ),
-    "prompt_max_len": Flag(INT, **sets(*both("max_prompt_length"))),
+    "prompt_max_len": Flag(INT, **both("max_prompt_length")),
     "max_samples": Flag(INT, **sets("data.train.max_samples")),
     "max_eval_samples": Flag(INT, **sets("data.eval.max_samples", "eval.max_prompts")),
     "mixed_mm_data": Flag(
@@ -444,7 +445,11 @@ FLAGS: dict[str, Flag] = {
     "save_trajectories": Flag(
         SWITCH, noop=True, note="samples.jsonl holds logging.log_samples_per_step a step"
     ),
-    "num_trajectories_to_save": Flag(INT, **sets("logging.log_samples_per_step")),
+    "num_trajectories_to_save": Flag(
+        INT,
+        **sets("logging.log_samples_per_step"),
+        note="saved every step here (the original: at each checkpoint)",
+    ),
     "mark_high_entropy_tokens": Flag(
         SWITCH, noop=True, note="`lightrft report` renders the saved tokens' entropies"
     ),

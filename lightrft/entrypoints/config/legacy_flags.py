@@ -202,5 +202,7 @@ def _apply_flag(name: str, flag: Flag, value: Any, reading: Reading) -> None:
         return
     for key in flag.keys:
         reading.overrides[key] = setting
+    for key in flag.under:
+        reading.implied[key] = setting
     if value is not False:
         reading.implied.update(flag.implied)

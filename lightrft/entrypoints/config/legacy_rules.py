@@ -147,8 +147,8 @@ def system_prompt_path(values: Values, out: Reading) -> None:
                 "(--system_prompt, data.train.system_prompt)",
             )
             return
-    for key in ("data.train.system_prompt", "data.eval.system_prompt"):
-        out.overrides[key] = prompt
+    out.overrides["data.train.system_prompt"] = prompt
+    out.implied["data.eval.system_prompt"] = prompt  # under the file, as every eval copy
 
 
 def media_limits(values: Values, out: Reading) -> None:

@@ -195,7 +195,7 @@ def _keys() -> list[str]:
     keys = {
         key
         for flag in FLAGS.values()
-        for key in (*flag.keys, *flag.implied)
+        for key in (*flag.keys, *flag.under, *flag.implied)
         if not key.startswith("$") and "<label>" not in key
     }
     return sorted(keys - PENDING_KEYS)

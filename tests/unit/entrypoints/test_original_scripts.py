@@ -66,8 +66,9 @@ def test_each_script_validates_but_for_the_keys_being_added(
         for key, value in line.overrides.items()
         if key not in PENDING_KEYS and not key.startswith("reward.recipes.")
     }
+    implied = {key: value for key, value in line.implied.items() if key not in PENDING_KEYS}
     filtered = CommandLine(
-        overrides=kept, implied=line.implied, global_sizes=line.global_sizes, environment={}
+        overrides=kept, implied=implied, global_sizes=line.global_sizes, environment={}
     )
     monkeypatch.setattr(loading, "read_command_line", lambda args: filtered)
     algorithm = "ppo" if name == "ppo_geo3k" else "grpo"
@@ -82,7 +83,8 @@ def test_gsm8k_means_what_it_meant(tmp_path: Path) -> None:
     line = read(script_args("gsm8k", **paths(tmp_path)))
     o = line.overrides
     # the label column names the reward recipe; the answer column is not touched
-    assert o["data.train.label_key"] == "label" and o["data.eval.label_key"] == "label"
+    assert o["data.train.label_key"] == "label"
+    assert line.implied["data.eval.label_key"] == "label"  # under a file's data.eval: null
     assert "data.train.reference_key" not in o
     # a system prompt holding ": " is the text typed, not a YAML mapping
     prompt = o["data.train.system_prompt"]
@@ -169,8 +171,9 @@ def test_system_prompt_path_of_one_prompt(tmp_path: Path) -> None:
     file.write_text("'Think: then answer.'\n")  # a YAML string
     o = read(["--system_prompt_path", str(file)]).overrides
     assert o["data.train.system_prompt"] == "Think: then answer."
-    literal = read(["--system_prompt_path", "Be brief."]).overrides
-    assert literal["data.eval.system_prompt"] == "Be brief."
+    literal = read(["--system_prompt_path", "Be brief."])
+    assert literal.overrides["data.train.system_prompt"] == "Be brief."
+    assert literal.implied["data.eval.system_prompt"] == "Be brief."
 
 
 def test_several_problems_are_one_message_naming_all() -> None:
@@ -244,6 +247,15 @@ def test_flags_with_nothing_to_set(flags: list[str]) -> None:
     line = read(flags)
     assert set(line.overrides) <= {"rollout.engine"} and line.environment == {}
     assert "rollout.engine.media_per_prompt" not in line.overrides
+
+
+def test_a_file_without_evaluation_keeps_it_off(tmp_path: Path) -> None:
+    """The evaluation set's copies of --input_key etc. go under the file."""
+    file = tmp_path / "run.yaml"
+    file.write_text("data:\n  eval: null\n")
+    config = load_config(file, overrides=["--input_key", "question", "--prompt_max_len", "64"])
+    assert config.data.eval is None and config.data.train.input_key == "question"
+    assert load_config(overrides=["--input_key", "q"]).data.eval.input_key == "q"
 
 
 def test_a_dotted_override_wins_over_the_flags() -> None:
