@@ -413,7 +413,7 @@ FLAGS: dict[str, Flag] = {
         note="checkpoints go to <run_dir>/checkpoints; the run directory when no --save_path",
         refused="a path other than --save_path (no checkpoint directory apart from the run's)",
     ),
-    "ckpt_path_local": Flag(STR, noop=True, note="a local copy of checkpoints: not made here"),
+    "ckpt_path_local": Flag(STR, noop=True, note="defined but unused by the original's trainer"),
     "save_steps": Flag(INT, **sets("checkpoint.every", value=positive_or_none)),
     "max_ckpt_num": Flag(INT, **sets("checkpoint.keep_last")),
     "max_ckpt_mem": Flag(
