@@ -31,5 +31,7 @@ def test_the_readme_distributed_block_runs_in_one_process(tiny_dir: Path, tmp_pa
     block = ["--fsdp", "--zero_stage", "3", "--gradient_checkpointing", "--adam_offload", "--bf16"]
     run_train(tiny_dir, run, *TINY, *block)
     config = (run / "config.yaml").read_text()
-    assert "type: fsdp2" in config and "cpu_offload: true" in config and "dtype: bf16" in config
+    # under FSDP the original's --adam_offload moves the optimizer state to host memory outside
+    # the update, as the phase switching here does anyway: no parameter offload
+    assert "type: fsdp2" in config and "cpu_offload: false" in config and "dtype: bf16" in config
     assert json.loads((run / "summary.json").read_text())["steps"] == 2

@@ -9,249 +9,200 @@ A command line is dotted ``key=value`` overrides plus these flags (``--name valu
   original's default backend), ``--engine_mem_util`` a vLLM engine (its default engine);
 - ``global_sizes``: the original's global batch sizes (``--rollout_batch_size``,
   ``--train_batch_size``: all ranks together), divided by the number of ranks into this
-  project's per-rank keys once the config says how many ranks there are.
+  project's per-rank keys once the config says how many ranks there are;
+- ``environment``: variables the run's process takes (W&B's key, run name, group).
 
-Flags with no counterpart are refused with one line naming the key to use instead.
+What each flag means is the table :mod:`~lightrft.entrypoints.config.legacy_flag_table`
+(docs/migrating.md shows it). A flag's value is read literally, with the original's type
+(a text flag stays the text typed). Every problem of a command line is reported together,
+one line each.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-VALUE_FLAGS: dict[str, tuple[str, ...]] = {
-    "advantage_estimator": ("algorithm.advantage_estimator",),
-    "policy_loss": ("algorithm.policy_loss",),
-    "n_samples_per_prompt": ("rollout.n_samples_per_prompt",),
-    "kl_estimator": ("algorithm.kl_estimator",),
-    "init_kl_coef": ("algorithm.kl_coef",),
-    "kl_target": ("algorithm.kl_target",),
-    "kl_horizon": ("algorithm.kl_horizon",),
-    "micro_train_batch_size": ("train.micro_batch_size",),
-    "micro_rollout_batch_size": ("rollout.forward_micro_batch_size",),
-    "max_epochs": ("train.epochs",),
-    "num_steps": ("train.total_steps",),
-    "num_episodes": ("train.episodes",),
-    "actor_learning_rate": ("optim.lr",),
-    "learning_rate": ("optim.lr",),
-    "lr_warmup_steps": ("optim.warmup_steps",),
-    "l2": ("optim.weight_decay",),
-    "max_norm": ("optim.max_grad_norm",),
-    "generate_max_len": ("rollout.max_new_tokens",),
-    "prompt_max_len": ("data.train.max_prompt_length",),
-    "temperature": ("rollout.temperature",),
-    "top_p": ("rollout.top_p",),
-    "eps_clip": ("algorithm.clip_eps_low", "algorithm.clip_eps_high"),
-    "eps_clip_low_high": ("algorithm.clip_eps_low", "algorithm.clip_eps_high"),
-    "dual_clip": ("algorithm.dual_clip",),
-    "value_clip": ("algorithm.value_clip",),
-    "entropy_loss_coef": ("algorithm.entropy_coef",),
-    "gamma": ("algorithm.gamma",),
-    "lambd": ("algorithm.lam",),
-    "pretrain": ("model.path",),
-    "prompt_data": ("data.train.path",),
-    "eval_data": ("data.eval.path",),
-    "input_key": ("data.train.input_key",),
-    "label_key": ("data.train.reference_key",),
-    "system_prompt": ("data.train.system_prompt",),
-    "max_samples": ("data.train.max_samples",),
-    "lora_rank": ("model.lora.rank",),
-    "lora_alpha": ("model.lora.alpha",),
-    "lora_dropout": ("model.lora.dropout",),
-    "target_modules": ("model.lora.target_modules",),
-    "seed": ("train.seed",),
-    "save_steps": ("checkpoint.every",),
-    "max_ckpt_num": ("checkpoint.keep_last",),
-    "eval_steps": ("eval.every",),
-    "max_eval_samples": ("data.eval.max_samples",),
-    "save_path": ("logging.run_dir",),
-    "wandb_project": ("logging.wandb_project",),
-    "overlong_buffer_len": ("reward.overlong_buffer",),
-    "overlong_penalty_factor": ("reward.overlong_factor",),
-    "engine_type": ("rollout.engine",),
-    "engine_mem_util": ("rollout.engine.memory_fraction",),
-    "engine_tp_size": ("rollout.engine.tensor_parallel_size",),
-    "vllm_is_truncated_threshold": ("algorithm.tis_cap",),
-    "sp_size": ("backend.sequence_parallel_size",),
-}
-"""``--name value``: the config keys the value sets."""
+from lightrft.entrypoints.config.legacy_flag_spec import UNSET, Flag, Kind
+from lightrft.entrypoints.config.legacy_flag_table import FLAGS
+from lightrft.entrypoints.config.legacy_rules import RULES, CommandLine, Reading
 
-SWITCHES: dict[str, tuple[str, Any]] = {
-    "bf16": ("model.dtype", "bf16"),
-    "flash_attn": ("model.attn_implementation", "auto"),
-    "gradient_checkpointing": ("model.gradient_checkpointing", True),
-    "packing_samples": ("model.packing", True),
-    "apply_chat_template": ("data.train.apply_chat_template", True),
-    "normalize_reward": ("reward.normalize", True),
-    "dynamic_sampling": ("rollout.dynamic_sampling", True),
-    "fp8_rollout": ("rollout.fp8", True),
-    "adam_offload": ("backend.strategy.cpu_offload", True),
-    "fsdp_cpu_offload": ("backend.strategy.cpu_offload", True),
-    "resume": ("checkpoint.resume", True),
-    "load_checkpoint": ("checkpoint.resume", True),
-    "overwrite": ("logging.overwrite", True),
-}
-"""``--name``: the setting it turns on (``--name=value`` or ``--name false`` sets ``value``).
-``--flash_attn`` asks for ``auto``: FlashAttention-2 where it can run, else SDPA, logged."""
+__all__ = ["CommandLine", "FlagError", "known_flags", "read_args"]
 
-DEFAULT_SWITCHES: dict[str, str] = {
-    "rm_use_engine": "reward models run colocated in the training process; put one on vLLM "
-    "with reward.sources[*].engine=vllm",
-    "enable_engine_sleep": "the rollout engine always sleeps outside the generation phase",
-    "save_trajectories": "samples.jsonl holds logging.log_samples_per_step trajectories a step",
-    "use_kl_loss": "the KL term goes where algorithm.advantage_estimator puts it (the loss "
-    "for group estimators)",
-    "text_only": "model.modality is text unless set otherwise",
-}
-"""Switches the original defaults to on whose behaviour is this project's only one: accepted,
-nothing to set (the reason is what ``docs/cli.md`` says)."""
-
-IMPLIED: dict[str, dict[str, Any]] = {
-    "adam_offload": {"backend.strategy": "deepspeed"},
-    "fsdp_cpu_offload": {"backend.strategy": "fsdp2"},
-    "engine_mem_util": {"rollout.engine": "vllm"},
-    "engine_tp_size": {"rollout.engine": "vllm"},
-    "fp8_rollout": {"rollout.engine": "vllm"},
-    "enable_vllm_is_correction": {"algorithm.tis_cap": 2.0},
-}
-"""What a flag implies where nothing else says otherwise (the original's defaults)."""
-
-GLOBAL_SIZES: dict[str, str] = {
-    "rollout_batch_size": "rollout.prompts_per_step",
-    "train_batch_size": "train.mini_batch_size",
-}
-"""The original's global batch sizes and the per-rank keys they are divided into."""
-
-EMPTY_ONLY: dict[str, str] = {
-    "reward_pretrain": "set reward.sources, e.g. 'reward.sources=[{type: scalar_rm, path: DIR}]'",
-}
-"""Valued flags accepted when empty (``--reward_pretrain "{}"``: no reward model), refused
-with the replacement otherwise."""
-
-REFUSED: dict[str, str] = {
-    "lr_warmup_ratio": "set optim.warmup_steps (a number of optimizer steps)",
-    "disable_engine_sleep": "the rollout engine always sleeps outside generation here; "
-    "drop the flag",
-    "ckpt_path": "checkpoints are written to logging.run_dir/checkpoints (--save_path); "
-    "drop the flag",
-    "eval_split": "the evaluation set is a file: set --eval_data (data.eval.path) to it",
-    "max_len": "set rollout.max_new_tokens and data.train.max_prompt_length "
-    "(--generate_max_len, --prompt_max_len)",
-    "use_wandb": "set logging.trackers=[jsonl,wandb] and the key in WANDB_API_KEY (the "
-    "config is saved in the run directory; a key there would be too)",
-    "wandb_run_name": "W&B names the run; WANDB_NAME in the environment sets the name",
-    "zero_stage_with_fsdp": "FSDP2 shards parameters, gradients and optimizer state like ZeRO-3; "
-    "drop --zero_stage (backend.strategy=fsdp2), or drop --fsdp for DeepSpeed "
-    "(backend.strategy=deepspeed backend.strategy.zero_stage=N)",
-}
-"""Flags without a counterpart: the replacement, one line."""
-
-BOOL_WORDS = {"true", "false", "on", "off", "yes", "no"}
+BOOL_WORDS = {"true": True, "on": True, "yes": True, "false": False, "off": False, "no": False}
 
 
 class FlagError(ValueError):
-    """A command-line flag that cannot be read; one line naming the replacement."""
-
-
-@dataclass
-class CommandLine:
-    """A command line's settings, by precedence (see the module docstring)."""
-
-    overrides: dict[str, Any] = field(default_factory=dict)
-    implied: dict[str, Any] = field(default_factory=dict)
-    global_sizes: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Flags that cannot be read: one line per problem."""
 
 
 def known_flags() -> list[str]:
-    """Every flag :func:`read_args` accepts, sorted."""
-    names = [*VALUE_FLAGS, *SWITCHES, *DEFAULT_SWITCHES, *IMPLIED, *GLOBAL_SIZES, *EMPTY_ONLY]
-    return sorted({*names, "fsdp", "zero_stage"})
+    """Every flag :func:`read_args` knows, sorted."""
+    return sorted(FLAGS)
 
 
 def read_args(args: Sequence[str], parse_value: Any) -> CommandLine:
-    """Reads ``key=value`` pairs and flags; ``parse_value`` turns a value's text into a
-    value (YAML rules). Raises :class:`FlagError` for a flag it cannot read."""
-    line = CommandLine()
+    """Reads ``key=value`` pairs (``parse_value`` turns a value's text into a value: YAML
+    rules) and flags (their values literally). Raises :class:`FlagError` listing every
+    problem."""
+    reading = Reading()
+    values: dict[str, Any] = {}
+    order: list[tuple[str, Any]] = []  # flags and overrides as typed (later wins)
+    unknown: list[str] = []
     items = list(args)
-    strategy: dict[str, Any] = {}
     i = 0
     while i < len(items):
         arg = items[i]
+        i += 1
         if not arg.startswith("--"):
             if "=" not in arg:
-                raise FlagError(f"cannot read argument {arg!r}: expected key=value or --flag")
+                reading.problems.append(
+                    f"cannot read argument {arg!r}: expected key=value or --flag"
+                )
+                continue
             key, _, raw = arg.partition("=")
-            line.overrides[key.strip()] = parse_value(raw)
-            i += 1
+            order.append(("=", (key.strip(), parse_value(raw))))
             continue
         name, sep, text = arg[2:].partition("=")
-        name, has_value = name.replace("-", "_"), bool(sep)
-        takes_value = any(name in table for table in (VALUE_FLAGS, GLOBAL_SIZES, EMPTY_ONLY))
-        takes_value = takes_value or name == "zero_stage"  # refused flags stop before a value
-        if takes_value and not has_value:
-            if i + 1 >= len(items):
-                raise FlagError(f"--{name}: expected a value")
-            i, text, has_value = i + 1, items[i + 1], True
-        elif not takes_value and not has_value and _is_bool_word(items, i + 1):
-            i, text, has_value = i + 1, items[i + 1], True  # --gradient_checkpointing true
-        value = parse_value(text) if has_value else True
-        _read_flag(line, strategy, name, value, has_value)
-        i += 1
-    _resolve_strategy(line, strategy)
-    return line
-
-
-def _is_bool_word(items: list[str], at: int) -> bool:
-    return at < len(items) and items[at].lower() in BOOL_WORDS
-
-
-def _read_flag(
-    line: CommandLine, strategy: dict[str, Any], name: str, value: Any, has_value: bool
-) -> None:
-    if name in REFUSED:
-        raise FlagError(f"--{name} has no counterpart here: {REFUSED[name]}")
-    if name in EMPTY_ONLY:
-        if value in ({}, [], "", None):
-            return
-        raise FlagError(f"--{name} {value!r}: {EMPTY_ONLY[name]}")
-    if name in ("fsdp", "zero_stage"):
-        strategy[name] = value
-        return
-    if name in GLOBAL_SIZES:
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise FlagError(f"--{name}: expected a positive whole number (got {value!r})")
-        line.global_sizes[GLOBAL_SIZES[name]] = (f"--{name}", value)
-        return
-    known = False
-    if name in VALUE_FLAGS:
-        for key in VALUE_FLAGS[name]:
-            line.overrides[key] = value
-        known = True
-    if name in SWITCHES:
-        key, implied = SWITCHES[name]
-        line.overrides[key] = value if has_value else implied  # --resume=auto
-        known = True
-    if name in IMPLIED:
-        if value is not False:
-            line.implied.update(IMPLIED[name])
-        known = True
-    if not known and name not in DEFAULT_SWITCHES:
-        raise FlagError(
-            f"unknown option --{name}; use dotted key=value overrides or one of "
-            f"--{', --'.join(known_flags())}"
+        name = name.replace("-", "_")
+        flag = FLAGS.get(name)
+        if flag is None:
+            unknown.append(f"--{name}")
+            if not sep and i < len(items) and not items[i].startswith("--") and "=" not in items[i]:
+                i += 1  # its value
+            continue
+        words: list[str] = [text] if sep else []
+        if not sep:
+            i = _take_words(flag.kind, items, i, words)
+        try:
+            value = _read_value(flag.kind, words)
+        except ValueError as exc:
+            reading.refuse(name, str(exc))
+            continue
+        values[name] = value
+        order.append((name, value))
+    if unknown:
+        reading.problems.insert(
+            0,
+            f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: not a flag "
+            "of the original LightRFT or OpenRLHF; use dotted key=value overrides "
+            "(`lightrft config show` lists the keys; docs/migrating.md the flags)",
         )
+    _apply(values, order, reading)
+    if reading.problems:
+        raise FlagError("\n".join(reading.problems))
+    return CommandLine(
+        overrides=reading.overrides,
+        implied=reading.implied,
+        global_sizes=reading.global_sizes,
+        environment=reading.environment,
+    )
 
 
-def _resolve_strategy(line: CommandLine, strategy: dict[str, Any]) -> None:
-    """``--fsdp`` (FSDP2) and ``--zero_stage N`` (DeepSpeed ZeRO-N): in the original
-    ``--fsdp`` wins and FSDP2 shards like ZeRO-3, so ``--fsdp --zero_stage 3`` is FSDP2."""
-    fsdp = strategy.get("fsdp", False) is True
-    stage = strategy.get("zero_stage")
-    if fsdp:
-        if stage not in (None, 3):
-            raise FlagError(f"--zero_stage {stage} with --fsdp: {REFUSED['zero_stage_with_fsdp']}")
-        line.overrides["backend.strategy"] = "fsdp2"
-    elif stage is not None:
-        line.overrides["backend.strategy"] = "deepspeed"
-        line.overrides["backend.strategy.zero_stage"] = stage
+def _take_words(kind: Kind, items: list[str], at: int, words: list[str]) -> int:
+    """Appends the value words of a flag given as ``--name value ...``; returns the next index.
+    A word starting with ``--`` is the next flag (a negative number is a value)."""
+
+    def is_value(j: int) -> bool:
+        return j < len(items) and (not items[j].startswith("--") or _is_number(items[j]))
+
+    if kind is Kind.SWITCH:
+        if is_value(at) and items[at].lower() in BOOL_WORDS:
+            words.append(items[at])
+            return at + 1
+        return at
+    if kind is Kind.OPTIONAL_STR:
+        if is_value(at) and "=" not in items[at]:
+            words.append(items[at])
+            return at + 1
+        return at
+    count = {Kind.PAIR: 2, Kind.WORDS: len(items)}.get(kind, 1)
+    while count and is_value(at):
+        words.append(items[at])
+        at, count = at + 1, count - 1
+    return at
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_value(kind: Kind, words: list[str]) -> Any:
+    if kind is Kind.SWITCH:
+        if not words:
+            return True
+        if words[0].lower() in BOOL_WORDS:
+            return BOOL_WORDS[words[0].lower()]
+        return words[0]  # --resume=auto
+    if kind is Kind.OPTIONAL_STR:
+        return words[0] if words else True
+    if not words:
+        raise ValueError(f"expected {'a value' if kind is not Kind.PAIR else 'two numbers'}")
+    if kind is Kind.STR:
+        return words[0]
+    if kind is Kind.WORDS:
+        return list(words)
+    if kind is Kind.PAIR:
+        if len(words) != 2:
+            raise ValueError(f"expected two numbers (got {' '.join(words)!r})")
+        return [_number(w, float) for w in words]
+    return _number(words[0], int if kind is Kind.INT else float)
+
+
+def _number(text: str, kind: type) -> Any:
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(
+            f"expected a {'whole ' if kind is int else ''}number (got {text!r})"
+        ) from None
+    if kind is int:
+        if number != int(number):
+            raise ValueError(f"expected a whole number (got {text!r})")
+        return int(number)
+    return number
+
+
+def _apply(values: dict[str, Any], order: list[tuple[str, Any]], reading: Reading) -> None:
+    """The plain flags in the order typed, the rules of the rest, then the dotted overrides."""
+    rules: list[str] = []
+    for name, value in order:
+        if name != "=":
+            flag = FLAGS[name]
+            _apply_flag(name, flag, value, reading)
+            if flag.rule is not None and flag.rule not in rules:
+                rules.append(flag.rule)
+    for rule in rules:
+        RULES[rule](values, reading)
+    for name, value in order:  # a dotted key=value wins over every flag
+        if name == "=":
+            key, parsed = value
+            reading.overrides.pop(key, None)
+            reading.overrides[key] = parsed
+
+
+def _apply_flag(name: str, flag: Flag, value: Any, reading: Reading) -> None:
+    if flag.rule is not None:  # read with other flags by its rule
+        if value is not False and flag.implied:
+            reading.implied.update(flag.implied)
+        return
+    if flag.accept is not None and not flag.accept(value):
+        shown = "" if value is True else f"{value!r}: "
+        reading.refuse(name, f"{shown}{flag.refused}")
+        return
+    if flag.refused is not None and flag.accept is None:
+        reading.refuse(name, f"no counterpart here: {flag.refused}")
+        return
+    setting = flag.value(value) if flag.value is not None else value
+    if setting is UNSET:
+        return
+    for key in flag.keys:
+        reading.overrides[key] = setting
+    for key in flag.under:
+        reading.implied[key] = setting
+    if value is not False:
+        reading.implied.update(flag.implied)

@@ -114,6 +114,7 @@ def load_config(
         if isinstance(overrides, Mapping)
         else read_command_line(list(overrides))
     )
+    os.environ.update(line.environment)  # --use_wandb KEY, --wandb_run_name ...: never saved
     for key, value in line.implied.items():
         _set_dotted(tree, key, value)
     if path is not None:
