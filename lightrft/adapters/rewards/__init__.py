@@ -1,5 +1,5 @@
-"""Rule-based reward sources (``RewardSource`` port): math answers, short answers, format, length, and
-user functions run in a killable worker process.
+"""Rule-based reward sources (``RewardSource`` port): math answers, short answers, format, length,
+the original LightRFT's think-and-box rule, and user functions run in a killable worker process.
 
 The classes load on first access (PEP 562), so the worker process that imports
 :mod:`~lightrft.adapters.rewards.answer_check` does not pay for torch.
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from lightrft.adapters.rewards.majority_vote import MajorityVoteReward
     from lightrft.adapters.rewards.math_answer import MathAnswerReward
     from lightrft.adapters.rewards.python_function import PythonFunctionReward
+    from lightrft.adapters.rewards.think_boxed_rule import ThinkBoxedRule
 
 _EXPORTS = {
     "MathAnswerGrader": "answer_grader",
@@ -29,6 +30,7 @@ _EXPORTS = {
     "MajorityVoteReward": "majority_vote",
     "MathAnswerReward": "math_answer",
     "PythonFunctionReward": "python_function",
+    "ThinkBoxedRule": "think_boxed_rule",
 }
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "MathAnswerGrader",
     "MathAnswerReward",
     "PythonFunctionReward",
+    "ThinkBoxedRule",
 ]
 
 

@@ -25,6 +25,7 @@ from lightrft.adapters.tracking import make_tracker
 from lightrft.domain.ports import CheckpointStore, PromptSource, RewardSource, Tracker
 from lightrft.domain.registry import Registry
 from lightrft.entrypoints.config import RunConfig
+from lightrft.entrypoints.config.reward_recipes import recipe_sections
 from lightrft.entrypoints.config.sections import DatasetConfig
 from lightrft.entrypoints.field_copy import copy_fields
 from lightrft.entrypoints.wiring import reward_sources  # noqa: F401  (registers the built-ins)
@@ -210,8 +211,10 @@ class _Truncated:
 
 
 def build_rewards(context: BuildContext) -> list[RewardSource]:
-    """One reward source per ``reward.sources`` section, from its registered builder."""
-    return [build(REWARD_SOURCES, section, context) for section in context.config.reward.sources]
+    """One reward source per ``reward.sources`` section, from its registered builder, then
+    one per source of the reward recipes not among them (when rows carry labels)."""
+    sections = [*context.config.reward.sources, *recipe_sections(context.config)]
+    return [build(REWARD_SOURCES, section, context) for section in sections]
 
 
 def build_tracker(config: RunConfig, rank: int) -> Tracker:

@@ -10,6 +10,7 @@ from lightrft.adapters.rewards import (
     MathAnswerGrader,
     MathAnswerReward,
     PythonFunctionReward,
+    ThinkBoxedRule,
 )
 from lightrft.entrypoints.config.reward_configs import (
     ChoiceRewardConfig,
@@ -18,6 +19,7 @@ from lightrft.entrypoints.config.reward_configs import (
     MajorityVoteRewardConfig,
     MathRewardConfig,
     PythonRewardConfig,
+    ThinkBoxedRuleConfig,
 )
 from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext
 
@@ -67,3 +69,9 @@ def build_ttrl(section: MajorityVoteRewardConfig, context: BuildContext) -> Majo
         disagree_score=section.disagree_score,
         min_share=section.min_share,
     )
+
+
+@REWARD_SOURCES.register("gsm8k_rule")
+@REWARD_SOURCES.register("geo3k_rule")
+def build_think_boxed(section: ThinkBoxedRuleConfig, context: BuildContext) -> ThinkBoxedRule:
+    return ThinkBoxedRule(name=section.label, format_weight=section.format_weight)
