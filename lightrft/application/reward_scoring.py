@@ -62,10 +62,7 @@ def score_completions(
     and gates (``weights`` and ``gates`` are then the book's default recipe's)."""
     samples = [RewardSample(prompts[c.prompt_index], c) for c in completions]
     if recipes is not None:
-        by_source, total, metrics = score_by_recipe(
-            sources, samples, recipes, gate_value, concurrency
-        )
-        return Scores(by_source, total, metrics)
+        return Scores(*score_by_recipe(sources, samples, recipes, gate_value, concurrency))
     by_source: dict[str, Tensor] = {}
     metrics: dict[str, float] = {}
     scored = score_sources(sources, samples, concurrency)

@@ -18,8 +18,8 @@ from lightrft.entrypoints.config.components import ComponentSection, RewardSourc
 from lightrft.entrypoints.config.reward_configs import Geo3kRuleConfig, Gsm8kRuleConfig
 
 BUILTIN_RECIPES: dict[str, tuple[RewardSourceSection, ...]] = {
-    "gsm8k_rule": (Gsm8kRuleConfig(),),
-    "geo3k_rule": (Geo3kRuleConfig(),),
+    "gsm8k_rule": (Gsm8kRuleConfig.model_validate({}),),
+    "geo3k_rule": (Geo3kRuleConfig.model_validate({}),),
 }
 """The original LightRFT's recipes, available without configuration (``reward.recipes``
 entries of the same label replace them)."""
