@@ -1,5 +1,5 @@
 """Rule-based reward sources (``RewardSource`` port): math answers, short answers, format, length,
-the original LightRFT's think-and-box rule, and user functions run in a killable worker process.
+the original LightRFT's think-and-box and answer-tag rules, and user functions run in a killable worker process.
 
 The classes load on first access (PEP 562), so the worker process that imports
 :mod:`~lightrft.adapters.rewards.answer_check` does not pay for torch.
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lightrft.adapters.rewards.answer_grader import MathAnswerGrader
+    from lightrft.adapters.rewards.answer_tag_rule import AnswerTagRule
     from lightrft.adapters.rewards.choice_answer import ChoiceAnswerReward
     from lightrft.adapters.rewards.environment_reward import EnvironmentReward
     from lightrft.adapters.rewards.format_reward import FormatReward
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from lightrft.adapters.rewards.think_boxed_rule import ThinkBoxedRule
 
 _EXPORTS = {
+    "AnswerTagRule": "answer_tag_rule",
     "MathAnswerGrader": "answer_grader",
     "ChoiceAnswerReward": "choice_answer",
     "EnvironmentReward": "environment_reward",
@@ -34,6 +36,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "AnswerTagRule",
     "ChoiceAnswerReward",
     "EnvironmentReward",
     "FormatReward",

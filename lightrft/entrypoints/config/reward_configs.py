@@ -122,6 +122,13 @@ class Gsm8kRuleConfig(ThinkBoxedRuleConfig):
     type: Literal["gsm8k_rule"] = "gsm8k_rule"
 
 
+@register_config(REWARD_SOURCE_CONFIGS, "avqa_rule")
+class AvqaRuleConfig(RewardSourceSection):
+    """The original's R1-AQA rule: accuracy of the <answer> text + its format (at most 2)."""
+
+    type: Literal["avqa_rule"] = "avqa_rule"
+
+
 @register_config(REWARD_SOURCE_CONFIGS, "geo3k_rule")
 class Geo3kRuleConfig(ThinkBoxedRuleConfig):
     """The original's geo3k_rule: the same scoring as gsm8k_rule."""

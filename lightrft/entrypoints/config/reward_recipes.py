@@ -15,11 +15,16 @@ from typing import Any
 
 from lightrft.domain.reward_recipes import DEFAULT_RECIPE, RecipeBook, RewardRecipe
 from lightrft.entrypoints.config.components import ComponentSection, RewardSourceSection
-from lightrft.entrypoints.config.reward_configs import Geo3kRuleConfig, Gsm8kRuleConfig
+from lightrft.entrypoints.config.reward_configs import (
+    AvqaRuleConfig,
+    Geo3kRuleConfig,
+    Gsm8kRuleConfig,
+)
 
 BUILTIN_RECIPES: dict[str, tuple[RewardSourceSection, ...]] = {
     "gsm8k_rule": (Gsm8kRuleConfig.model_validate({}),),
     "geo3k_rule": (Geo3kRuleConfig.model_validate({}),),
+    "avqa_rule": (AvqaRuleConfig.model_validate({}),),
 }
 """The original LightRFT's recipes, available without configuration (``reward.recipes``
 entries of the same label replace them)."""

@@ -480,7 +480,8 @@ class RewardConfig(Section):
         description="Reward recipes by row label (data.*.label_key): label -> its sources "
         "(same schema as reward.sources), combined as their weighted sum; a row is scored by "
         "its recipe's sources only. Built in: gsm8k_rule, geo3k_rule (0.9 accuracy of the "
-        "last \\boxed{} + 0.1 format). Rows without a label use reward.sources.",
+        "last \\boxed{} + 0.1 format), avqa_rule (<answer> accuracy + format). Rows without "
+        "a label use reward.sources.",
     )
     unknown_label: Literal["error", "default"] = Field(
         "error",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lightrft.adapters.rewards import (
+    AnswerTagRule,
     ChoiceAnswerReward,
     FormatReward,
     LengthReward,
@@ -13,6 +14,7 @@ from lightrft.adapters.rewards import (
     ThinkBoxedRule,
 )
 from lightrft.entrypoints.config.reward_configs import (
+    AvqaRuleConfig,
     ChoiceRewardConfig,
     FormatRewardConfig,
     LengthRewardConfig,
@@ -75,3 +77,8 @@ def build_ttrl(section: MajorityVoteRewardConfig, context: BuildContext) -> Majo
 @REWARD_SOURCES.register("geo3k_rule")
 def build_think_boxed(section: ThinkBoxedRuleConfig, context: BuildContext) -> ThinkBoxedRule:
     return ThinkBoxedRule(name=section.label, format_weight=section.format_weight)
+
+
+@REWARD_SOURCES.register("avqa_rule")
+def build_answer_tag(section: AvqaRuleConfig, context: BuildContext) -> AnswerTagRule:
+    return AnswerTagRule(name=section.label)

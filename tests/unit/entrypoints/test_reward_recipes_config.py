@@ -1,4 +1,4 @@
-"""reward.recipes / reward.unknown_label: built-in gsm8k_rule and geo3k_rule, recipes only
+"""reward.recipes / reward.unknown_label: built-in gsm8k_rule, geo3k_rule, avqa_rule; recipes only
 once rows can carry labels, each source built once, and what the checks refuse."""
 
 from __future__ import annotations
@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from lightrft.adapters.rewards import FormatReward, MathAnswerReward, ThinkBoxedRule
+from lightrft.adapters.rewards import (
+    AnswerTagRule,
+    FormatReward,
+    MathAnswerReward,
+    ThinkBoxedRule,
+)
 from lightrft.domain.reward_recipes import RewardRecipe
 from lightrft.entrypoints.config import load_config
 from lightrft.entrypoints.config.reward_recipes import recipe_book
@@ -40,10 +45,12 @@ def test_a_label_key_brings_the_built_in_recipes() -> None:
     assert book.recipes == {
         "gsm8k_rule": RewardRecipe({"gsm8k_rule": 1.0}),
         "geo3k_rule": RewardRecipe({"geo3k_rule": 1.0}),
+        "avqa_rule": RewardRecipe({"avqa_rule": 1.0}),
     }
     assert book.default == RewardRecipe({"math": 1.0})  # reward.sources
     sources = built("data.eval.label_key=label")
-    assert list(sources) == ["math", "gsm8k_rule", "geo3k_rule"]
+    assert list(sources) == ["math", "gsm8k_rule", "geo3k_rule", "avqa_rule"]
+    assert isinstance(sources["avqa_rule"], AnswerTagRule)
     rule = sources["gsm8k_rule"]
     assert isinstance(rule, ThinkBoxedRule) and rule.format_weight == 0.1
 
@@ -60,7 +67,14 @@ def test_configured_recipes_share_sources_with_reward_sources() -> None:
     assert book.recipes["mix"] == RewardRecipe({"boxed_math": 1.0, "format": 1.0})
     assert book.default == RewardRecipe({"math": 1.0, "format": 0.2}, gates={"format": 1.0})
     sources = built(*overrides)
-    assert list(sources) == ["math", "format", "gsm8k_rule", "geo3k_rule", "boxed_math"]
+    assert list(sources) == [
+        "math",
+        "format",
+        "gsm8k_rule",
+        "geo3k_rule",
+        "avqa_rule",
+        "boxed_math",
+    ]
     assert isinstance(sources["format"], FormatReward)  # one source for both uses
     assert isinstance(sources["boxed_math"], MathAnswerReward)
     assert sources["boxed_math"].extractors == ("boxed",)  # type: ignore[attr-defined]
