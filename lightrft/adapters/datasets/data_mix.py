@@ -12,7 +12,6 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import fields, replace
 from itertools import accumulate
-from typing import Any
 
 from lightrft.adapters.datasets.blended import BlendedPromptSource
 from lightrft.adapters.datasets.prompt_rows import DatasetStats, check_index
@@ -35,9 +34,9 @@ class NamedPromptSource:
         return replace(record, uid=f"{self.name}:{record.uid}", metadata=metadata)
 
     @property
-    def stats(self) -> Any:
+    def stats(self) -> DatasetStats:
         """The source's stats."""
-        return getattr(self.source, "stats", None)
+        return summed_stats([self.source])
 
 
 class ConcatenatedPromptSource:
@@ -59,24 +58,28 @@ class ConcatenatedPromptSource:
         return self.sources[part][index - start]
 
     @property
-    def stats(self) -> DatasetStats | None:
-        """The sources' stats added up (None when a source has none)."""
+    def stats(self) -> DatasetStats:
+        """The sources' stats added up."""
         return summed_stats(self.sources)
 
 
 class _Blend(BlendedPromptSource):
     @property
-    def stats(self) -> DatasetStats | None:
+    def stats(self) -> DatasetStats:
         return summed_stats(self.sources)
 
 
-def summed_stats(sources: Sequence[PromptSource]) -> DatasetStats | None:
-    """Field-wise sum of the sources' ``stats`` (None when one of them has none)."""
-    parts = [getattr(s, "stats", None) for s in sources]
-    if any(not isinstance(p, DatasetStats) for p in parts):
-        return None
+def summed_stats(sources: Sequence[PromptSource]) -> DatasetStats:
+    """Field-wise sum of the sources' ``stats`` (a source that keeps none counts its
+    prompts as rows read and kept)."""
+    parts = [_stats_of(s) for s in sources]
     names = [f.name for f in fields(DatasetStats)]
     return DatasetStats(**{n: sum(getattr(p, n) for p in parts) for n in names})
+
+
+def _stats_of(source: PromptSource) -> DatasetStats:
+    stats = getattr(source, "stats", None)
+    return stats if isinstance(stats, DatasetStats) else DatasetStats(len(source), len(source))
 
 
 def mix_prompt_sources(

@@ -14,11 +14,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lightrft.adapters.datasets import BadRowError
+from lightrft.adapters.datasets import BadRowError, DatasetStats
+from lightrft.adapters.datasets.data_mix import mix_prompt_sources
 from lightrft.adapters.datasets.data_specs import DataSpec, parse_data_specs
 from lightrft.adapters.datasets.split_files import SplitNotFoundError, split_paths
 from lightrft.adapters.hf.multimodal_inputs import MediaRequirements
 from lightrft.domain.ports import PromptSource
+from lightrft.domain.types import PromptRecord
 from lightrft.entrypoints.config.sections import DatasetConfig
 from lightrft.entrypoints.wiring.data import build_prompts
 from tests.helpers.hf_media_files import wav_bytes
@@ -230,3 +232,25 @@ def test_sampling_probs_need_one_value_per_dataset() -> None:
     with pytest.raises(ValueError, match="finite, >= 0 and not all 0"):
         DatasetConfig(path="a:/x,b:/y", sampling_probs=[0.0, 0.0])
     json.dumps(DatasetConfig(path="a:/x", sampling_probs=[1.0]).model_dump())
+
+
+class Listed:
+    """A prompt source without stats."""
+
+    def __init__(self, uids: list[str]) -> None:
+        self.records = [PromptRecord(u, "q", (1,)) for u in uids]
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, index: int) -> PromptRecord:
+        return self.records[index]
+
+
+def test_mixed_sources_index_in_order_and_count_their_rows() -> None:
+    mixed = mix_prompt_sources([Listed(["a", "b"]), Listed(["c"])], ["x", None])
+    assert [mixed[i].uid for i in range(-3, 3)] == ["x:a", "x:b", "c", "x:a", "x:b", "c"]
+    assert mixed[0].metadata == {"dataset": "x"}
+    assert mixed.stats == DatasetStats(rows=3, kept=3)  # type: ignore[attr-defined]
+    with pytest.raises(IndexError):
+        mixed[3]
