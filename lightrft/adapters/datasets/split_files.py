@@ -39,6 +39,11 @@ def split_paths(path: Path, split: str) -> list[Path]:
     if is_saved_dataset(path):
         return [path]
     files = _split_files(path)
+    if not files:
+        raise SplitNotFoundError(
+            f"{path} is not a directory written by save_to_disk and holds no split files "
+            f"(train.parquet, test.jsonl, ...; also under data/)"
+        )
     chosen = sorted(f for f in files if _split_of(f) == split)
     if not chosen:
         found = sorted({_split_of(f) for f in files})

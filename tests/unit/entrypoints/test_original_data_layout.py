@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lightrft.adapters.datasets import BadRowError, DatasetStats
+from lightrft.adapters.datasets import BadRowError, DatasetStats, HfPromptDataset, RowSpec
 from lightrft.adapters.datasets.data_mix import mix_prompt_sources
 from lightrft.adapters.datasets.data_specs import DataSpec, parse_data_specs
 from lightrft.adapters.datasets.split_files import SplitNotFoundError, split_paths
@@ -254,3 +254,13 @@ def test_mixed_sources_index_in_order_and_count_their_rows() -> None:
     assert mixed.stats == DatasetStats(rows=3, kept=3)  # type: ignore[attr-defined]
     with pytest.raises(IndexError):
         mixed[3]
+
+
+def test_hf_prompt_dataset_reads_a_split_directory(tmp_path: Path) -> None:
+    data = write_gsm8k_dir(tmp_path / "gsm8k", {"train": 2, "test": 1}, suffix=".jsonl")
+    spec = RowSpec(label_key="label")
+    held = HfPromptDataset(data, byte_tokenizer(), spec=spec, split="test")
+    assert [(r.uid, r.reference, r.metadata["label"]) for r in records(held)] == [
+        ("gsm8k:0", "2", "gsm8k_rule")
+    ]
+    assert len(HfPromptDataset(data, byte_tokenizer())) == 2
