@@ -47,7 +47,10 @@ def score_by_recipe(
     rows_of: dict[str, list[int]] = {}
     for i, route in enumerate(routes):
         rows_of.setdefault(route, []).append(i)
-    uses = {name: [i for i, r in enumerate(routes) if name in book.recipe(r).weights] for name in by_name}
+    uses = {
+        name: [i for i, r in enumerate(routes) if name in book.recipe(r).weights]
+        for name in by_name
+    }
     jobs = [(by_name[name], rows) for name, rows in uses.items() if rows]
     scored = score_each([(s, [samples[i] for i in rows]) for s, rows in jobs], concurrency)
     count = len(samples)
