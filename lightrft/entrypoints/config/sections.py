@@ -148,7 +148,8 @@ class ModelConfig(Section):
 class DatasetConfig(Section):
     path: str | None = Field(
         None,
-        description="jsonl/json/parquet/arrow file or load_from_disk directory; "
+        description="jsonl/json/parquet/arrow file, load_from_disk directory or directory of "
+        "split files (see split); several as 'name:path,name:path' (see sampling_probs); "
         "null uses the built-in task.",
     )
     builtin: Literal[
