@@ -172,7 +172,9 @@ class ColocatedRLCycle:
             critic=c.critic,
             critic_strategy=c.critic_strategy,
         )
-        self.evaluator = Evaluator(c.engine, c.reward_sources, dict(s.shaping.weights))
+        self.evaluator = Evaluator(
+            c.engine, c.reward_sources, dict(s.shaping.weights), recipes=s.shaping.recipes
+        )
         self.reward_failures = RewardFailureMonitor(
             s.reward_failures, [source.name for source in c.reward_sources], c.collective
         )

@@ -12,6 +12,7 @@ from lightrft.application.agent_metrics import episode_metrics
 from lightrft.application.phases import Phase, PhaseSwitcher
 from lightrft.application.reward_scoring import score_completions
 from lightrft.domain.ports import PromptSource, RewardSource, RolloutEngine
+from lightrft.domain.reward_recipes import RecipeBook
 from lightrft.domain.types import PromptRecord, SamplingParams
 
 
@@ -37,9 +38,11 @@ class Evaluator:
         weights: dict[str, float] | None = None,
         correct_threshold: float = 1.0,
         batch_size: int = 64,
+        recipes: RecipeBook | None = None,
     ) -> None:
         self.engine, self.reward_sources = engine, list(reward_sources)
         self.weights = dict(weights or {})
+        self.recipes = recipes
         self.correct_threshold, self.batch_size = correct_threshold, batch_size
 
     def evaluate(
@@ -63,7 +66,9 @@ class Evaluator:
             with _phase(phases, Phase.EVAL):
                 completions = self.engine.generate(batch, sampling)
             with _phase(phases, Phase.EVAL_REWARD):
-                scores = score_completions(self.reward_sources, batch, completions, self.weights)
+                scores = score_completions(
+                    self.reward_sources, batch, completions, self.weights, recipes=self.recipes
+                )
             totals.append(scores.total.view(len(batch), sampling.n))
             lengths.extend(len(c.token_ids) for c in completions)
             source_metrics.append((scores.metrics | episode_metrics(completions), len(completions)))

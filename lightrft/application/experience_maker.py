@@ -252,6 +252,7 @@ class ExperienceMaker:
             s.gates,
             s.gate_value,
             s.concurrency,
+            s.recipes,
         )
         if s.truncated_reward is None:
             return scores

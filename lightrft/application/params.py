@@ -18,6 +18,7 @@ from lightrft.domain.constraints import CostLimit
 from lightrft.domain.health_checks import HealthThresholds
 from lightrft.domain.kl import KL_CONTROLLERS, KL_ESTIMATORS
 from lightrft.domain.policy_losses import POLICY_LOSSES, PolicyLoss, PolicyLossParams
+from lightrft.domain.reward_recipes import RecipeBook
 from lightrft.domain.types import SamplingParams
 
 
@@ -55,6 +56,8 @@ class RewardShapingParams:
     concurrency: SourceConcurrency = field(default_factory=SourceConcurrency)  # scoring threads
     # cost limits on weight-0 sources (Safe RLHF): see application/constraint_step.py
     constraints: tuple[CostLimit, ...] = ()
+    # reward recipes by prompt label (None: every sample scored by every source, ``weights``)
+    recipes: RecipeBook | None = None
 
     def __post_init__(self) -> None:
         if self.overlong_buffer is not None:

@@ -12,10 +12,15 @@ import torch
 from torch import Tensor
 
 from lightrft.application.params import RewardShapingParams
-from lightrft.application.reward_failures import FAILURES_METRIC, failure_rate_key
-from lightrft.application.source_scoring import SourceConcurrency, score_sources
+from lightrft.application.recipe_scoring import score_by_recipe
+from lightrft.application.source_scoring import (
+    SourceConcurrency,
+    score_sources,
+    source_scores,
+)
 from lightrft.domain.ports import RewardSource
 from lightrft.domain.reduce import AllReduceSum
+from lightrft.domain.reward_recipes import RecipeBook
 from lightrft.domain.rewards import (
     RunningMoments,
     clip_values,
@@ -44,6 +49,7 @@ def score_completions(
     gates: Mapping[str, float] | None = None,
     gate_value: float = 0.0,
     concurrency: SourceConcurrency | None = None,
+    recipes: RecipeBook | None = None,
 ) -> Scores:
     """Asks every source for scores of ``completions`` and combines them with ``weights``;
     samples failing a gate (a source's score below its threshold in ``gates``) get
@@ -51,26 +57,19 @@ def score_completions(
     that cannot score at all (:class:`RewardSourceUnavailableError`) is a failing source:
     :class:`RewardSourceFailingError` (the cycle checkpoints the state before the step).
     Sources that allow it are scored concurrently (``concurrency``, :mod:`.source_scoring`);
-    the results keep the sources' order."""
+    the results keep the sources' order. With ``recipes`` (:mod:`.recipe_scoring`), each
+    sample is scored by the sources of its label's recipe only, with that recipe's weights
+    and gates (``weights`` and ``gates`` are then the book's default recipe's)."""
     samples = [RewardSample(prompts[c.prompt_index], c) for c in completions]
+    if recipes is not None:
+        return Scores(*score_by_recipe(sources, samples, recipes, gate_value, concurrency))
     by_source: dict[str, Tensor] = {}
     metrics: dict[str, float] = {}
     scored = score_sources(sources, samples, concurrency)
     for source, (result, seconds) in zip(sources, scored, strict=True):
-        metrics[f"time/reward/{source.name}_s"] = seconds
-        scores = result.scores.detach().to(torch.float32).cpu()
-        if tuple(scores.shape) != (len(samples),):
-            raise ValueError(
-                f"reward source {source.name!r} returned scores of shape "
-                f"{tuple(scores.shape)} for {len(samples)} samples"
-            )
+        scores, source_metrics = source_scores(source.name, result, seconds, len(samples))
         by_source[source.name] = scores
-        metrics[f"reward/{source.name}/mean"] = float(scores.mean())
-        for key, value in result.metrics.items():
-            metrics[f"reward/{source.name}/{key}"] = float(value)
-        if FAILURES_METRIC in result.metrics and samples:
-            failed = float(result.metrics[FAILURES_METRIC]) / len(samples)
-            metrics[failure_rate_key(source.name)] = failed
+        metrics.update(source_metrics)
     unknown = sorted(set(weights) - set(by_source))
     if unknown:
         raise ValueError(

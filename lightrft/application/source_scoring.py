@@ -15,8 +15,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import torch
+from torch import Tensor
+
 from lightrft.application.deadline_calls import CallPool, CallResult
-from lightrft.application.reward_failures import RewardSourceFailingError
+from lightrft.application.reward_failures import (
+    FAILURES_METRIC,
+    RewardSourceFailingError,
+    failure_rate_key,
+)
 from lightrft.domain.async_errors import DeadlineExceededError
 from lightrft.domain.ports import RewardSource, RewardSourceUnavailableError
 from lightrft.domain.types import RewardResult, RewardSample
@@ -70,10 +77,19 @@ def score_sources(
     cannot score at all as :class:`RewardSourceFailingError`); a pooled source past
     ``concurrency.deadline_s`` raises DeadlineExceededError naming it.
     """
+    return score_each([(source, samples) for source in sources], concurrency)
+
+
+def score_each(
+    jobs: Sequence[tuple[RewardSource, Sequence[RewardSample]]],
+    concurrency: SourceConcurrency | None = None,
+) -> list[Scored]:
+    """:func:`score_sources` where each source scores its own samples (``jobs``: a source
+    and its samples each, e.g. the rows of the recipes that use it); results in job order."""
     concurrency = concurrency or SourceConcurrency()
-    pooled = [i for i, s in enumerate(sources) if runs_concurrently(s)]
-    if concurrency.max_workers == 1 or len(sources) < 2 or not pooled:
-        return [_timed(source, samples) for source in sources]
+    pooled = [i for i, (s, _) in enumerate(jobs) if runs_concurrently(s)]
+    if concurrency.max_workers == 1 or len(jobs) < 2 or not pooled:
+        return [_timed(source, samples) for source, samples in jobs]
     results: dict[int, Scored] = {}
     pool: CallPool[int] = CallPool("reward-source")
     waiting = list(pooled)
@@ -82,22 +98,23 @@ def score_sources(
         while waiting and pool.pending < concurrency.max_workers:
             i = waiting.pop(0)
             deadline = time.monotonic() + concurrency.deadline_s
-            pool.start(i, deadline, _bind(sources[i], samples))
+            pool.start(i, deadline, _bind(*jobs[i]))
 
     start_more()
-    for i, source in enumerate(sources):  # colocated models: here, one at a time
+    for i, (source, samples) in enumerate(jobs):  # colocated models: here, one at a time
         if i not in pooled:
             results[i] = _timed(source, samples)
     while pool.pending or waiting:
         finished, expired = pool.collect(linger_s=0.0)
         if expired:
-            name = sources[min(expired)].name
+            source, samples = jobs[min(expired)]
             raise DeadlineExceededError(
-                f"reward source {name!r} scoring {len(samples)} samples", concurrency.deadline_s
+                f"reward source {source.name!r} scoring {len(samples)} samples",
+                concurrency.deadline_s,
             )
         _keep(finished, results)
         start_more()
-    return [results[i] for i in range(len(sources))]
+    return [results[i] for i in range(len(jobs))]
 
 
 def _bind(source: RewardSource, samples: Sequence[RewardSample]) -> Callable[[], Scored]:
@@ -109,3 +126,24 @@ def _keep(finished: list[CallResult[int]], results: dict[int, Scored]) -> None:
         if call.error is not None:
             raise call.error
         results[call.key] = call.value
+
+
+def source_scores(
+    name: str, result: RewardResult, seconds: float, samples: int
+) -> tuple[Tensor, dict[str, float]]:
+    """A source's scores as float32 on the CPU, checked to be one per sample (``samples``),
+    and its metrics: ``time/reward/<name>_s``, ``reward/<name>/mean``, its own ones, and the
+    failed fraction of the samples when it reports failures."""
+    metrics = {f"time/reward/{name}_s": seconds}
+    scores = result.scores.detach().to(torch.float32).cpu()
+    if tuple(scores.shape) != (samples,):
+        raise ValueError(
+            f"reward source {name!r} returned scores of shape "
+            f"{tuple(scores.shape)} for {samples} samples"
+        )
+    metrics[f"reward/{name}/mean"] = float(scores.mean())
+    for key, value in result.metrics.items():
+        metrics[f"reward/{name}/{key}"] = float(value)
+    if FAILURES_METRIC in result.metrics and samples:
+        metrics[failure_rate_key(name)] = float(result.metrics[FAILURES_METRIC]) / samples
+    return scores, metrics

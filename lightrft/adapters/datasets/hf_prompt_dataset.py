@@ -1,9 +1,10 @@
 """``HfPromptDataset``: the ``PromptSource`` port over local files, read with HF ``datasets``.
 
 Accepted paths: ``.jsonl`` / ``.json`` (JSON lines or one JSON array), ``.parquet``,
-``.arrow`` files, and directories written by ``Dataset.save_to_disk`` /
+``.arrow`` files, directories written by ``Dataset.save_to_disk`` /
 ``DatasetDict.save_to_disk`` (read with ``load_from_disk``; ``split`` picks the split of a
-``DatasetDict``). Nothing is ever fetched from the Hugging Face hub. All rows are read,
+``DatasetDict``), and directories of split files (``train.parquet``, ``test.jsonl`` ...:
+``split`` picks the files, :mod:`~lightrft.adapters.datasets.split_files`). Nothing is ever fetched from the Hugging Face hub. All rows are read,
 rendered and tokenized when the dataset is built (see :mod:`prompt_rows`), so ``len`` is
 exact and ``stats`` tells what was skipped, dropped or truncated. Media columns of the HF
 ``Image`` / ``Audio`` features are read as stored and decoded row by row here
@@ -31,6 +32,7 @@ from lightrft.adapters.datasets.prompt_rows import (
     prepare_prompts,
 )
 from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
+from lightrft.adapters.datasets.split_files import is_saved_dataset, split_paths
 
 PathLike = str | os.PathLike[str]
 
@@ -139,6 +141,13 @@ def _load_file(datasets: Any, builder: str, file: Path, cache_dir: PathLike | No
         return undecoded_media(table)
 
 
+def _split_files_of(path: Path, split: str) -> list[Path]:
+    """A directory of split files as its ``split`` files; anything else as it is."""
+    if path.is_dir() and not is_saved_dataset(path):
+        return split_paths(path, split)
+    return [path]
+
+
 class HfPromptDataset(PreparedPromptSource):
     """Prompt records from one or more local files (rows concatenated in the given order).
 
@@ -157,12 +166,13 @@ class HfPromptDataset(PreparedPromptSource):
         name: str | None = None,
         cache_dir: PathLike | None = None,
     ) -> None:
-        files = [Path(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
-        if not files:
+        given = [Path(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
+        if not given:
             raise ValueError("paths must name at least one file or directory")
+        files = [f for path in given for f in _split_files_of(path, split)]
         self.spec = spec or RowSpec()
         self.renderer = PromptRenderer(tokenizer, prompt_format)
-        self.name = name or files[0].stem
+        self.name = name or given[0].stem
         read = [
             read_table(f, split=split, cache_dir=cache_dir, on_bad_row=self.spec.on_bad_row)
             for f in files

@@ -35,7 +35,7 @@ class PreparedPromptSource:
     def __getitem__(self, index: int) -> PromptRecord:
         """Prompt number ``index`` (negative indices count from the end)."""
         prepared = self._prepared[check_index(index, len(self._prepared))]
-        if not self.spec.has_media:
+        if not (self.spec.has_media or prepared.media_in_chat):
             return prepared.record
         return replace(
             prepared.record, multimodal=multimodal_of(self._media_ref(prepared), self.spec)

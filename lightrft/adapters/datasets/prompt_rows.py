@@ -26,6 +26,8 @@ from lightrft.adapters.datasets.bad_rows import (  # BadRowError, BadRowPolicy r
 from lightrft.adapters.datasets.bad_rows import BadRowPolicy as BadRowPolicy
 from lightrft.adapters.datasets.bad_rows import BadRows
 from lightrft.adapters.datasets.chat_check import check_chat
+from lightrft.adapters.datasets.chat_media import ChatMedia, split_chat_media
+from lightrft.adapters.datasets.chat_parts import has_parts, normalized_chat
 from lightrft.adapters.datasets.multimodal_rows import (
     as_list,
     load_audio,
@@ -34,6 +36,7 @@ from lightrft.adapters.datasets.multimodal_rows import (
 )
 from lightrft.adapters.datasets.placeholders import MediaPlaceholders, PlaceholderCheck
 from lightrft.adapters.datasets.rendering import Content, PromptRenderer, PromptTooLongError
+from lightrft.domain.reward_recipes import LABEL_KEY
 from lightrft.domain.types import PromptRecord
 
 RowPreprocessor = Callable[[Mapping[str, Any]], Mapping[str, Any]]
@@ -53,6 +56,13 @@ class RowSpec:
     ``preprocess`` maps a raw row to one with these keys (e.g. GSM8K question/answer).
     ``placeholders``: the model's media placeholder tokens; when set, a row whose rendered
     prompt does not hold exactly one per media item is a bad row (:mod:`placeholders`).
+
+    The original LightRFT's (and verl's) layout is read too: a row without ``reference_key``
+    (or with it null) takes its reference from ``extra_info.reference``, else from
+    ``reward_model.ground_truth``; ``label_key`` names the row's reward-recipe label, looked
+    up at the top level, then in ``extra_info`` (kept as ``metadata["label"]``; a row without
+    one has none); a chat's media may sit in its messages as content parts
+    (:mod:`chat_parts`, e.g. ``{"type": "audio", "audio_url": PATH}``).
     """
 
     input_key: str = "prompt"
@@ -63,6 +73,7 @@ class RowSpec:
     audios_key: str | None = None
     audio_sampling_rate: int | None = None
     placeholders: MediaPlaceholders = MediaPlaceholders()
+    label_key: str | None = None
 
     @property
     def has_media(self) -> bool:
@@ -120,12 +131,59 @@ def _required(row: Mapping[str, Any], key: str, where: str) -> Any:
 
 
 class RowContent(NamedTuple):
-    """What a row holds: its prompt content, its reference and its media items by kind
-    (``{"images": 2}``; empty for a text-only row)."""
+    """What a row holds: its prompt content, its reference, its media items by kind
+    (``{"images": 2}``; empty for a text-only row), its recipe label, and whether media sit
+    in its chat's content parts."""
 
     content: Content
     reference: str | None
     media_items: dict[str, int]
+    label: str | None = None
+    media_in_chat: bool = False
+
+
+_REFERENCE_FALLBACKS = (("extra_info", "reference"), ("reward_model", "ground_truth"))
+
+
+def _reference(row: Mapping[str, Any], key: str, where: str) -> tuple[str, Any]:
+    """(the key read, its value): ``row[key]``, else the original layout's places
+    (:data:`_REFERENCE_FALLBACKS`); a missing or null value is an error naming ``key``."""
+    if row.get(key) is None:
+        for outer, inner in _REFERENCE_FALLBACKS:
+            nested = row.get(outer)
+            if isinstance(nested, Mapping) and nested.get(inner) is not None:
+                return f"{outer}.{inner}", nested[inner]
+    return key, _required(row, key, where)
+
+
+def _label(row: Mapping[str, Any], key: str | None, where: str) -> str | None:
+    """The row's recipe label: ``row[key]``, else ``row["extra_info"][key]``; None if absent."""
+    if key is None:
+        return None
+    value = row.get(key)
+    extra = row.get("extra_info")
+    if value is None and isinstance(extra, Mapping):
+        value = extra.get(key)
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise BadRowError(
+            where, key, f"expected a label string, got {type(value).__name__}, for key"
+        )
+    return str(value)
+
+
+def _chat_media(content: Content, ref: RowRef, spec: RowSpec) -> ChatMedia | None:
+    """The chat with bare media parts and its decoded media, when its messages hold parts."""
+    if isinstance(content, str) or not has_parts(content):
+        return None
+    return split_chat_media(
+        normalized_chat(content),
+        ref.where,
+        spec.input_key,
+        base_dir=ref.base_dir,
+        audio_rate=spec.audio_sampling_rate,
+    )
 
 
 def read_content(ref: RowRef, spec: RowSpec) -> RowContent:
@@ -147,22 +205,29 @@ def read_content(ref: RowRef, spec: RowSpec) -> RowContent:
         raise BadRowError(ref.where, spec.input_key, "empty prompt in")
     reference = None
     if spec.reference_key is not None:
-        value = _required(row, spec.reference_key, ref.where)
+        read_key, value = _reference(row, spec.reference_key, ref.where)
         if isinstance(value, str) and not value.strip():
-            raise BadRowError(ref.where, spec.reference_key, "empty value for key")
+            raise BadRowError(ref.where, read_key, "empty value for key")
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             problem = f"expected a string or a number, got {type(value).__name__}, for key"
-            raise BadRowError(ref.where, spec.reference_key, problem)
+            raise BadRowError(ref.where, read_key, problem)
         reference = str(value)
+    label = _label(row, spec.label_key, ref.where)
     items: dict[str, int] = {}
+    in_chat = _chat_media(content, ref, spec)
+    if in_chat is not None:
+        content = in_chat.chat
+        items = {kind: len(values) for kind, values in in_chat.media.items() if values}
     if spec.has_media:
         media = _read_media(row, ref, spec)
-        items = {kind: len(values) for kind, values in media.items()}
-        images, audios = items.get("images", 0), items.get("audios", 0)
+        counts = {kind: len(values) for kind, values in media.items()}
+        images, audios = counts.get("images", 0), counts.get("audios", 0)
         if images or audios:
             key = spec.images_key if images else spec.audios_key
             content = media_content(content, images, audios, ref.where, str(key))
-    return RowContent(content, reference, items)
+        for kind, count in counts.items():
+            items[kind] = items.get(kind, 0) + count
+    return RowContent(content, reference, items, label, bool(in_chat and in_chat.media))
 
 
 def _read_media(row: Mapping[str, Any], ref: RowRef, spec: RowSpec) -> dict[str, Any]:
@@ -194,10 +259,16 @@ def _read_media(row: Mapping[str, Any], ref: RowRef, spec: RowSpec) -> dict[str,
 
 
 def multimodal_of(ref: RowRef, spec: RowSpec) -> dict[str, Any]:
-    """The row's decoded media (``{"images": [...]}``, ``{"audios": [...]}``), or ``{}``."""
-    if not spec.has_media:
-        return {}
-    return _read_media(_prepared_row(ref.row, spec, ref.where), ref, spec)
+    """The row's decoded media (``{"images": [...]}``, ``{"audios": [...]}``), or ``{}``:
+    those of its chat's content parts, then those of ``images_key`` / ``audios_key``."""
+    row = _prepared_row(ref.row, spec, ref.where)
+    content = row.get(spec.input_key)
+    in_chat = _chat_media(content, ref, spec) if isinstance(content, list) else None
+    media: dict[str, Any] = {} if in_chat is None else dict(in_chat.media)
+    if spec.has_media:
+        for kind, items in _read_media(row, ref, spec).items():
+            media[kind] = [*media.get(kind, []), *items]
+    return media
 
 
 @dataclass(frozen=True)
@@ -206,6 +277,7 @@ class PreparedPrompt:
 
     record: PromptRecord
     position: Any
+    media_in_chat: bool = False  # media sit in the chat's content parts (read on access)
 
 
 def prepare_prompts(
@@ -245,6 +317,8 @@ def prepare_prompts(
         truncated += fitted.truncated_tokens > 0
         truncated_tokens += fitted.truncated_tokens
         metadata = {"source": source, "where": where, "truncated_tokens": fitted.truncated_tokens}
+        if row.label is not None:
+            metadata[LABEL_KEY] = row.label
         record = PromptRecord(
             uid=uid,
             prompt_text=fitted.text,
@@ -252,7 +326,7 @@ def prepare_prompts(
             reference=reference,
             metadata=metadata,
         )
-        prepared.append(PreparedPrompt(record, position))
+        prepared.append(PreparedPrompt(record, position, row.media_in_chat))
     skipped = bad.check()  # every bad row named at once (error mode), or counted
     stats = DatasetStats(total, len(prepared), skipped, dropped, truncated, truncated_tokens)
     return prepared, stats

@@ -1,5 +1,5 @@
-"""Rule-based reward sources (``RewardSource`` port): math answers, short answers, format, length, and
-user functions run in a killable worker process.
+"""Rule-based reward sources (``RewardSource`` port): math answers, short answers, format, length,
+the original LightRFT's think-and-box and answer-tag rules, and user functions run in a killable worker process.
 
 The classes load on first access (PEP 562), so the worker process that imports
 :mod:`~lightrft.adapters.rewards.answer_check` does not pay for torch.
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lightrft.adapters.rewards.answer_grader import MathAnswerGrader
+    from lightrft.adapters.rewards.answer_tag_rule import AnswerTagRule
     from lightrft.adapters.rewards.choice_answer import ChoiceAnswerReward
     from lightrft.adapters.rewards.environment_reward import EnvironmentReward
     from lightrft.adapters.rewards.format_reward import FormatReward
@@ -19,8 +20,10 @@ if TYPE_CHECKING:
     from lightrft.adapters.rewards.majority_vote import MajorityVoteReward
     from lightrft.adapters.rewards.math_answer import MathAnswerReward
     from lightrft.adapters.rewards.python_function import PythonFunctionReward
+    from lightrft.adapters.rewards.think_boxed_rule import ThinkBoxedRule
 
 _EXPORTS = {
+    "AnswerTagRule": "answer_tag_rule",
     "MathAnswerGrader": "answer_grader",
     "ChoiceAnswerReward": "choice_answer",
     "EnvironmentReward": "environment_reward",
@@ -29,9 +32,11 @@ _EXPORTS = {
     "MajorityVoteReward": "majority_vote",
     "MathAnswerReward": "math_answer",
     "PythonFunctionReward": "python_function",
+    "ThinkBoxedRule": "think_boxed_rule",
 }
 
 __all__ = [
+    "AnswerTagRule",
     "ChoiceAnswerReward",
     "EnvironmentReward",
     "FormatReward",
@@ -40,6 +45,7 @@ __all__ = [
     "MathAnswerGrader",
     "MathAnswerReward",
     "PythonFunctionReward",
+    "ThinkBoxedRule",
 ]
 
 

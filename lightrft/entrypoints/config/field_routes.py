@@ -41,6 +41,7 @@ NOT_COPIED: Mapping[str, str] = {
     "reward.failure_patience": "RewardFailurePolicy.patience",
     "reward.max_concurrent_sources": "RewardShapingParams.concurrency",
     "reward.source_timeout_s": "RewardShapingParams.concurrency",
+    "reward.unknown_label": "RewardShapingParams.recipes (the recipe book's fallback)",
     "train.health": "HealthParams.thresholds",
     "eval.every": "CycleParams.eval_every",
     "eval.max_prompts": "CycleParams.eval_max_prompts",

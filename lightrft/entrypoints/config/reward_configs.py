@@ -104,3 +104,33 @@ class MajorityVoteRewardConfig(AnswerExtractorsSection):
                 f"reward source {self.label!r} (type ttrl) votes within a prompt's group: "
                 "rollout.n_samples_per_prompt must be >= 2"
             )
+
+
+class ThinkBoxedRuleConfig(RewardSourceSection):
+    """The original LightRFT's rule: (1 - format_weight) x accuracy (the last \\boxed{} equals
+    the reference) + format_weight x format (a <think>...</think> block before the box)."""
+
+    format_weight: float = Field(
+        0.1, ge=0, le=1, description="Weight of the format check (the original's 0.1)."
+    )
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "gsm8k_rule")
+class Gsm8kRuleConfig(ThinkBoxedRuleConfig):
+    """The original's gsm8k_rule: 0.9 accuracy of the last \\boxed{} + 0.1 format."""
+
+    type: Literal["gsm8k_rule"] = "gsm8k_rule"
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "avqa_rule")
+class AvqaRuleConfig(RewardSourceSection):
+    """The original's R1-AQA rule: accuracy of the <answer> text + its format (at most 2)."""
+
+    type: Literal["avqa_rule"] = "avqa_rule"
+
+
+@register_config(REWARD_SOURCE_CONFIGS, "geo3k_rule")
+class Geo3kRuleConfig(ThinkBoxedRuleConfig):
+    """The original's geo3k_rule: the same scoring as gsm8k_rule."""
+
+    type: Literal["geo3k_rule"] = "geo3k_rule"

@@ -13,6 +13,7 @@ from lightrft.domain.policy_losses import POLICY_LOSSES
 from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_CAP
 from lightrft.domain.types import OptimizerParams, SamplingParams
 from lightrft.entrypoints.config.components import ComponentSection
+from lightrft.entrypoints.config.reward_recipes import recipe_book, recipe_sections
 from lightrft.entrypoints.config.sections import (
     AlgorithmConfig,
     BackendConfig,
@@ -129,7 +130,8 @@ class RunConfig(Section):
 
     def components(self) -> list[ComponentSection]:
         """Every component section (engine, strategy, reward sources), for generic checks."""
-        return [self.rollout.engine, self.backend.strategy, *self.reward.sources]
+        reward = [*self.reward.sources, *recipe_sections(self)]
+        return [self.rollout.engine, self.backend.strategy, *reward]
 
     def _agg(self) -> str:
         return self.algorithm.agg or POLICY_LOSSES.get(self.algorithm.policy_loss).defaults.agg
@@ -176,7 +178,10 @@ class RunConfig(Section):
             shaping=params_from(
                 service_params.RewardShapingParams,
                 rw,
-                resolved={"constraints": tuple(c.to_domain() for c in rw.constraints)},
+                resolved={
+                    "constraints": tuple(c.to_domain() for c in rw.constraints),
+                    "recipes": recipe_book(self),
+                },
                 weights={s.label: s.weight for s in rw.typed_sources},
                 gates={
                     s.label: s.gate_threshold

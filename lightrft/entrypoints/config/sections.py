@@ -25,6 +25,7 @@ from lightrft.entrypoints.config import (
     engine_configs,
     reward_configs,
     reward_model_configs,  # noqa: F401  (registers)
+    reward_recipes,
     strategy_configs,
 )
 from lightrft.entrypoints.config.base import Section
@@ -138,7 +139,8 @@ class ModelConfig(Section):
 class DatasetConfig(Section):
     path: str | None = Field(
         None,
-        description="jsonl/json/parquet/arrow file or load_from_disk directory; "
+        description="jsonl/json/parquet/arrow file, load_from_disk directory or directory of "
+        "split files (see split); several as 'name:path,name:path' (see sampling_probs); "
         "null uses the built-in task.",
     )
     builtin: Literal[
@@ -199,6 +201,38 @@ class DatasetConfig(Section):
         description="arithmetic: which disjoint part of the problem space to draw from "
         "(data.eval defaults to heldout, so evaluation never sees a training problem).",
     )
+    split: str | None = Field(
+        None,
+        description="When path is a directory (split files such as train.parquet / "
+        "test.jsonl, or a save_to_disk DatasetDict): the split to read; null: train for "
+        "data.train, test for data.eval.",
+    )
+    label_key: str | None = Field(
+        None,
+        description="Key naming each row's reward recipe (e.g. gsm8k_rule), looked up at the "
+        "top level, then in extra_info; see reward.recipes. null: rows carry no label.",
+    )
+    sampling_probs: list[float] | None = Field(
+        None,
+        description="With several datasets in path ('name:path,name:path' or 'path,path'): "
+        "the probability of drawing from each, one per dataset, mixed with the dataset's "
+        "seed; null: their rows one dataset after another.",
+    )
+
+    @model_validator(mode="after")
+    def _one_probability_per_dataset(self) -> DatasetConfig:
+        probs = self.sampling_probs
+        if probs is None:
+            return self
+        datasets = 1 if self.path is None else len(self.path.split(","))
+        if len(probs) != datasets:
+            raise ValueError(
+                f"sampling_probs has {len(probs)} values but path names {datasets} "
+                "dataset(s); give one probability per dataset"
+            )
+        if not all(0 <= p < float("inf") for p in probs) or sum(probs) <= 0:
+            raise ValueError(f"sampling_probs must be finite, >= 0 and not all 0, got {probs}")
+        return self
 
 
 EVAL_DEFAULTS = {"num_builtin": 64, "seed": 10_000, "builtin_split": "heldout"}
@@ -433,6 +467,19 @@ class RewardConfig(Section):
     source_timeout_s: float = Field(
         600.0, gt=0, description="Deadline of one source's scoring when scored on a thread."
     )
+    recipes: dict[str, list[component_field(REWARD_SOURCE_CONFIGS)]] = Field(  # type: ignore[valid-type]
+        default_factory=dict,
+        description="Reward recipes by row label (data.*.label_key): label -> its sources "
+        "(same schema as reward.sources), combined as their weighted sum; a row is scored by "
+        "its recipe's sources only. Built in: gsm8k_rule, geo3k_rule (0.9 accuracy of the "
+        "last \\boxed{} + 0.1 format), avqa_rule (<answer> accuracy + format). Rows without "
+        "a label use reward.sources.",
+    )
+    unknown_label: Literal["error", "default"] = Field(
+        "error",
+        description="A row whose label has no recipe: error stops naming it; default scores "
+        "it with reward.sources.",
+    )
 
     @property
     def typed_sources(self) -> list[RewardSourceSection]:
@@ -468,6 +515,11 @@ class RewardConfig(Section):
                     "weight 0 (the constraint, not the reward sum, uses its score)"
                 )
             constraint.check_limit(where)
+
+    @model_validator(mode="after")
+    def _recipes_fit_sources(self) -> RewardConfig:
+        reward_recipes.check_recipes(self.typed_sources, self.recipes)
+        return self
 
 
 class TrainConfig(Section):

@@ -19,7 +19,12 @@ def evaluate(config: RunConfig, output: Path | None = None) -> dict[str, Any]:
     engine = container.engine()
     settings = container.settings()
     sampling = settings.cycle.eval_sampling
-    evaluator = Evaluator(engine, container.reward_sources(), dict(settings.shaping.weights))
+    evaluator = Evaluator(
+        engine,
+        container.reward_sources(),
+        dict(settings.shaping.weights),
+        recipes=settings.shaping.recipes,
+    )
     metrics = evaluator.evaluate(container.eval_prompts(), sampling, config.eval.max_prompts)
     report: dict[str, Any] = {
         "model": str(container.model_path()),

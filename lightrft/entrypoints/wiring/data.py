@@ -25,9 +25,11 @@ from lightrft.adapters.tracking import make_tracker
 from lightrft.domain.ports import CheckpointStore, PromptSource, RewardSource, Tracker
 from lightrft.domain.registry import Registry
 from lightrft.entrypoints.config import RunConfig
+from lightrft.entrypoints.config.reward_recipes import recipe_sections
 from lightrft.entrypoints.config.sections import DatasetConfig
 from lightrft.entrypoints.field_copy import copy_fields
 from lightrft.entrypoints.wiring import reward_sources  # noqa: F401  (registers the built-ins)
+from lightrft.entrypoints.wiring.data_layout import read_dataset
 from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
 
 BuiltinTask = Callable[[DatasetConfig, Any, PromptFormat], PromptSource]
@@ -97,7 +99,7 @@ def _columns(
     spec = copy_fields(
         RowSpec,
         dataset,
-        "input_key reference_key on_bad_row images_key audios_key audio_sampling_rate",
+        "input_key reference_key on_bad_row images_key audios_key audio_sampling_rate label_key",
         placeholders=marks,
     )
     return HfPromptDataset(path, tokenizer, spec=spec, prompt_format=fmt)
@@ -162,11 +164,10 @@ def build_prompts(
     fmt = prompt_format_of(dataset)
     if dataset.path is None:
         return BUILTIN_TASKS.get(dataset.builtin)(dataset, tokenizer, fmt)
-    path = Path(dataset.path)
-    if not path.exists():
-        raise FileNotFoundError(f"dataset {path} does not exist")
-    read_rows = ROW_FORMATS.get(dataset.preprocessor)
-    source = read_rows(path, dataset, tokenizer, fmt, placeholders_of(media))
+    read_rows, marks = ROW_FORMATS.get(dataset.preprocessor), placeholders_of(media)
+    source = read_dataset(
+        dataset, section, lambda path: read_rows(path, dataset, tokenizer, fmt, marks)
+    )
     if dataset.max_samples is not None and dataset.max_samples < len(source):
         return _Truncated(source, dataset.max_samples)
     return source
@@ -210,8 +211,10 @@ class _Truncated:
 
 
 def build_rewards(context: BuildContext) -> list[RewardSource]:
-    """One reward source per ``reward.sources`` section, from its registered builder."""
-    return [build(REWARD_SOURCES, section, context) for section in context.config.reward.sources]
+    """One reward source per ``reward.sources`` section, from its registered builder, then
+    one per source of the reward recipes not among them (when rows carry labels)."""
+    sections = [*context.config.reward.sources, *recipe_sections(context.config)]
+    return [build(REWARD_SOURCES, section, context) for section in sections]
 
 
 def build_tracker(config: RunConfig, rank: int) -> Tracker:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lightrft.adapters.rewards import (
+    AnswerTagRule,
     ChoiceAnswerReward,
     FormatReward,
     LengthReward,
@@ -10,14 +11,17 @@ from lightrft.adapters.rewards import (
     MathAnswerGrader,
     MathAnswerReward,
     PythonFunctionReward,
+    ThinkBoxedRule,
 )
 from lightrft.entrypoints.config.reward_configs import (
+    AvqaRuleConfig,
     ChoiceRewardConfig,
     FormatRewardConfig,
     LengthRewardConfig,
     MajorityVoteRewardConfig,
     MathRewardConfig,
     PythonRewardConfig,
+    ThinkBoxedRuleConfig,
 )
 from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext
 
@@ -67,3 +71,14 @@ def build_ttrl(section: MajorityVoteRewardConfig, context: BuildContext) -> Majo
         disagree_score=section.disagree_score,
         min_share=section.min_share,
     )
+
+
+@REWARD_SOURCES.register("gsm8k_rule")
+@REWARD_SOURCES.register("geo3k_rule")
+def build_think_boxed(section: ThinkBoxedRuleConfig, context: BuildContext) -> ThinkBoxedRule:
+    return ThinkBoxedRule(name=section.label, format_weight=section.format_weight)
+
+
+@REWARD_SOURCES.register("avqa_rule")
+def build_answer_tag(section: AvqaRuleConfig, context: BuildContext) -> AnswerTagRule:
+    return AnswerTagRule(name=section.label)
