@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import Tensor
 
-from lightrft.application.cycle import ColocatedRLCycle
+from lightrft.application.cycle import RLCycle
 from lightrft.application.params import AlgorithmParams, TrainParams
 from lightrft.application.policy_optimizer import PolicyOptimizer
 from lightrft.application.trained_rows import rows_with_advantage
@@ -174,5 +174,5 @@ def test_the_cycle_gives_the_maker_the_optimizer_flag() -> None:
     settings = rig.cycle.settings
     for skip in (False, True):
         train = replace(settings.train, skip_zero_advantage_rows=skip)
-        cycle = ColocatedRLCycle(rig.cycle.components, replace(settings, train=train))
+        cycle = RLCycle(rig.cycle.components, replace(settings, train=train))
         assert cycle.maker.skip_zero_advantage_rows is skip
