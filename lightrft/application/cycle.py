@@ -144,7 +144,7 @@ class RLCycle:
         :class:`InlineRolloutFeed` with ``settings.off_policy.max_staleness``; the split
         placement passes a producer's feed, see ``application/rollout_producer.py``)."""
         c, s = components, settings
-        self.components, self.settings = c, s
+        self.components, self._settings = c, s
         self.phases = PhaseSwitcher(_switches(c), plan, c.accelerator)
         self.maker = experience_maker(
             c,
@@ -162,17 +162,6 @@ class RLCycle:
             critic=c.critic,
             critic_strategy=c.critic_strategy,
         )
-        asynchronous = s.off_policy.mode != "sync"
-        self.samples = SampleLog(
-            c.policy,
-            c.tracker,
-            c.collective,
-            s.cycle.log_samples_per_step,
-            s.rollout.sampling.logprob_temperature,
-            tag_versions=asynchronous,
-        )
-        self.update = UpdatePolicy(self.phases, self.optimizer, self.samples)
-        self.prompts = StepPrompts(c.prompts, c.collective, s.rollout, s.cycle)
         self.evaluator = Evaluator(c.engine, c.reward_sources, dict(s.shaping.weights))
         self.reward_failures = RewardFailureMonitor(
             s.reward_failures, [source.name for source in c.reward_sources], c.collective
@@ -201,9 +190,36 @@ class RLCycle:
                 "generated ahead overlap nothing and only add staleness; "
                 "rollout.placement=split runs the engine beside the trainer",
             )
+        self._assemble_step_parts(dropped_on_resume=0)
+
+    @property
+    def settings(self) -> CycleSettings:
+        """The cycle's parameters; setting them assembles the step's parts that read them
+        (prompt schedule, update, sample log, metrics, checkpoints) again."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: CycleSettings) -> None:
+        self._settings = settings
+        self._assemble_step_parts(self.step_metrics.dropped_on_resume)
+
+    def _assemble_step_parts(self, dropped_on_resume: int) -> None:
+        c, s = self.components, self._settings
+        asynchronous = s.off_policy.mode != "sync"
+        self.prompts = StepPrompts(c.prompts, c.collective, s.rollout, s.cycle)
+        self.samples = SampleLog(
+            c.policy,
+            c.tracker,
+            c.collective,
+            s.cycle.log_samples_per_step,
+            s.rollout.sampling.logprob_temperature,
+            tag_versions=asynchronous,
+        )
+        self.update = UpdatePolicy(self.phases, self.optimizer, self.samples)
         self.step_metrics = StepMetrics(
             self.phases, self.feed, c.collective, asynchronous=asynchronous
         )
+        self.step_metrics.dropped_on_resume = dropped_on_resume
         self.checkpoints = CycleCheckpoints(
             c.checkpoints,
             c.collective,
@@ -329,7 +345,7 @@ class RLCycle:
         self.reward_failures.observe(step + 1, batch.metrics)  # numbered as logged
         self.health.before_update(step + 1, batch.metrics)  # may keep this state as the best
         update = self.update(batch, kl_coef=self.state.kl.value, step=step)
-        if update.result.updated_policy:
+        if update.updated_policy:
             self.policy_version += 1
         observed_kl = batch.kl if batch.kl is not None else update.result.kl
         kl = self.state.kl.update(observed_kl or 0.0, len(batch.experience))

@@ -13,9 +13,11 @@ from lightrft.application.stages.records import ExperienceBatch
 
 @dataclass(frozen=True)
 class PolicyUpdate:
-    """What the update did and the traces taken before it."""
+    """What the update did, whether it changed the policy's weights and the traces taken
+    before it."""
 
     result: TrainResult
+    updated_policy: bool
     traces: TokenTraces | None
 
 
@@ -30,4 +32,4 @@ class UpdatePolicy:
         with self.phases.phase(Phase.TRAIN):
             traces = self.samples.traces(batch)  # the sampling policy, before the update
             result = self.optimizer.train(batch.experience, kl_coef=kl_coef, step=step)
-        return PolicyUpdate(result, traces)
+        return PolicyUpdate(result, result.updated_policy, traces)
