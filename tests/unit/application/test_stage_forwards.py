@@ -4,12 +4,16 @@ steps it is for, and the correction is old - trainer_T + engine_T."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 
 from lightrft.adapters.fakes import FakeCollective, FakeCritic, FakePolicy, FakeReferenceModel
 from lightrft.application.params import RolloutParams
+from lightrft.application.phases import Phase, PhaseSwitcher
 from lightrft.application.stages.critic_values import CriticValues
+from lightrft.application.stages.in_phase import InPhase
 from lightrft.application.stages.no_grad_forward import NoGradForward, PlanForwards
 from lightrft.application.stages.old_logprobs import OldLogprobs
 from lightrft.application.stages.records import Annotation
@@ -106,3 +110,15 @@ def test_no_shift_when_the_loss_and_the_engine_share_the_temperature() -> None:
     RolloutCorrection(policy, forward, 1.0, measure=False, correct=True)(record)
     assert record.rollout_logprobs is engine and policy.forward_calls == calls
     assert not record.metrics
+
+
+def test_a_phase_group_runs_its_stages_in_order_inside_the_phase() -> None:
+    phases = PhaseSwitcher({})
+    seen: list[tuple[str, str | None]] = []
+
+    def stage(name: str) -> Callable[[Annotation], None]:
+        return lambda record: seen.append((name, phases.current))
+
+    InPhase(phases, Phase.REFERENCE, [stage("a"), stage("b")])(work(SCORES))
+    assert seen == [("a", Phase.REFERENCE), ("b", Phase.REFERENCE)]
+    assert phases.current is None
