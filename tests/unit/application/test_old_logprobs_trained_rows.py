@@ -1,5 +1,5 @@
 """The experience maker forwards the old policy only on the samples the optimizer trains when
-the loss ratio is the only reader of the old log-probs (``ExperienceMaker`` class doc,
+the loss ratio is the only reader of the old log-probs (``stages/trained_row_selection.py``,
 ``application/trained_rows.py``), and the update is the one the full forward gives."""
 
 from __future__ import annotations
