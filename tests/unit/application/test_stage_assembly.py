@@ -106,7 +106,7 @@ def test_turn_credit_high_entropy_and_the_correction_have_their_stages() -> None
     ]
 
 
-def test_the_trained_row_selection_comes_before_the_old_forward_when_only_the_loss_reads_it():
+def test_the_trained_rows_come_first_when_only_the_loss_reads_old_logprobs() -> None:
     algorithm = replace(GRPO, loss=PolicyLossParams(tis_cap=2.0))
     names = _names(_parts(algorithm, skip_zero_advantage_rows=True))
     assert names[2:] == [

@@ -50,14 +50,16 @@ def test_old_logprobs_equal_the_policys_forward_on_the_whole_batch() -> None:
 
 
 @pytest.mark.parametrize(("kl_coef", "runs"), [(0.0, False), (0.1, True)])
-def test_old_logprobs_read_only_by_the_kl_run_on_steps_with_a_kl(kl_coef: float, runs: bool):  # type: ignore[no-untyped-def]
+def test_old_logprobs_read_only_by_the_kl_run_on_steps_with_a_kl(
+    kl_coef: float, runs: bool
+) -> None:
     record, forward = _planned(kl_coef)
     OldLogprobs(FakePolicy(seed=4), forward, always=False, with_entropy=False)(record)
     assert (record.old is not None) is runs
 
 
 @pytest.mark.parametrize(("kl_coef", "runs"), [(0.0, False), (0.1, True)])
-def test_the_reference_runs_on_steps_with_a_kl(kl_coef: float, runs: bool):  # type: ignore[no-untyped-def]
+def test_the_reference_runs_on_steps_with_a_kl(kl_coef: float, runs: bool) -> None:
     record, forward = _planned(kl_coef)
     reference = FakeReferenceModel(FakePolicy(seed=5).module)
     ReferenceLogprobs(reference, forward)(record)

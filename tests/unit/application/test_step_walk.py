@@ -12,7 +12,7 @@ optimizer once did), so the test fails.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import CodeType, FrameType
@@ -78,7 +78,7 @@ def revisited(visits: list[str]) -> list[str]:
     return sorted({m for i, m in enumerate(visits) if m in visits[:i]})
 
 
-def _half_the_groups_vary(samples: list[RewardSample]) -> RewardResult:
+def _half_the_groups_vary(samples: Sequence[RewardSample]) -> RewardResult:
     return RewardResult(
         torch.tensor([float(i % 4 == 0 and (i // 4) % 2 == 0) for i in range(len(samples))])
     )
