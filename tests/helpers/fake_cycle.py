@@ -1,4 +1,4 @@
-"""Builds a RLCycle wired entirely with CPU fakes, for the application tests."""
+"""Builds an RLCycle wired entirely with CPU fakes, for the application tests."""
 
 from __future__ import annotations
 
