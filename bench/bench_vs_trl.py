@@ -195,7 +195,7 @@ def scratch_dir(prefix: str) -> str:
 
 # --------------------------------------------------------------------------- our side
 def run_ours(a: argparse.Namespace) -> dict[str, Any]:
-    """Times ``ColocatedRLCycle.train_step`` built by the container from the config."""
+    """Times ``RLCycle.train_step`` built by the container from the config."""
     import torch
 
     from lightrft.entrypoints.api import build_container

@@ -1,30 +1,30 @@
-"""ColocatedRLCycle: the RL loop with every component on the same devices.
+"""RLCycle: the RL loop, with the rollout engine beside the trainer (colocated, phases
+switching the devices between them) or elsewhere (the split placement's feed).
 
-One step: weight sync (only if the policy changed) -> rollout -> reward -> reference
-(old/ref log-probs, values, advantages) -> train -> KL controller -> metrics -> checkpoint
--> evaluation. Phase switches follow a colocation plan (:mod:`lightrft.application.phases`).
+One step (:meth:`RLCycle.train_step`), each part in its own module: the batch from the feed
+(:mod:`rollout_feed`; colocated: weight sync if the policy changed, then the experience
+maker's collection stages, generate and score), the experience maker's annotation stages
+(:mod:`experience_maker`, :mod:`lightrft.application.stages`: shaping, the no-grad forwards,
+advantages), the reward-failure and health checks, the update (:mod:`policy_update`), the KL
+controller, the step's metrics (:mod:`step_metrics`) and its logged samples
+(:mod:`sample_rows`). The loop around it evaluates, checkpoints (:mod:`cycle_checkpoint`) and
+stops. Phase switches follow a colocation plan (:mod:`lightrft.application.phases`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import structlog
 import torch
 
-from lightrft.application.checkpoint_resume import load_newest_intact
 from lightrft.application.collapse_rollback import CollapseGuard
-from lightrft.application.constraint_step import ConstraintState
-from lightrft.application.data_schedule import balanced_prompt_indices, prompt_indices
+from lightrft.application.cycle_checkpoint import CycleCheckpoints, CycleState
 from lightrft.application.evaluator import Evaluator
-from lightrft.application.experience_maker import (
-    CollectedRollout,
-    ExperienceBatch,
-    ExperienceMaker,
-)
+from lightrft.application.experience_maker import CollectedRollout, ExperienceMaker
 from lightrft.application.health_watch import HealthWatch
 from lightrft.application.off_policy_params import OffPolicyParams
 from lightrft.application.params import (
@@ -37,6 +37,7 @@ from lightrft.application.params import (
 )
 from lightrft.application.phases import DEFAULT_PLAN, Phase, PhaseSwitcher, Switch
 from lightrft.application.policy_optimizer import PolicyOptimizer
+from lightrft.application.policy_update import UpdatePolicy
 from lightrft.application.reward_failures import (
     RewardFailureMonitor,
     RewardFailurePolicy,
@@ -44,11 +45,11 @@ from lightrft.application.reward_failures import (
 )
 from lightrft.application.rollout_feed import InlineRolloutFeed, RolloutFeed
 from lightrft.application.rollout_queue import Tagged
-from lightrft.application.sample_rows import TokenTraces, sample_rows, token_traces
+from lightrft.application.sample_rows import SampleLog
+from lightrft.application.step_metrics import StepMetrics
+from lightrft.application.step_prompts import StepPrompts
 from lightrft.application.weight_sync import sync_engine_weights
 from lightrft.domain.async_errors import DeadlineExceededError, ProducerDiedError
-from lightrft.domain.kl import KLController, make_kl_controller
-from lightrft.domain.modality import media_cost
 from lightrft.domain.ports import (
     Accelerator,
     CheckpointStore,
@@ -62,7 +63,6 @@ from lightrft.domain.ports import (
     Strategy,
     Tracker,
 )
-from lightrft.domain.rewards import RunningMoments
 from lightrft.domain.types import PromptRecord
 
 log = structlog.get_logger(__name__)
@@ -103,16 +103,6 @@ class CycleSettings:
     off_policy: OffPolicyParams = field(default_factory=OffPolicyParams)
 
 
-@dataclass(frozen=True)
-class CycleState:
-    """What besides model/optimizer state a resumed run needs."""
-
-    step: int
-    kl: KLController
-    reward_moments: RunningMoments
-    constraints: ConstraintState = field(default_factory=ConstraintState)  # the multipliers
-
-
 def experience_maker(
     c: CycleComponents,
     s: CycleSettings,
@@ -140,7 +130,7 @@ def experience_maker(
     )
 
 
-class ColocatedRLCycle:
+class RLCycle:
     """Runs RL steps over the ports; resumable from a :class:`CheckpointStore`."""
 
     def __init__(
@@ -148,13 +138,13 @@ class ColocatedRLCycle:
         components: CycleComponents,
         settings: CycleSettings,
         plan: Mapping[str, frozenset[str]] = DEFAULT_PLAN,
-        feed: Callable[[ColocatedRLCycle], RolloutFeed] | None = None,
+        feed: Callable[[RLCycle], RolloutFeed] | None = None,
     ) -> None:
         """``feed`` builds where rollouts come from (default: the colocated
         :class:`InlineRolloutFeed` with ``settings.off_policy.max_staleness``; the split
         placement passes a producer's feed, see ``application/rollout_producer.py``)."""
         c, s = components, settings
-        self.components, self.settings = c, s
+        self.components, self._settings = c, s
         self.phases = PhaseSwitcher(_switches(c), plan, c.accelerator)
         self.maker = experience_maker(
             c,
@@ -183,13 +173,7 @@ class ColocatedRLCycle:
         self.health = HealthWatch(
             CollapseGuard(s.health, strategies, c.collective, self.phases, by_eval=self._evaluating)
         )
-        a = s.algorithm
-        self.state = CycleState(
-            step=0,
-            kl=make_kl_controller(a.kl_controller, a.kl_coef, a.kl_target, a.kl_horizon),
-            reward_moments=RunningMoments(),
-            constraints=ConstraintState.initial(s.shaping.constraints),
-        )
+        self.state = CycleState.initial(s.algorithm, s.shaping)
         self.policy_version = 0
         self.engine_version: int | None = None  # unknown: sync before the first rollout
         self.history: list[dict[str, float]] = []
@@ -208,7 +192,46 @@ class ColocatedRLCycle:
                 "generated ahead overlap nothing and only add staleness; "
                 "rollout.placement=split runs the engine beside the trainer",
             )
-        self._dropped_on_resume = 0
+        self._assemble_step_parts(dropped_on_resume=0)
+
+    @property
+    def settings(self) -> CycleSettings:
+        """The cycle's parameters; setting them assembles the step's parts that read them
+        (prompt schedule, update, sample log, metrics, checkpoints) again."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: CycleSettings) -> None:
+        self._settings = settings
+        self._assemble_step_parts(self.step_metrics.dropped_on_resume)
+
+    def _assemble_step_parts(self, dropped_on_resume: int) -> None:
+        c, s = self.components, self._settings
+        asynchronous = s.off_policy.mode != "sync"
+        self.prompts = StepPrompts(c.prompts, c.collective, s.rollout, s.cycle)
+        self.samples = SampleLog(
+            c.policy,
+            c.tracker,
+            c.collective,
+            s.cycle.log_samples_per_step,
+            s.rollout.sampling.logprob_temperature,
+            tag_versions=asynchronous,
+        )
+        self.update = UpdatePolicy(self.phases, self.optimizer, self.samples)
+        self.step_metrics = StepMetrics(
+            self.phases, self.feed, c.collective, asynchronous=asynchronous
+        )
+        self.step_metrics.dropped_on_resume = dropped_on_resume
+        self.checkpoints = CycleCheckpoints(
+            c.checkpoints,
+            c.collective,
+            (c.policy_strategy, c.critic_strategy),
+            self.health,
+            self.feed,
+            s.algorithm,
+            s.shaping,
+            asynchronous=asynchronous,
+        )
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -308,7 +331,10 @@ class ColocatedRLCycle:
         )
 
     def train_step(self) -> dict[str, float]:
-        """One RL step; returns its metrics (the state's step is advanced)."""
+        """One RL step; returns its metrics (the state's step is advanced).
+
+        Each line below enters one module and none is entered again later in the step
+        (tests/unit/application/test_step_walk.py)."""
         started = time.perf_counter()
         step = self.state.step
         tagged = self.feed.take(step, self.policy_version)
@@ -320,21 +346,23 @@ class ColocatedRLCycle:
         )
         self.reward_failures.observe(step + 1, batch.metrics)  # numbered as logged
         self.health.before_update(step + 1, batch.metrics)  # may keep this state as the best
-        with self.phases.phase(Phase.TRAIN):
-            traces = self._sample_traces(batch)  # the sampling policy, before the update
-            result = self.optimizer.train(batch.experience, kl_coef=self.state.kl.value, step=step)
-        if result.updated_policy:
+        update = self.update(batch, kl_coef=self.state.kl.value, step=step)
+        if update.updated_policy:
             self.policy_version += 1
-        observed_kl = batch.kl if batch.kl is not None else result.kl
+        observed_kl = batch.kl if batch.kl is not None else update.result.kl
         kl = self.state.kl.update(observed_kl or 0.0, len(batch.experience))
-        metrics = dict(result.metrics)
+        metrics = dict(update.result.metrics)
         metrics["kl/coef"] = self.state.kl.value
-        self.state = CycleState(step + 1, kl, batch.reward_moments, batch.constraints)
+        self.state = replace(
+            self.state,
+            step=step + 1,
+            kl=kl,
+            reward_moments=batch.reward_moments,
+            constraints=batch.constraints,
+        )
         metrics.update(batch.metrics)
-        metrics.update(self._speed_metrics(batch, time.perf_counter() - started))
-        metrics.update(self._async_metrics())
-        metrics = self._mean_over_ranks(metrics)
-        self._log_samples(batch, step + 1, traces, tagged.version)
+        metrics = self.step_metrics.complete(metrics, batch, time.perf_counter() - started)
+        self.samples.log(batch, step + 1, update.traces, tagged.version)
         return metrics
 
     def produce_rollout(self, step: int) -> Tagged[CollectedRollout]:
@@ -346,20 +374,17 @@ class ColocatedRLCycle:
     def collect_batch(self, step: int, maker: ExperienceMaker) -> CollectedRollout:
         """The batch of ``step`` (this rank's prompts, the step's seed) from ``maker``'s
         engine, with the schedule's balance metrics."""
-        prompts, balance = self.step_prompts(step)
-        # the seed is the same on every rank: engines derive per-prompt streams from it, so
-        # a sample does not depend on which rank draws it
-        collected = maker.collect(prompts, seed=self.rollout_seed(step))
+        prompts, balance = self.prompts(step)
+        collected = maker.collect(prompts, seed=self.prompts.seed(step))
         return replace(collected, metrics={**collected.metrics, **balance})
 
     def rollout_seed(self, step: int) -> int:
         """The sampling seed of the batch of ``step``."""
-        return self.settings.cycle.seed * 1_000_003 + step
+        return self.prompts.seed(step)
 
     def step_prompts(self, step: int) -> tuple[list[PromptRecord], dict[str, float]]:
         """This rank's prompts of ``step`` and the balance metrics of the schedule."""
-        indices, balance = self._step_prompts(step)
-        return [self.components.prompts[i] for i in indices], balance
+        return self.prompts(step)
 
     def evaluate(self) -> dict[str, float]:
         """Evaluation metrics of the current policy on the held-out prompts."""
@@ -386,80 +411,26 @@ class ColocatedRLCycle:
             )
         self.engine_version = self.policy_version
 
-    # -- checkpoints ------------------------------------------------------------------
+    # -- checkpoints (:mod:`cycle_checkpoint`) ------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue bitwise identically."""
-        c = self.components
-        state: dict[str, Any] = {
-            "step": self.state.step,
-            "kl": {"type": type(self.state.kl).__name__, **asdict(self.state.kl)},  # type: ignore[call-overload]
-            "reward_moments": asdict(self.state.reward_moments),
-            "constraints": self.state.constraints.to_dict(self.settings.shaping.constraints),
-            "policy_version": self.policy_version,
-            "policy_strategy": c.policy_strategy.state_dict(),
-            "torch_rng": torch.get_rng_state(),
-            "health": self.health.state_dict(),
-        }
-        if c.critic_strategy is not None:
-            state["critic_strategy"] = c.critic_strategy.state_dict()
-        if self.settings.off_policy.mode != "sync":
-            # batches generated ahead are not saved: a resumed run drops and regenerates them
-            state["async_in_flight"] = [list(x) for x in self.feed.in_flight()]
-        return state
+        return self.checkpoints.state_dict(self.state, self.policy_version)
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restores :meth:`state_dict`; the engine is re-synced before its next use."""
-        c = self.components
-        kl = dict(state["kl"])
-        kind = kl.pop("type")
-        a = self.settings.algorithm
-        controller = make_kl_controller(a.kl_controller, a.kl_coef, a.kl_target, a.kl_horizon)
-        if type(controller).__name__ != kind:
-            raise ValueError(
-                f"checkpoint has a {kind} KL controller, config asks for {a.kl_controller}"
-            )
-        self.state = CycleState(
-            step=int(state["step"]),
-            kl=type(controller)(**kl),
-            reward_moments=RunningMoments(**state["reward_moments"]),
-            # absent from checkpoints of older versions (which had no constraints)
-            constraints=ConstraintState.from_dict(
-                state.get("constraints", {}), self.settings.shaping.constraints
-            ),
-        )
-        self.policy_version = int(state["policy_version"])
+        restored = self.checkpoints.load_state_dict(state)
+        self.state, self.policy_version = restored.state, restored.policy_version
         self.engine_version = None
-        c.policy_strategy.load_state_dict(state["policy_strategy"])
-        if c.critic_strategy is not None:
-            c.critic_strategy.load_state_dict(state["critic_strategy"])
-        torch.set_rng_state(state["torch_rng"])
-        if "health" in state:  # absent from checkpoints of older versions
-            self.health.load_state_dict(state["health"])
-        self.feed.restart(self.state.step)
-        self._dropped_on_resume = len(state.get("async_in_flight", ()))
-        if self._dropped_on_resume:
-            log.warning(
-                "async.dropped_on_resume",
-                step=self.state.step,
-                batches=self._dropped_on_resume,
-                versions=[v for _, v in state["async_in_flight"]],
-            )
+        self.step_metrics.dropped_on_resume = restored.dropped_batches
 
     def save_checkpoint(self) -> None:
         """Saves the run state at the current step (atomic, through the store)."""
-        if self.components.checkpoints is None:
-            raise ValueError("no CheckpointStore was given")
-        self.components.checkpoints.save(self.state.step, self.state_dict())
-        log.info("checkpoint.saved", step=self.state.step)
+        self.checkpoints.save(self.state.step, self.state_dict())
 
     def resume(self) -> bool:
-        """Loads the newest intact checkpoint if there is one (damaged ones are logged and
-        skipped, see :mod:`checkpoint_resume`); returns whether it did."""
-        store = self.components.checkpoints
-        if store is None:
-            return False
-        found = load_newest_intact(store, self.components.collective)
+        """Loads the newest intact checkpoint if there is one; returns whether it did."""
+        found = self.checkpoints.newest()
         if found is None:
             return False
         step, state = found
@@ -467,87 +438,9 @@ class ColocatedRLCycle:
         log.info("checkpoint.resumed", step=step)
         return True
 
-    # -- metrics ----------------------------------------------------------------------
-
-    def _async_metrics(self) -> dict[str, float]:
-        """The feed's ``async/*`` metrics (none in ``sync`` mode: its metrics stay as they were)."""
-        if self.settings.off_policy.mode == "sync":
-            return {}
-        metrics = self.feed.step_metrics()
-        metrics["async/dropped_on_resume"] = float(self._dropped_on_resume)
-        self._dropped_on_resume = 0
-        return metrics
-
-    def _speed_metrics(self, batch: ExperienceBatch, elapsed: float) -> dict[str, float]:
-        metrics = self.phases.take_metrics()
-        # split placement: the producer generated, not this process's rollout phase
-        rollout_time = metrics.get("time/rollout_s") or batch.metrics.get(
-            "async/producer_generate_s", 0.0
-        )
-        metrics["time/step_s"] = elapsed
-        metrics["throughput/generated_tokens_per_s"] = (
-            batch.generated_tokens / rollout_time if rollout_time > 0 else 0.0
-        )
-        total_tokens = int(batch.experience.sequences.attention_mask.sum())
-        metrics["throughput/tokens_per_s"] = total_tokens / elapsed if elapsed > 0 else 0.0
-        return metrics
-
-    def _step_prompts(self, step: int) -> tuple[list[int], dict[str, float]]:
-        """This rank's prompt indices at ``step`` (cost-balanced over ranks when asked)."""
-        c, s = self.components, self.settings
-        schedule: dict[str, Any] = {
-            "per_rank": s.rollout.prompts_per_step,
-            "rank": c.collective.rank,
-            "world_size": c.collective.world_size,
-            "num_prompts": len(c.prompts),
-            "seed": s.cycle.seed,
-            "shuffle": s.cycle.shuffle_prompts,
-        }
-        if not s.rollout.balance_ranks or c.collective.world_size == 1:
-            return prompt_indices(step, **schedule), {}
-        return balanced_prompt_indices(step, **schedule, cost=self._prompt_cost)
-
-    def _prompt_cost(self, index: int) -> int:
-        """Prompt tokens (media placeholders expanded) plus the positions its media take."""
-        prompt = self.components.prompts[index]
-        return len(prompt.prompt_token_ids) + media_cost(prompt.multimodal)
-
-    def _mean_over_ranks(self, metrics: dict[str, float]) -> dict[str, float]:
-        """Every metric averaged over data-parallel ranks (all ranks log the same keys)."""
-        collective = self.components.collective
-        if collective.world_size == 1:
-            return metrics
-        keys = sorted(metrics)
-        values = torch.tensor([metrics[k] for k in keys], dtype=torch.float64)
-        mean = collective.all_reduce_sum(values) / collective.world_size
-        return dict(zip(keys, mean.tolist(), strict=True))
-
     def _log(self, metrics: Mapping[str, float], step: int) -> None:
         if self.components.collective.rank == 0:
             self.components.tracker.log_metrics(dict(metrics), step)
-
-    def _logged_rows(self, batch: ExperienceBatch) -> int:
-        """How many samples of ``batch`` are logged (rank 0 logs them)."""
-        return min(self.settings.cycle.log_samples_per_step, len(batch.completions))
-
-    def _sample_traces(self, batch: ExperienceBatch) -> TokenTraces | None:
-        # every rank runs this forward (a sharded policy needs all ranks); rank 0 logs it
-        return token_traces(
-            self.components.policy,
-            batch,
-            self._logged_rows(batch),
-            self.settings.rollout.sampling.logprob_temperature,
-        )
-
-    def _log_samples(
-        self, batch: ExperienceBatch, step: int, traces: TokenTraces | None, version: int
-    ) -> None:
-        rows = self._logged_rows(batch)
-        if rows and self.components.collective.rank == 0:
-            samples = sample_rows(batch, rows, traces)
-            if self.settings.off_policy.mode != "sync":  # the version each sample came from
-                samples = [{**row, "policy_version": version} for row in samples]
-            self.components.tracker.log_samples(samples, step)
 
 
 def _switches(c: CycleComponents) -> dict[str, Switch]:

@@ -19,8 +19,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from lightrft.application.experience_maker import ExperienceBatch
-from lightrft.domain.ports import Policy
+from lightrft.application.stages.records import ExperienceBatch
+from lightrft.domain.ports import Collective, Policy, Tracker
 from lightrft.domain.trajectory import Episode
 
 DIGITS = 4
@@ -104,3 +104,43 @@ def _round(value: Tensor | float) -> float:
 
 def _per_token(values: Tensor, n: int) -> list[float]:
     return [round(v, DIGITS) for v in values[:n].tolist()]
+
+
+class SampleLog:
+    """The cycle's sample logging: the first ``rows_per_step`` samples of each step, their
+    token traces taken under the sampling policy (every rank runs that forward: a sharded
+    policy needs all ranks; rank 0 logs), with the policy version each sample came from when
+    ``tag_versions`` (off-policy runs)."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        tracker: Tracker,
+        collective: Collective,
+        rows_per_step: int,
+        temperature: float,
+        *,
+        tag_versions: bool,
+    ) -> None:
+        self.policy, self.tracker, self.collective = policy, tracker, collective
+        self.rows_per_step, self.temperature = rows_per_step, temperature
+        self.tag_versions = tag_versions
+
+    def rows(self, batch: ExperienceBatch) -> int:
+        """How many samples of ``batch`` are logged."""
+        return min(self.rows_per_step, len(batch.completions))
+
+    def traces(self, batch: ExperienceBatch) -> TokenTraces | None:
+        """The logged rows' token traces (before the update)."""
+        return token_traces(self.policy, batch, self.rows(batch), self.temperature)
+
+    def log(
+        self, batch: ExperienceBatch, step: int, traces: TokenTraces | None, version: int
+    ) -> None:
+        """Logs the rows of ``batch`` as ``step`` (rank 0)."""
+        rows = self.rows(batch)
+        if rows and self.collective.rank == 0:
+            samples = sample_rows(batch, rows, traces)
+            if self.tag_versions:  # the version each sample came from
+                samples = [{**row, "policy_version": version} for row in samples]
+            self.tracker.log_samples(samples, step)

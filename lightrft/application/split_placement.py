@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lightrft.application.cycle import ColocatedRLCycle, experience_maker
+from lightrft.application.cycle import RLCycle, experience_maker
 from lightrft.application.experience_maker import CollectedRollout
 from lightrft.application.partial_generation import ChunkedEngine
 from lightrft.application.phases import Phase, PhaseSwitcher
@@ -22,10 +22,10 @@ from lightrft.application.rollout_producer import ProducerPorts, Snapshot, Threa
 from lightrft.domain.ports import RolloutEngine
 
 
-def split_feed(engine: RolloutEngine) -> Callable[[ColocatedRLCycle], ThreadedRolloutFeed]:
-    """The ``feed`` argument of :class:`ColocatedRLCycle` for an engine placed elsewhere."""
+def split_feed(engine: RolloutEngine) -> Callable[[RLCycle], ThreadedRolloutFeed]:
+    """The ``feed`` argument of :class:`RLCycle` for an engine placed elsewhere."""
 
-    def build(cycle: ColocatedRLCycle) -> ThreadedRolloutFeed:
+    def build(cycle: RLCycle) -> ThreadedRolloutFeed:
         c, s = cycle.components, cycle.settings
         if c.collective.world_size > 1:
             raise ValueError(

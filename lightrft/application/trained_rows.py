@@ -5,7 +5,7 @@ is exactly zero: every advantage zero while every loss term carries the advantag
 entropy term, no critic, a policy loss that is ``zero_without_advantage``). In GRPO these are
 the groups whose samples all scored alike. The same rule tells the experience maker which
 samples' old log-probs the loss will read, so it forwards only those
-(``ExperienceMaker``, old log-probs on the trained rows only); one rule for both keeps the
+(:mod:`lightrft.application.stages.trained_row_selection`); one rule for both keeps the
 two from drifting apart.
 
 Shapes: B samples, R response tokens.

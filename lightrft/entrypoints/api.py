@@ -13,7 +13,7 @@ from typing import Any
 
 from dependency_injector import providers
 
-from lightrft.application.cycle import ColocatedRLCycle
+from lightrft.application.cycle import RLCycle
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.container import Container
 
@@ -33,6 +33,6 @@ def build_container(config: RunConfig, **overrides: Any) -> Container:
     return container
 
 
-def build_cycle(config: RunConfig, **overrides: Any) -> ColocatedRLCycle:
+def build_cycle(config: RunConfig, **overrides: Any) -> RLCycle:
     """The colocated RL cycle for ``config``, with any provider overridden (see above)."""
     return build_container(config, **overrides).cycle()  # type: ignore[no-any-return]

@@ -17,7 +17,7 @@ from dependency_injector import containers, providers
 
 from lightrft.adapters.accelerators.visibility import device_env, runtime_initialized
 from lightrft.adapters.engine_process import ProcessRolloutEngine
-from lightrft.application.cycle import ColocatedRLCycle, CycleComponents
+from lightrft.application.cycle import CycleComponents, RLCycle
 from lightrft.application.phases import DEFAULT_PLAN, engine_on_policy_plan
 from lightrft.application.rollout_feed import RolloutFeed
 from lightrft.application.split_placement import split_feed
@@ -116,12 +116,12 @@ class Container(containers.DeclarativeContainer):
     feed = providers.Singleton(
         lambda config, accelerator: build_feed(config, accelerator), config, accelerator.provider
     )
-    cycle = providers.Singleton(ColocatedRLCycle, components, settings, plan, feed)
+    cycle = providers.Singleton(RLCycle, components, settings, plan, feed)
 
 
 def build_feed(
     config: Any, accelerator: Callable[[], Any] | None = None
-) -> Callable[[ColocatedRLCycle], RolloutFeed] | None:
+) -> Callable[[RLCycle], RolloutFeed] | None:
     """The cycle's rollout feed: ``None`` (colocated, built by the cycle) or, for
     ``rollout.placement=split``, a producer driving a :class:`ProcessRolloutEngine` that
     builds the configured engine in a child process with its own weight copy, on the

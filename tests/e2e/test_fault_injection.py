@@ -185,12 +185,12 @@ def test_a_reward_source_failing_on_every_sample_stops_with_a_checkpoint(tmp_pat
 def test_the_failure_policy_can_be_disabled() -> None:
     from dataclasses import replace
 
-    from lightrft.application.cycle import ColocatedRLCycle
+    from lightrft.application.cycle import RLCycle
     from lightrft.application.reward_failures import RewardFailurePolicy
 
     rig = build_rig("grpo", total_steps=4)
     settings = replace(rig.cycle.settings, reward_failures=RewardFailurePolicy(enabled=False))
-    cycle = ColocatedRLCycle(rig.cycle.components, settings)
+    cycle = RLCycle(rig.cycle.components, settings)
     rig.rule.score = lambda samples: RewardResult(  # type: ignore[method-assign]
         torch.zeros(len(samples)), {"failures": torch.tensor(float(len(samples)))}
     )

@@ -1,4 +1,4 @@
-"""Builds a ColocatedRLCycle wired entirely with CPU fakes, for the application tests."""
+"""Builds an RLCycle wired entirely with CPU fakes, for the application tests."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from lightrft.adapters.fakes import (
     InMemoryTracker,
     synthetic_prompts,
 )
-from lightrft.application.cycle import ColocatedRLCycle, CycleComponents, CycleSettings
+from lightrft.application.cycle import CycleComponents, CycleSettings, RLCycle
 from lightrft.application.off_policy_params import OffPolicyParams
 from lightrft.application.params import (
     AlgorithmParams,
@@ -62,7 +62,7 @@ ALGORITHMS: dict[str, AlgorithmParams] = {
 class FakeRig:
     """The cycle plus handles on every fake, so tests can inspect what happened."""
 
-    cycle: ColocatedRLCycle
+    cycle: RLCycle
     policy: FakePolicy
     strategy: FakeStrategy
     engine: FakeRolloutEngine
@@ -97,7 +97,7 @@ def build_rig(
     off_policy: OffPolicyParams | None = None,
     engine: FakeRolloutEngine | None = None,
     extra_rewards: Sequence[RewardSource] = (),
-    feed: Callable[[ColocatedRLCycle], RolloutFeed] | None = None,
+    feed: Callable[[RLCycle], RolloutFeed] | None = None,
     teachers: Sequence[FakeReferenceModel] = (),
     constraints: Sequence[CostLimit] = (),
 ) -> FakeRig:
@@ -165,7 +165,7 @@ def build_rig(
         health=health if health is not None else HealthParams(),
         off_policy=off_policy if off_policy is not None else OffPolicyParams(),
     )
-    cycle = ColocatedRLCycle(components, settings, feed=feed)
+    cycle = RLCycle(components, settings, feed=feed)
     return FakeRig(
         cycle,
         policy,

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from lightrft.adapters.fakes import FakeRuleReward
 from lightrft.adapters.rewards import MajorityVoteReward
-from lightrft.application.cycle import ColocatedRLCycle
+from lightrft.application.cycle import RLCycle
 from lightrft.application.evaluator import Evaluator
 from lightrft.domain.eval_metrics import GradedAnswer
 from lightrft.domain.types import PromptRecord
@@ -36,7 +36,7 @@ class Unlabeled:
         return replace(self.source[index], reference=None)  # type: ignore[index]
 
 
-def ttrl_cycle(rig: FakeRig, total_steps: int) -> ColocatedRLCycle:
+def ttrl_cycle(rig: FakeRig, total_steps: int) -> RLCycle:
     """The rig's policy, strategy and engine, now rewarded by majority vote, without labels.
 
     Only the held-out prompts keep their references, for :func:`true_accuracy`.
@@ -53,10 +53,10 @@ def ttrl_cycle(rig: FakeRig, total_steps: int) -> ColocatedRLCycle:
         shaping=replace(s.shaping, weights={}),
         cycle=replace(s.cycle, total_steps=total_steps, eval_every=None, seed=s.cycle.seed + 1),
     )
-    return ColocatedRLCycle(components, settings)
+    return RLCycle(components, settings)
 
 
-def true_accuracy(cycle: ColocatedRLCycle) -> float:
+def true_accuracy(cycle: RLCycle) -> float:
     """Greedy accuracy of the cycle's policy on its held-out prompts by the labelled rule."""
     cycle.evaluator = Evaluator(cycle.components.engine, [FakeRuleReward()])
     return cycle.evaluate()["eval/accuracy"]

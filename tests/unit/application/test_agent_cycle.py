@@ -17,7 +17,7 @@ from lightrft.adapters.fakes import (
 )
 from lightrft.adapters.rewards.environment_reward import EnvironmentReward
 from lightrft.application.agent_rollout import AgentRolloutEngine
-from lightrft.application.cycle import ColocatedRLCycle
+from lightrft.application.cycle import RLCycle
 from lightrft.application.experience_maker import ExperienceBatch
 from lightrft.application.params import AgentParams, AlgorithmParams, RolloutParams
 from lightrft.domain.agent import Action, EnvironmentFactory, StepOutcome
@@ -35,7 +35,7 @@ def agent_cycle(
     steps: int,
     algorithm: str | AlgorithmParams = "grpo",
     environment: EnvironmentFactory = FakeRetryEnvironment,
-) -> ColocatedRLCycle:
+) -> RLCycle:
     rig = build_rig(algorithm, total_steps=steps, prompts_per_step=8, n=4, lr=3e-2)
     agent = AgentRolloutEngine(
         FakeRolloutEngine(seed=1),
@@ -57,7 +57,7 @@ def agent_cycle(
         shaping=replace(rig.cycle.settings.shaping, weights={}),
         cycle=replace(rig.cycle.settings.cycle, eval_every=steps),
     )
-    return ColocatedRLCycle(components, settings)
+    return RLCycle(components, settings)
 
 
 def test_multi_turn_grpo_learns_the_retry_task_and_logs_agent_metrics() -> None:

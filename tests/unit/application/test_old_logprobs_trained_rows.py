@@ -1,5 +1,5 @@
 """The experience maker forwards the old policy only on the samples the optimizer trains when
-the loss ratio is the only reader of the old log-probs (``ExperienceMaker`` class doc,
+the loss ratio is the only reader of the old log-probs (``stages/trained_row_selection.py``,
 ``application/trained_rows.py``), and the update is the one the full forward gives."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import Tensor
 
-from lightrft.application.cycle import ColocatedRLCycle
+from lightrft.application.cycle import RLCycle
 from lightrft.application.params import AlgorithmParams, TrainParams
 from lightrft.application.policy_optimizer import PolicyOptimizer
 from lightrft.application.trained_rows import rows_with_advantage
@@ -174,5 +174,5 @@ def test_the_cycle_gives_the_maker_the_optimizer_flag() -> None:
     settings = rig.cycle.settings
     for skip in (False, True):
         train = replace(settings.train, skip_zero_advantage_rows=skip)
-        cycle = ColocatedRLCycle(rig.cycle.components, replace(settings, train=train))
+        cycle = RLCycle(rig.cycle.components, replace(settings, train=train))
         assert cycle.maker.skip_zero_advantage_rows is skip

@@ -12,7 +12,7 @@ import torch
 from lightrft.adapters.fakes import FakeCollective, InMemoryTracker, synthetic_prompts
 from lightrft.adapters.hf import HfPolicy, HfRolloutEngine, LoraParams
 from lightrft.adapters.single_device import SingleDeviceStrategy
-from lightrft.application.cycle import ColocatedRLCycle, CycleComponents, CycleSettings
+from lightrft.application.cycle import CycleComponents, CycleSettings, RLCycle
 from lightrft.application.off_policy_params import OffPolicyParams
 from lightrft.application.params import CycleParams, RolloutParams, TrainParams
 from lightrft.application.weight_sync import sync_engine_weights
@@ -40,7 +40,7 @@ class TokenSumReward:
     def close(self) -> None: ...
 
 
-def _cycle(mode: str, staleness: int, lora: LoraParams | None = None) -> ColocatedRLCycle:
+def _cycle(mode: str, staleness: int, lora: LoraParams | None = None) -> RLCycle:
     policy = HfPolicy(tiny_model(0), lora=lora)
     strategy = SingleDeviceStrategy(CPU, OptimizerParams(lr=0.05, max_grad_norm=1.0))
     strategy.prepare(policy.module)
@@ -61,10 +61,10 @@ def _cycle(mode: str, staleness: int, lora: LoraParams | None = None) -> Colocat
         cycle=CycleParams(total_steps=STEPS, log_samples_per_step=0),
         off_policy=OffPolicyParams(mode=mode, max_staleness=staleness),  # type: ignore[arg-type]
     )
-    return ColocatedRLCycle(components, settings)
+    return RLCycle(components, settings)
 
 
-def _weights(cycle: ColocatedRLCycle) -> dict[str, torch.Tensor]:
+def _weights(cycle: RLCycle) -> dict[str, torch.Tensor]:
     return {n: p.detach().clone() for n, p in cycle.components.policy.module.named_parameters()}
 
 
