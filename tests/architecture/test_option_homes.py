@@ -21,6 +21,7 @@ from lightrft.entrypoints.config.run_config import RunConfig
 RESOLVED = {
     "algorithm.logprob_temperature": "'sampling' -> the rollout's log-prob temperature",
     "reward.constraints": "ConstraintConfig -> CostLimit",
+    "optim.warmup_steps": "optim.warmup_ratio x the optimizer steps when the ratio is set",
     "reward.recipes": "label -> source configs -> RecipeBook (with the built-in recipes)",
 }
 

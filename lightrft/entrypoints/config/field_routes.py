@@ -43,6 +43,7 @@ NOT_COPIED: Mapping[str, str] = {
     "reward.source_timeout_s": "RewardShapingParams.concurrency",
     "reward.unknown_label": "RewardShapingParams.recipes (the recipe book's fallback)",
     "train.health": "HealthParams.thresholds",
+    "optim.warmup_ratio": "OptimizerParams.warmup_steps (a fraction of the optimizer steps)",
     "eval.every": "CycleParams.eval_every",
     "eval.max_prompts": "CycleParams.eval_max_prompts",
     "eval.n_samples": "CycleParams.eval_sampling.n",

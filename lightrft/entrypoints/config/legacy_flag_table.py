@@ -521,12 +521,6 @@ FLAGS: dict[str, Flag] = {
 
 PENDING_KEYS = frozenset(
     {
-        "data.train.label_key",
-        "data.eval.label_key",
-        "data.train.split",
-        "data.eval.split",
-        "data.train.sampling_probs",
-        "optim.warmup_ratio",
         "optim.critic_lr",
     }
 )

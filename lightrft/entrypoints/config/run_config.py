@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from pydantic import Field, model_validator
 
 from lightrft.application import params as service_params
@@ -150,8 +152,15 @@ class RunConfig(Section):
         )
 
     def optimizer_params(self) -> OptimizerParams:
+        steps = self._optimizer_steps()
+        ratio = self.optim.warmup_ratio
+        warmup = self.optim.warmup_steps if ratio is None else math.ceil(ratio * steps)
         return params_from(
-            OptimizerParams, self.optim, defaults="eps", total_steps=self._optimizer_steps()
+            OptimizerParams,
+            self.optim,
+            defaults="eps",
+            resolved={"warmup_steps": warmup},
+            total_steps=steps,
         )
 
     def _optimizer_steps(self) -> int:

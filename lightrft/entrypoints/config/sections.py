@@ -572,10 +572,27 @@ class OptimConfig(Section):
     betas: tuple[float, float] = Field((0.9, 0.999), description="AdamW betas.")
     max_grad_norm: float | None = Field(1.0, gt=0, description="Gradient clipping norm.")
     warmup_steps: int = Field(0, ge=0, description="Linear warmup steps.")
+    warmup_ratio: float | None = Field(
+        None,
+        ge=0,
+        lt=1,
+        description="Linear warmup as a fraction of the run's optimizer steps (rounded up), "
+        "instead of warmup_steps (the original LightRFT's --lr_warmup_ratio). null: "
+        "warmup_steps decides.",
+    )
     schedule: Literal["constant", "cosine", "linear"] = Field(
         "constant", description="LR schedule."
     )
     min_lr_ratio: float = Field(0.0, ge=0, le=1, description="Final LR as a fraction of the peak.")
+
+    @model_validator(mode="after")
+    def _one_warmup(self) -> OptimConfig:
+        if self.warmup_ratio is not None and self.warmup_steps:
+            raise ValueError(
+                f"optim.warmup_ratio ({self.warmup_ratio}) and optim.warmup_steps "
+                f"({self.warmup_steps}) both set the warmup; set one of them"
+            )
+        return self
 
 
 class BackendConfig(Section):
