@@ -32,7 +32,7 @@ from typing import Any
 
 from lightrft.adapters.datasets.tool_arithmetic import SYSTEM_PROMPT, tool_problems, warm_up_traces
 from lightrft.adapters.report import render_report
-from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.config.loading import load_config, load_sft_config
 from lightrft.entrypoints.jobs.eval import evaluate
 from lightrft.entrypoints.jobs.sft import sft
 from lightrft.entrypoints.jobs.training import train
@@ -134,7 +134,7 @@ def _run_stages(options: AgentDemoOptions, overrides: Sequence[str]) -> dict[str
     times["base_eval_s"] = time.monotonic() - start
 
     start = time.monotonic()
-    sft_config = load_config(
+    sft_config = load_sft_config(
         None,
         [
             *_model(options),

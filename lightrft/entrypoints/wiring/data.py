@@ -27,7 +27,6 @@ from lightrft.domain.registry import Registry
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.sections import DatasetConfig
 from lightrft.entrypoints.field_copy import copy_fields
-from lightrft.entrypoints.wiring import reward_sources  # noqa: F401  (registers the built-ins)
 from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
 
 BuiltinTask = Callable[[DatasetConfig, Any, PromptFormat], PromptSource]

@@ -19,20 +19,17 @@ from lightrft.entrypoints.config.reward_configs import (
     MathRewardConfig,
     PythonRewardConfig,
 )
-from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext
+from lightrft.entrypoints.wiring.registries import BuildContext
 
 
-@REWARD_SOURCES.register("math")
 def build_math(section: MathRewardConfig, context: BuildContext) -> MathAnswerReward:
     return MathAnswerReward(name=section.label, extractors=tuple(section.extractors))
 
 
-@REWARD_SOURCES.register("choice")
 def build_choice(section: ChoiceRewardConfig, context: BuildContext) -> ChoiceAnswerReward:
     return ChoiceAnswerReward(name=section.label)
 
 
-@REWARD_SOURCES.register("format")
 def build_format(section: FormatRewardConfig, context: BuildContext) -> FormatReward:
     tag = section.think_tag
     return FormatReward(
@@ -40,7 +37,6 @@ def build_format(section: FormatRewardConfig, context: BuildContext) -> FormatRe
     )
 
 
-@REWARD_SOURCES.register("length")
 def build_length(section: LengthRewardConfig, context: BuildContext) -> LengthReward:
     max_length = section.max_length or context.config.rollout.max_new_tokens
     return LengthReward(
@@ -51,14 +47,12 @@ def build_length(section: LengthRewardConfig, context: BuildContext) -> LengthRe
     )
 
 
-@REWARD_SOURCES.register("python")
 def build_python(section: PythonRewardConfig, context: BuildContext) -> PythonFunctionReward:
     return PythonFunctionReward(
         section.function, name=section.label, timeout_seconds=section.timeout_s
     )
 
 
-@REWARD_SOURCES.register("ttrl")
 def build_ttrl(section: MajorityVoteRewardConfig, context: BuildContext) -> MajorityVoteReward:
     return MajorityVoteReward(
         MathAnswerGrader(tuple(section.extractors)),
