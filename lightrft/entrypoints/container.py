@@ -22,7 +22,6 @@ from lightrft.application.phases import DEFAULT_PLAN, engine_on_policy_plan
 from lightrft.application.rollout_feed import RolloutFeed
 from lightrft.application.split_placement import split_feed
 from lightrft.domain.ports import RolloutEngine
-from lightrft.entrypoints.roots.tokenizer import pad_token_id
 from lightrft.entrypoints.wiring import agents, data, models
 from lightrft.entrypoints.wiring.registrations import register_builtins
 
@@ -102,7 +101,7 @@ class Container(containers.DeclarativeContainer):
         teachers=teachers,
     )
     settings = providers.Singleton(
-        lambda config, tokenizer: config.to_domain(pad_token_id=pad_token_id(tokenizer)),
+        lambda config, tokenizer: config.to_domain(pad_token_id=models.pad_token_id(tokenizer)),
         config,
         tokenizer,
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 import structlog
 
-from lightrft.adapters.datasets.sft_rows import SftDataset
+from lightrft.adapters.datasets.sft_rows import SftDataset, SftStats
 from lightrft.adapters.tracking.progress import ProgressTracker
 from lightrft.application.sft_trainer import SftParams, SftTrainer
 from lightrft.entrypoints.config.loading import dump_config
@@ -25,7 +25,6 @@ from lightrft.entrypoints.jobs.training import export_policy
 from lightrft.entrypoints.next_command import NextCommand
 from lightrft.entrypoints.roots.model_run import ModelRunRoot
 from lightrft.entrypoints.roots.sft import sft_inputs, sft_root
-from lightrft.entrypoints.roots.tokenizer import pad_token_id
 from lightrft.entrypoints.run_dir.directory import trim_logs_after
 from lightrft.entrypoints.run_dir.final_export import FinalState
 from lightrft.entrypoints.run_dir.guard import RunStart, config_request, guard_run_directory
@@ -57,7 +56,7 @@ def sft(
         s,
         "epochs batch_size micro_batch_size max_tokens_per_micro_batch total_steps seed "
         "eval_batch_size",
-        pad_token_id=pad_token_id(inputs.tokenizer),
+        pad_token_id=inputs.pad_token_id,
         eval_every=s.eval_every if eval_data is not None else None,
         checkpoint_every=config.checkpoint.every,
     )
@@ -128,7 +127,7 @@ def _sft_in(
 
 
 def _summary(
-    trainer: SftTrainer, history: list[dict[str, float]], run_dir: Path, stats: Any
+    trainer: SftTrainer, history: list[dict[str, float]], run_dir: Path, stats: SftStats
 ) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "steps": trainer.step,

@@ -21,6 +21,7 @@ class SftInputs:
     """What an SFT run's length is computed from."""
 
     tokenizer: Tokenizer
+    pad_token_id: int  # the tokenizer's, 0 when it has none
     train: SftDataset
     eval: SftDataset | None
     processes: int  # every process of the run (sequence-parallel ranks included)
@@ -44,7 +45,7 @@ def sft_inputs(
         assert built is not None
         data = built, build_sft_data(s.eval_data, tokenizer, media)
     processes = models.process_rank(config, models.build_accelerator(config))[1]
-    return SftInputs(tokenizer, data[0], data[1], processes)
+    return SftInputs(tokenizer, models.pad_token_id(tokenizer), data[0], data[1], processes)
 
 
 def sft_root(config: SftRunConfig, tokenizer: Tokenizer) -> ModelRunRoot:

@@ -14,8 +14,3 @@ class Tokenizer(Protocol):
 
     def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = ...) -> str: ...
 
-
-def pad_token_id(tokenizer: object) -> int:
-    """The tokenizer's pad token id, 0 when it has none."""
-    pad = getattr(tokenizer, "pad_token_id", None)
-    return int(pad) if pad is not None else 0

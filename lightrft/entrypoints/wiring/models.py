@@ -126,6 +126,12 @@ def build_tokenizer(config: RunConfig, path: Path) -> Any:
     return loader(config).tokenizer(config, path)
 
 
+def pad_token_id(tokenizer: object) -> int:
+    """The tokenizer's pad token id, 0 when it has none."""
+    pad = getattr(tokenizer, "pad_token_id", None)
+    return int(pad) if pad is not None else 0
+
+
 def build_context(
     config: RunConfig,
     path: Path,
