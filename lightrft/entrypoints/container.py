@@ -22,7 +22,7 @@ from lightrft.application.phases import DEFAULT_PLAN, engine_on_policy_plan
 from lightrft.application.rollout_feed import RolloutFeed
 from lightrft.application.split_placement import split_feed
 from lightrft.domain.ports import RolloutEngine
-from lightrft.entrypoints.wiring import agents, data, models
+from lightrft.entrypoints.wiring import agents, models, reward_sources, run_outputs
 from lightrft.entrypoints.wiring.registrations import register_builtins
 
 
@@ -77,10 +77,10 @@ class Container(containers.DeclarativeContainer):
         lambda context: models.build_prompt_source(context, context.config.data.eval, "data.eval"),
         context,
     )
-    reward_sources = providers.Singleton(data.build_rewards, context)
-    tracker = providers.Singleton(data.build_tracker, config, process.provided[0])
+    reward_sources = providers.Singleton(reward_sources.build_rewards, context)
+    tracker = providers.Singleton(run_outputs.build_tracker, config, process.provided[0])
     checkpoints = providers.Singleton(
-        data.build_checkpoints, config, process.provided[0], process.provided[1]
+        run_outputs.build_checkpoints, config, process.provided[0], process.provided[1]
     )
 
     components = providers.Singleton(

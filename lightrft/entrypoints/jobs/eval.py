@@ -20,7 +20,9 @@ def evaluate(config: RunConfig, output: Path | None = None) -> dict[str, Any]:
     settings = root.settings()
     sampling = settings.cycle.eval_sampling
     evaluator = Evaluator(engine, root.reward_sources(), dict(settings.shaping.weights))
-    metrics = evaluator.evaluate(root.eval_prompts(), sampling, config.eval.max_prompts)
+    prompts = root.eval_prompts()
+    assert prompts is not None  # data.eval is set
+    metrics = evaluator.evaluate(prompts, sampling, config.eval.max_prompts)
     report: dict[str, Any] = {
         "model": str(root.model_path()),
         "dataset": config.data.eval.path or f"builtin:{config.data.eval.builtin}",

@@ -27,16 +27,16 @@ class EvalRoot:
         self._container = container
 
     def model_path(self) -> Path:
-        return cast(Path, self._container.model_path())
+        return self._container.model_path()
 
     def engine(self) -> RolloutEngine:
-        return cast(RolloutEngine, self._container.engine())
+        return self._container.engine()
 
     def reward_sources(self) -> Sequence[RewardSource]:
-        return cast("list[RewardSource]", self._container.reward_sources())
+        return self._container.reward_sources()
 
     def eval_prompts(self) -> PromptSource | None:
-        return cast("PromptSource | None", self._container.eval_prompts())
+        return self._container.eval_prompts()
 
     def settings(self) -> CycleSettings:
         """The service parameters (the evaluation sampling, the rewards' weights)."""

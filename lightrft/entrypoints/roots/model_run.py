@@ -45,7 +45,7 @@ class ModelRunRoot:
 
     def collective(self) -> Collective:
         """Over the data-parallel ranks (one per sequence-parallel group)."""
-        return cast(Collective, self._container.collective())
+        return self._container.collective()
 
     def process(self) -> tuple[int, int]:
         """(rank, world size) of this process among all processes."""
@@ -60,20 +60,20 @@ class ModelRunRoot:
         return TorchCollective() if world != collective.world_size else collective
 
     def model_path(self) -> Path:
-        return cast(Path, self._container.model_path())
+        return self._container.model_path()
 
     def tokenizer(self) -> Tokenizer:
         return cast(Tokenizer, self._container.tokenizer())
 
     def tracker(self) -> Tracker:
-        return cast(Tracker, self._container.tracker())
+        return self._container.tracker()
 
     def use_tracker(self, tracker: Tracker) -> None:
         """``tracker`` for everything built from now on (the cycle logs to it)."""
         self._container.tracker.override(tracker)
 
     def checkpoints(self) -> CheckpointStore:
-        return cast(CheckpointStore, self._container.checkpoints())
+        return self._container.checkpoints()
 
     def policy(self) -> ExportablePolicy:
         return cast(ExportablePolicy, self._container.policy())

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
+from lightrft.adapters.hf.loading import DTypeName
 from lightrft.adapters.hf.multimodal_inputs import PromptEncoder
 from lightrft.adapters.reward_models import HfScalarRewardModel
 from lightrft.domain.ports import Collective, Policy, Strategy
@@ -62,13 +63,11 @@ class RewardModelRoot:
         self.collective: Collective = models.build_collective(self.config, accelerator)
         context = BuildContext(self.config, Path("."), self.device, None, _no_policy)
         self.strategy: Strategy = build(STRATEGIES, self.config.backend.strategy, context)
-        self._dtype = DTYPES[backend.dtype]
+        self._dtype = cast(DTypeName, DTYPES[backend.dtype])
 
     def media_encoder(self, path: Path, modality: str, tokenizer: Any) -> PromptEncoder | None:
         """The prompt encoder of a ``modality`` backbone in ``path`` (None for text)."""
-        encoder: PromptEncoder | None = reward_media_encoder(
-            path, modality, self.config, tokenizer
-        )
+        encoder: PromptEncoder | None = reward_media_encoder(path, modality, self.config, tokenizer)
         return encoder
 
     def scalar_rm_parts(

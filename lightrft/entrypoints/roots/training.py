@@ -20,13 +20,13 @@ class TrainingRoot(ModelRunRoot):
         return cast(PromptSource, self._container.prompts())
 
     def eval_prompts(self) -> PromptSource | None:
-        return cast("PromptSource | None", self._container.eval_prompts())
+        return self._container.eval_prompts()
 
     def reward_sources(self) -> Sequence[RewardSource]:
-        return cast("list[RewardSource]", self._container.reward_sources())
+        return self._container.reward_sources()
 
     def cycle(self) -> ColocatedRLCycle:
-        return cast(ColocatedRLCycle, self._container.cycle())
+        return self._container.cycle()
 
 
 def training_root(config: RunConfig, **overrides: Any) -> TrainingRoot:

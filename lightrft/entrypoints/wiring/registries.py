@@ -42,6 +42,7 @@ from lightrft.entrypoints.config.components import (
     register_config,
 )
 
+
 @dataclass(frozen=True)
 class BuildContext:
     """What every builder may use. ``policy`` builds (once) and returns the run's policy."""

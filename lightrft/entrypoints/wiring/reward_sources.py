@@ -1,4 +1,4 @@
-"""Built-in reward source builders (``reward.sources``)."""
+"""Built-in reward source builders (``reward.sources``) and the run's reward sources."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from lightrft.adapters.rewards import (
     MathAnswerReward,
     PythonFunctionReward,
 )
+from lightrft.domain.ports import RewardSource
 from lightrft.entrypoints.config.reward_configs import (
     ChoiceRewardConfig,
     FormatRewardConfig,
@@ -19,7 +20,7 @@ from lightrft.entrypoints.config.reward_configs import (
     MathRewardConfig,
     PythonRewardConfig,
 )
-from lightrft.entrypoints.wiring.registries import BuildContext
+from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
 
 
 def build_math(section: MathRewardConfig, context: BuildContext) -> MathAnswerReward:
@@ -61,3 +62,8 @@ def build_ttrl(section: MajorityVoteRewardConfig, context: BuildContext) -> Majo
         disagree_score=section.disagree_score,
         min_share=section.min_share,
     )
+
+
+def build_rewards(context: BuildContext) -> list[RewardSource]:
+    """One reward source per ``reward.sources`` section, from its registered builder."""
+    return [build(REWARD_SOURCES, section, context) for section in context.config.reward.sources]
