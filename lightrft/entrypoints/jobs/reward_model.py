@@ -18,7 +18,6 @@ from typing import Any, NamedTuple, TypeVar
 
 import structlog
 
-from lightrft.adapters.checkpoint import LocalCheckpointStore
 from lightrft.adapters.datasets import PromptFormat, PromptRenderer
 from lightrft.adapters.datasets.preferences import (
     PreferenceSpec,
@@ -29,14 +28,11 @@ from lightrft.adapters.datasets.preferences import (
 from lightrft.adapters.datasets.rendering import RenderMode
 from lightrft.adapters.hf import default_model_path
 from lightrft.adapters.reward_models import (
-    HfScalarRewardModel,
     PairEncoding,
     RewardLoraParams,
     RewardModelCard,
     ScoreNormalization,
-    load_reward_tokenizer,
 )
-from lightrft.adapters.tracking.factory import make_tracker
 from lightrft.application.reward_model_training import (
     RewardModelTrainer,
     RewardTrainParams,
@@ -191,15 +187,14 @@ def _train_in(
     options: RmTrainOptions, start: RunStart, path: Path, root: RewardModelRoot
 ) -> dict[str, Any]:
     out = Path(options.output)
-    strategy, collective, device = root.strategy, root.collective, root.device
+    strategy, collective = root.strategy, root.collective
     seed = options.train.seed  # seeds the fresh score head and LoRA adapters
-    tokenizer = load_reward_tokenizer(path)
+    tokenizer = root.tokenizer(path)
     encoder = root.media_encoder(path, options.modality, tokenizer)
     rate = None if encoder is None else encoder.requirements.audio_sampling_rate
     data = _with_audio_rate(options.data, rate)
     # the data (every row checked) before the weights
     train_pairs, eval_pairs, skipped_rows = preference_splits(tokenizer, data, seed)
-    parts = root.scalar_rm_parts(path, options.modality, encoder, tokenizer, init_seed=seed)
     renderer = _renderer(tokenizer, options.data)
     encoding = PairEncoding(not renderer.uses_chat_template, options.max_length)
     card = RewardModelCard(encoding, modality=options.modality)
@@ -208,15 +203,12 @@ def _train_in(
         if options.lora_rank
         else None
     )
-    rm = HfScalarRewardModel(
-        parts.classifier, tokenizer, device, card=card, lora=lora, media=parts.media
-    )
+    rm = root.reward_model(path, encoder, tokenizer, card, lora, init_seed=seed)
     if not options.train_backbone:
         rm.net.backbone.requires_grad_(False)
     strategy.prepare(rm.module)
     main = collective.rank == 0
-    tracker = make_tracker(["jsonl"], out) if main else None
-    store = LocalCheckpointStore(out / "checkpoints")
+    tracker, store = root.outputs(out)
     trainer = RewardModelTrainer(
         rm,
         strategy,

@@ -14,10 +14,17 @@ from typing import Any, cast
 
 import torch
 
+from lightrft.adapters.checkpoint import LocalCheckpointStore
 from lightrft.adapters.hf.loading import DTypeName
 from lightrft.adapters.hf.multimodal_inputs import PromptEncoder
-from lightrft.adapters.reward_models import HfScalarRewardModel
-from lightrft.domain.ports import Collective, Policy, Strategy
+from lightrft.adapters.reward_models import (
+    HfScalarRewardModel,
+    RewardLoraParams,
+    RewardModelCard,
+    load_reward_tokenizer,
+)
+from lightrft.adapters.tracking.factory import make_tracker
+from lightrft.domain.ports import CheckpointStore, Collective, Policy, Strategy, Tracker
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import config_from_tree
 from lightrft.entrypoints.wiring import models
@@ -25,7 +32,6 @@ from lightrft.entrypoints.wiring.model_loaders import DTYPES
 from lightrft.entrypoints.wiring.registrations import register_builtins
 from lightrft.entrypoints.wiring.registries import STRATEGIES, BuildContext, build
 from lightrft.entrypoints.wiring.scalar_reward_models import (
-    ScalarRmParts,
     load_scalar_rm,
     reward_media_encoder,
     scalar_rm_parts,
@@ -47,8 +53,8 @@ def _no_policy() -> Policy:
 
 
 class RewardModelRoot:
-    """The backend of ``rm train`` (built at once) and the reward model's parts (on request,
-    after the data is read)."""
+    """The backend of ``rm train`` (built at once); the tokenizer, the reward model and the
+    run's outputs on request (the data is read between them)."""
 
     def __init__(self, backend: RmBackendOptions) -> None:
         register_builtins()
@@ -70,19 +76,39 @@ class RewardModelRoot:
         encoder: PromptEncoder | None = reward_media_encoder(path, modality, self.config, tokenizer)
         return encoder
 
-    def scalar_rm_parts(
+    def tokenizer(self, path: Path) -> Any:
+        """The tokenizer of the backbone in ``path`` (its pad token set for scoring)."""
+        return load_reward_tokenizer(path)
+
+    def reward_model(
         self,
         path: Path,
-        modality: str,
         encoder: PromptEncoder | None,
         tokenizer: Any,
+        card: RewardModelCard,
+        lora: RewardLoraParams | None,
         *,
         init_seed: int,
-    ) -> ScalarRmParts:
-        """The backbone with a fresh score head (seeded), on this root's device."""
-        return scalar_rm_parts(
-            path, modality, encoder, tokenizer, self.device, dtype=self._dtype, init_seed=init_seed
+    ) -> HfScalarRewardModel:
+        """The backbone in ``path`` with a fresh score head (and LoRA adapters) seeded by
+        ``init_seed``, of ``card.modality``, on this root's device."""
+        parts = scalar_rm_parts(
+            path,
+            card.modality,
+            encoder,
+            tokenizer,
+            self.device,
+            dtype=self._dtype,
+            init_seed=init_seed,
         )
+        return HfScalarRewardModel(
+            parts.classifier, tokenizer, self.device, card=card, lora=lora, media=parts.media
+        )
+
+    def outputs(self, out: Path) -> tuple[Tracker | None, CheckpointStore]:
+        """The run's metrics (``metrics.jsonl``, written by rank 0) and checkpoints in ``out``."""
+        tracker = make_tracker(["jsonl"], out) if self.collective.rank == 0 else None
+        return tracker, LocalCheckpointStore(out / "checkpoints")
 
 
 def saved_reward_model(model: str | Path, *, micro_batch_size: int) -> HfScalarRewardModel:
