@@ -8,12 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from lightrft.adapters.reward_models.generative import HfGenerativeRewardModel
-from lightrft.domain.ports import Policy
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.reward_model_configs import GenerativeRmConfig
+from lightrft.entrypoints.roots.policy_free import policy_free_context
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.registrations import register_builtins
-from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
+from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, build
 
 
 def base_model_path(config: RunConfig) -> Path:
@@ -21,15 +21,13 @@ def base_model_path(config: RunConfig) -> Path:
     return models.model_path(config)
 
 
-def _no_policy() -> Policy:
-    raise RuntimeError("a judge being evaluated has no policy")
-
-
 def built_judge(config: RunConfig, section: GenerativeRmConfig) -> HfGenerativeRewardModel:
     """The judge ``section`` loads, on ``config``'s accelerator."""
     register_builtins()
     device = models.device_of(models.build_accelerator(config))
-    context = BuildContext(config, Path(str(section.path)), device, None, _no_policy)
+    context = policy_free_context(
+        config, Path(str(section.path)), device, who="a judge being evaluated"
+    )
     judge = build(REWARD_SOURCES, section, context)
     if not isinstance(judge, HfGenerativeRewardModel):
         raise TypeError(f"generative_rm built a {type(judge).__name__}")

@@ -49,8 +49,7 @@ class ModelRunRoot:
 
     def process(self) -> tuple[int, int]:
         """(rank, world size) of this process among all processes."""
-        rank, world = self._container.process()
-        return int(rank), int(world)
+        return self._container.process()
 
     def process_collective(self) -> Collective:
         """A collective over every process: the data-parallel one, or with sequence
@@ -58,9 +57,6 @@ class ModelRunRoot:
         _, world = self.process()
         collective = self.collective()
         return TorchCollective() if world != collective.world_size else collective
-
-    def model_path(self) -> Path:
-        return self._container.model_path()
 
     def tokenizer(self) -> Tokenizer:
         return cast(Tokenizer, self._container.tokenizer())

@@ -24,13 +24,14 @@ from lightrft.adapters.reward_models import (
     load_reward_tokenizer,
 )
 from lightrft.adapters.tracking.factory import make_tracker
-from lightrft.domain.ports import CheckpointStore, Collective, Policy, Strategy, Tracker
+from lightrft.domain.ports import CheckpointStore, Collective, Strategy, Tracker
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import config_from_tree
+from lightrft.entrypoints.roots.policy_free import policy_free_context
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.model_loaders import DTYPES
 from lightrft.entrypoints.wiring.registrations import register_builtins
-from lightrft.entrypoints.wiring.registries import STRATEGIES, BuildContext, build
+from lightrft.entrypoints.wiring.registries import STRATEGIES, build
 from lightrft.entrypoints.wiring.scalar_reward_models import (
     load_scalar_rm,
     reward_media_encoder,
@@ -48,10 +49,6 @@ class RmBackendOptions:
     dtype: str = "fp32"
 
 
-def _no_policy() -> Policy:
-    raise RuntimeError("reward-model training has no policy")
-
-
 class RewardModelRoot:
     """The backend of ``rm train`` (built at once); the tokenizer, the reward model and the
     run's outputs on request (the data is read between them)."""
@@ -67,7 +64,9 @@ class RewardModelRoot:
         accelerator = models.build_accelerator(self.config)
         self.device: torch.device = models.device_of(accelerator)
         self.collective: Collective = models.build_collective(self.config, accelerator)
-        context = BuildContext(self.config, Path("."), self.device, None, _no_policy)
+        context = policy_free_context(
+            self.config, Path("."), self.device, who="reward-model training"
+        )
         self.strategy: Strategy = build(STRATEGIES, self.config.backend.strategy, context)
         self._dtype = cast(DTypeName, DTYPES[backend.dtype])
 
