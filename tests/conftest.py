@@ -15,6 +15,14 @@ def _has_npu() -> bool:
     return importlib.util.find_spec("torch_npu") is not None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The built-in builders registered, as the composition roots register them before
+    building (tests look the registries up directly)."""
+    from lightrft.entrypoints.wiring.registrations import register_builtins
+
+    register_builtins()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     selected = config.getoption("markexpr") or ""
     for item in items:

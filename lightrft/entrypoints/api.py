@@ -16,6 +16,7 @@ from dependency_injector import providers
 from lightrft.application.cycle import RLCycle
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.container import Container
+from lightrft.entrypoints.wiring.registrations import register_builtins
 
 
 def build_container(config: RunConfig, **overrides: Any) -> Container:
@@ -24,6 +25,7 @@ def build_container(config: RunConfig, **overrides: Any) -> Container:
     Names are the container's providers: ``engine``, ``policy``, ``policy_strategy``,
     ``reward_sources``, ``prompts``, ``eval_prompts``, ``tracker``, ``checkpoints``, ...
     """
+    register_builtins()
     container = Container(config=providers.Object(config))
     for name, value in overrides.items():
         provider = getattr(container, name, None)

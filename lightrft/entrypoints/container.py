@@ -22,16 +22,14 @@ from lightrft.application.phases import DEFAULT_PLAN, engine_on_policy_plan
 from lightrft.application.rollout_feed import RolloutFeed
 from lightrft.application.split_placement import split_feed
 from lightrft.domain.ports import RolloutEngine
-from lightrft.entrypoints.wiring import agents, data, models
-
-
-def _pad_token_id(tokenizer: object) -> int:
-    pad = getattr(tokenizer, "pad_token_id", None)
-    return int(pad) if pad is not None else 0
+from lightrft.entrypoints.wiring import agents, models, reward_sources, run_outputs
+from lightrft.entrypoints.wiring.registrations import register_builtins
 
 
 class Container(containers.DeclarativeContainer):
-    """Adapters for one run, selected by ``config`` (a ``RunConfig``)."""
+    """Adapters for one run, selected by ``config`` (a ``RunConfig``). Its builders look up
+    the registries: :func:`~lightrft.entrypoints.wiring.registrations.register_builtins`
+    first (as :func:`lightrft.entrypoints.api.build_container` does)."""
 
     config = providers.Dependency()
 
@@ -79,10 +77,10 @@ class Container(containers.DeclarativeContainer):
         lambda context: models.build_prompt_source(context, context.config.data.eval, "data.eval"),
         context,
     )
-    reward_sources = providers.Singleton(data.build_rewards, context)
-    tracker = providers.Singleton(data.build_tracker, config, process.provided[0])
+    reward_sources = providers.Singleton(reward_sources.build_rewards, context)
+    tracker = providers.Singleton(run_outputs.build_tracker, config, process.provided[0])
     checkpoints = providers.Singleton(
-        data.build_checkpoints, config, process.provided[0], process.provided[1]
+        run_outputs.build_checkpoints, config, process.provided[0], process.provided[1]
     )
 
     components = providers.Singleton(
@@ -103,7 +101,7 @@ class Container(containers.DeclarativeContainer):
         teachers=teachers,
     )
     settings = providers.Singleton(
-        lambda config, tokenizer: config.to_domain(pad_token_id=_pad_token_id(tokenizer)),
+        lambda config, tokenizer: config.to_domain(pad_token_id=models.pad_token_id(tokenizer)),
         config,
         tokenizer,
     )
@@ -159,4 +157,5 @@ def engine_in_child(config: Any, device_type: str | None = None) -> RolloutEngin
             f"the split engine's process started its {device_type} runtime before "
             "rollout.engine_devices could limit the devices it sees"
         )
+    register_builtins()
     return Container(config=config).engine()

@@ -11,6 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lightrft.entrypoints.config import RunConfig
 
 NAME = "eval"
 HELP = "evaluate a model"
@@ -57,7 +61,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
-def _run_suite(args: argparse.Namespace, config: object) -> int:
+def _run_suite(args: argparse.Namespace, config: RunConfig) -> int:
     from lightrft.application.eval_suite import SuiteParams
     from lightrft.entrypoints.field_copy import copy_fields
     from lightrft.entrypoints.jobs.eval_suite import evaluate_files, format_table
@@ -73,7 +77,7 @@ def _run_suite(args: argparse.Namespace, config: object) -> int:
         ks=ks,
     )
     report = evaluate_files(
-        config,  # type: ignore[arg-type]
+        config,
         list(args.data),
         params,
         file_format=args.format,

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         "media_root max_media_bytes max_media_items",
         micro_batch_samples=args.micro_batch,
     )
-    app = build_app(load_config(args.config, rest, algorithm="grpo"), options)
+    app = build_app(load_config(args.config, rest), options)
     print(f"serving on http://{options.host}:{options.port} (/score, /health)", flush=True)
     serve(app, host=options.host, port=options.port)
     return 0

@@ -34,7 +34,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
     from lightrft.entrypoints.commands.torchrun import relaunch_under_torchrun
-    from lightrft.entrypoints.config.loading import load_config
+    from lightrft.entrypoints.config.loading import load_sft_config
 
     flags = {
         "model.path": args.model,
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     }
     overrides = with_stated_keys(args, rest)
     overrides += [f"{key}={value}" for key, value in flags.items() if value is not None]
-    config = load_config(args.config, overrides)
+    config = load_sft_config(args.config, overrides)
     status = relaunch_under_torchrun(config.backend.nproc_per_node)
     if status is not None:
         return status

@@ -11,15 +11,26 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import structlog
 import yaml
 from pydantic import ValidationError
 
 from lightrft.entrypoints.config.legacy_flags import CommandLine, FlagError, read_args
 from lightrft.entrypoints.config.presets import PRESETS
 from lightrft.entrypoints.config.run_config import RunConfig
+from lightrft.entrypoints.config.sft_run_config import SftRunConfig
 from lightrft.entrypoints.config.yaml_reading import YamlTooLargeError, load_yaml, shown
+
+log = structlog.get_logger(__name__)
+
+ConfigT = TypeVar("ConfigT", bound=RunConfig)
+
+VERB_SECTIONS = ("sft",)
+"""Sections only some verbs' configs have; a config file's copy for another verb (a run
+directory's ``config.yaml`` written before each verb had its own config held ``sft``) is
+skipped with a warning."""
 
 
 class ConfigError(ValueError):
@@ -101,6 +112,25 @@ def load_config(
     algorithm: str | None = None,
 ) -> RunConfig:
     """RunConfig from an optional ``algorithm`` preset, YAML file and overrides (in order)."""
+    return load_verb_config(RunConfig, path, overrides, algorithm)
+
+
+def load_sft_config(
+    path: str | Path | None = None, overrides: Mapping[str, Any] | Iterable[str] = ()
+) -> SftRunConfig:
+    """``lightrft sft``'s config (the ``sft`` section with the run's) from an optional YAML
+    file and overrides."""
+    return load_verb_config(SftRunConfig, path, overrides)
+
+
+def load_verb_config(
+    schema: type[ConfigT],
+    path: str | Path | None = None,
+    overrides: Mapping[str, Any] | Iterable[str] = (),
+    algorithm: str | None = None,
+) -> ConfigT:
+    """A verb's config ``schema`` from an optional ``algorithm`` preset, YAML file and
+    overrides (in order)."""
     tree: dict[str, Any] = {}
     if algorithm is not None:
         if algorithm not in PRESETS:
@@ -118,22 +148,37 @@ def load_config(
     for key, value in line.implied.items():
         _set_dotted(tree, key, value)
     if path is not None:
-        _apply_file(tree, Path(path))
+        _apply_file(tree, Path(path), schema)
     for key, value in line.overrides.items():
         _set_dotted(tree, key, value)
     for key, value in per_rank_sizes(line.global_sizes, tree).items():
         _set_dotted(tree, key, value)
+    return config_from_tree(schema, tree)
+
+
+def config_from_tree(schema: type[ConfigT], tree: Mapping[str, Any]) -> ConfigT:
+    """``schema`` from nested sections of typed values (the installed plugins and the tree's
+    ``plugins`` imported first); ``ConfigError`` lists every problem by dotted key."""
     import_plugins(tree.get("plugins") or [])
     try:
-        return RunConfig.model_validate(tree)
+        return schema.model_validate(tree)
     except ValidationError as exc:
         raise ConfigError(_format_errors(exc)) from None
 
 
-def _apply_file(tree: dict[str, Any], file: Path) -> None:
+def _apply_file(tree: dict[str, Any], file: Path, schema: type[RunConfig]) -> None:
     loaded = _read_config_file(file)
     if not isinstance(loaded, dict):
         raise ConfigError(f"config file {file} must hold a mapping at the top level")
+    for section in VERB_SECTIONS:
+        if section in loaded and section not in schema.model_fields:
+            log.warning(
+                "config.section_skipped",
+                file=str(file),
+                section=section,
+                detail=f"{section} is another verb's section (lightrft {section})",
+            )
+            loaded = {key: value for key, value in loaded.items() if key != section}
     for key, value in _flatten(loaded).items():
         _set_dotted(tree, key, value)
 

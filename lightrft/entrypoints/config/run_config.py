@@ -30,13 +30,13 @@ from lightrft.entrypoints.config.sections import (
     Section,
     TrainConfig,
 )
-from lightrft.entrypoints.config.sft_section import SftConfig
 from lightrft.entrypoints.config.teacher_section import TeacherConfig
 from lightrft.entrypoints.field_copy import params_from, params_over
 
 
 class RunConfig(Section):
-    """Everything a run needs. Build it with :func:`lightrft.entrypoints.config.load_config`."""
+    """Everything an RL run needs. Build it with :func:`lightrft.entrypoints.config.load_config`
+    (``lightrft sft``'s config adds its own section: :class:`SftRunConfig`)."""
 
     plugins: list[str] = Field(
         default_factory=list,
@@ -57,9 +57,6 @@ class RunConfig(Section):
     teacher: TeacherConfig = Field(
         default_factory=TeacherConfig,
         description="Teacher models of on-policy distillation (algorithm.advantage_estimator opd).",
-    )
-    sft: SftConfig = Field(
-        default_factory=SftConfig, description="Supervised fine-tuning (lightrft sft)."
     )
 
     @model_validator(mode="after")

@@ -7,13 +7,10 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-import torch
-
-from lightrft.adapters.hf import default_model_path, load_causal_lm, load_tokenizer
-from lightrft.adapters.hf.chat import HfChat
 from lightrft.domain.types import SamplingParams
+from lightrft.entrypoints.roots.chat import chat_parts
 
 PROMPT = "you> "
 
@@ -32,8 +29,6 @@ class ChatOptions:
 
 def chat(options: ChatOptions, lines: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
     """Answers each line of ``lines`` on ``out``; returns 0 at ``/exit`` or end of input."""
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    path = options.model or default_model_path()
     sampling = SamplingParams(
         n=1,
         temperature=options.temperature,
@@ -41,16 +36,10 @@ def chat(options: ChatOptions, lines: TextIO = sys.stdin, out: TextIO = sys.stdo
         max_new_tokens=options.max_new_tokens,
         seed=options.seed,
     )
-    model: Any = load_causal_lm(path, device)
-    session = HfChat(
-        model.eval(),
-        load_tokenizer(path),
-        device,
-        sampling,
-        system=options.system,
-    )
+    parts = chat_parts(options.model, sampling, options.system)
+    session = parts.session
     interactive = lines.isatty()
-    print(f"chatting with {path} on {device}; /reset forgets, /exit ends", file=out)
+    print(f"chatting with {parts.model} on {parts.device}; /reset forgets, /exit ends", file=out)
     while True:
         if interactive:
             print(PROMPT, end="", file=out, flush=True)

@@ -16,19 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-import torch
 from torch import Tensor, nn
 
 from lightrft.adapters.checkpoint import LocalCheckpointStore
 from lightrft.adapters.checkpoint.directory_swap import replace_directory
 from lightrft.adapters.checkpoint.verify import checkpoint_stores
-from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.roots.checkpoint_export import CheckpointExportRoot
 from lightrft.entrypoints.run_dir.directory import checkpoint_steps
-from lightrft.entrypoints.wiring import models
-from lightrft.entrypoints.wiring.checkpoint_merge import CHECKPOINT_MERGERS
 
 log = structlog.get_logger(__name__)
-HOST = torch.device("cpu")
 STRATEGY_KEYS = ("policy_strategy", "strategy")  # RL cycle, single-model trainers (SFT)
 
 
@@ -48,17 +44,15 @@ def export_checkpoint(run_dir: Path, out: Path, step: int | None = None) -> Expo
     config_file = run_dir / "config.yaml"
     if not config_file.is_file():
         raise FileNotFoundError(f"{config_file} does not exist; expected a lightrft run directory")
-    config = load_config(config_file, ["backend.accelerator=cpu", "backend.nproc_per_node=1"])
+    root = CheckpointExportRoot(config_file)
     checkpoints = run_dir / "checkpoints"
     if not checkpoints.is_dir():
         raise FileNotFoundError(f"{run_dir} has no checkpoints directory")
     stores = [LocalCheckpointStore(root, keep_last=None) for root in checkpoint_stores(checkpoints)]
     step = _chosen_step(checkpoint_steps(checkpoints), step, run_dir)
     rank_states = [_strategy_state(store.load(step), store.directory(step)) for store in stores]
-    path = models.model_path(config)
-    policy: Any = models.build_policy(config, path, HOST, models.build_tokenizer(config, path))
-    merger = CHECKPOINT_MERGERS.get(config.backend.strategy.type)
-    state = _complete(merger(rank_states, policy.module), policy.module)
+    policy = root.policy()
+    state = _complete(root.merger()(rank_states, policy.module), policy.module)
     replace_directory(out, lambda tmp: policy.export_hf(tmp, state=state))
     adapter = None
     if policy.uses_lora:

@@ -13,18 +13,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-from lightrft.adapters.datasets.rendering import PromptFormat
 from lightrft.adapters.rewards import MathAnswerGrader
 from lightrft.application.eval_suite import EvalSuite, FileResult, SuiteParams
 from lightrft.domain.ports import PromptSource
-from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.sections import DatasetConfig
 from lightrft.entrypoints.eval_report import save_eval_report
-from lightrft.entrypoints.wiring.data import placeholders_of, prompt_format_of
-from lightrft.entrypoints.wiring.eval_files import eval_file_prompts
-from lightrft.entrypoints.wiring.models import build_prompt_source, encoded_prompts
-from lightrft.entrypoints.wiring.registries import BuildContext
+from lightrft.entrypoints.roots.evaluation import EvalRoot, eval_prompt_format, eval_root
 
 BUILTIN = "builtin"
 
@@ -40,12 +35,9 @@ def evaluate_files(
     keep_records: bool = True,
 ) -> dict[str, Any]:
     """Evaluates ``config.model`` on every file; writes and returns the report."""
-    container = build_container(config)
-    context = container.context()
-    ds = config.data.eval or config.data.train
-    fmt = prompt_format_of(ds)
-    sources = {path: _prompts(context, path, file_format, fmt) for path in files}
-    engine = container.engine()
+    root = eval_root(config)
+    sources = {path: _prompts(root, config, path, file_format) for path in files}
+    engine = root.engine()
     if not engine.is_awake:
         engine.wake_up()
     results: dict[str, Any] = {}
@@ -59,7 +51,7 @@ def evaluate_files(
             result = suite.evaluate(path.stem, prompts)
         results[str(path)] = _file_entry(result, time.perf_counter() - started, keep_records)
     report: dict[str, Any] = {
-        "model": str(container.model_path()),
+        "model": str(root.model_path()),
         "params": {
             "greedy": params.greedy,
             "n_samples": params.n_samples,
@@ -74,23 +66,11 @@ def evaluate_files(
     return save_eval_report(report, output, config.logging.run_dir)
 
 
-def _prompts(
-    context: BuildContext, path: Path, file_format: str, fmt: PromptFormat
-) -> PromptSource:
-    """``builtin`` names the config's ``data.eval`` set; anything else is a file. A
-    multimodal model's prompt encoder checks every row's media and encodes them."""
+def _prompts(root: EvalRoot, config: RunConfig, path: Path, file_format: str) -> PromptSource:
+    """``builtin`` names the config's ``data.eval`` set; anything else is a file."""
     if str(path) != BUILTIN:
-        source = encoded_prompts(
-            context,
-            lambda media: eval_file_prompts(
-                path, file_format, context.tokenizer, fmt, placeholders_of(media)
-            ),
-        )
-    else:
-        dataset = context.config.data.eval or DatasetConfig()
-        source = build_prompt_source(context, dataset, "data.eval")
-    assert source is not None
-    return source
+        return root.file_prompts(path, file_format, eval_prompt_format(config))
+    return root.dataset_prompts(config.data.eval or DatasetConfig())
 
 
 def _file_entry(result: FileResult, seconds: float, keep_records: bool) -> dict[str, Any]:

@@ -35,19 +35,19 @@ from lightrft.adapters.datasets.judge_rows import (
 )
 from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
 from lightrft.adapters.datasets.sft_rows import SftDataset, SftStats
-from lightrft.adapters.reward_models.generative import DEFAULT_TEMPLATE, HfGenerativeRewardModel
+from lightrft.adapters.reward_models.generative import DEFAULT_TEMPLATE
 from lightrft.adapters.reward_models.judge_training import JudgeEncoding, judge_verdict_accuracy
 from lightrft.adapters.reward_models.verdict import verdict_parser
 from lightrft.domain.judge import JudgedResponse, VerdictAccuracy
-from lightrft.entrypoints.config import RunConfig
-from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.config.loading import load_sft_config
 from lightrft.entrypoints.config.reward_model_configs import GenerativeRmConfig
+from lightrft.entrypoints.config.sft_run_config import SftRunConfig
 from lightrft.entrypoints.jobs.reward_model import SYNTHETIC, RowSourceOptions, held_out_split
 from lightrft.entrypoints.jobs.sft import sft
 from lightrft.entrypoints.next_command import NextCommand
+from lightrft.entrypoints.roots.judge import base_model_path, built_judge
+from lightrft.entrypoints.roots.sft import sft_tokenizer
 from lightrft.entrypoints.run_dir.directory import ResumeChoice
-from lightrft.entrypoints.wiring import models
-from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
 
 log = structlog.get_logger(__name__)
 
@@ -112,7 +112,7 @@ class JudgeTrainOptions:
     next_command: NextCommand = field(default_factory=NextCommand)
 
 
-def _config(options: JudgeTrainOptions) -> RunConfig:
+def _config(options: JudgeTrainOptions) -> SftRunConfig:
     """The SFT run config: the schedule, optimizer, backend and run directory of ``options``;
     ``sft.train_data.path`` names the judge rows (the run's identity on resume)."""
     values: dict[str, Any] = {
@@ -139,7 +139,7 @@ def _config(options: JudgeTrainOptions) -> RunConfig:
         "sft.eval_every": options.eval_every,
         "sft.seed": options.seed,
     }
-    return load_config(None, {key: value for key, value in values.items() if value is not None})
+    return load_sft_config(None, {key: value for key, value in values.items() if value is not None})
 
 
 def _read(
@@ -178,20 +178,12 @@ def _examples(encoding: JudgeEncoding, rows: Sequence[JudgedResponse], skipped: 
     return SftDataset(examples, SftStats(len(rows) + skipped, len(examples), skipped))
 
 
-def _no_policy() -> Any:
-    raise RuntimeError("a judge being evaluated has no policy")
-
-
 def measure_judge(
-    config: RunConfig, section: GenerativeRmConfig, rows: Sequence[JudgedResponse], batch: int
+    config: SftRunConfig, section: GenerativeRmConfig, rows: Sequence[JudgedResponse], batch: int
 ) -> tuple[VerdictAccuracy, list[str]]:
     """Verdict accuracy on ``rows`` of the judge ``section`` loads, built through the
     reward-source registry exactly as a run's ``reward.sources`` entry is."""
-    device = models.device_of(models.build_accelerator(config))
-    context = BuildContext(config, Path(str(section.path)), device, None, _no_policy)
-    judge = build(REWARD_SOURCES, section, context)
-    if not isinstance(judge, HfGenerativeRewardModel):
-        raise TypeError(f"generative_rm built a {type(judge).__name__}")
+    judge = built_judge(config, section)
     try:
         return judge_verdict_accuracy(judge, rows, batch_size=batch)
     finally:
@@ -201,8 +193,8 @@ def measure_judge(
 def train_generative_judge(options: JudgeTrainOptions) -> dict[str, Any]:
     """Measures the base model, trains the judge, measures the export; returns the summary."""
     config = _config(options)
-    base = models.model_path(config)
-    tokenizer = models.build_tokenizer(config, base)
+    base = base_model_path(config)
+    tokenizer = sft_tokenizer(config)
     j = options.judge
     verdict = verdict_parser(j.verdict, max_score=j.max_score, labels=j.labels)
     train_rows, held_out, skipped = judge_splits(tokenizer, options.data, verdict, options.seed)

@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import structlog
-import torch
 
-from lightrft.adapters.checkpoint import LocalCheckpointStore
 from lightrft.adapters.datasets import PromptFormat, PromptRenderer
 from lightrft.adapters.datasets.preferences import (
     PreferenceSpec,
@@ -30,34 +28,28 @@ from lightrft.adapters.datasets.preferences import (
 from lightrft.adapters.datasets.rendering import RenderMode
 from lightrft.adapters.hf import default_model_path
 from lightrft.adapters.reward_models import (
-    HfScalarRewardModel,
     PairEncoding,
     RewardLoraParams,
     RewardModelCard,
     ScoreNormalization,
-    load_reward_tokenizer,
 )
-from lightrft.adapters.tracking.factory import make_tracker
 from lightrft.application.reward_model_training import (
     RewardModelTrainer,
     RewardTrainParams,
     evaluate_preferences,
 )
 from lightrft.domain.types import PreferencePair
-from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.field_copy import copy_fields
 from lightrft.entrypoints.next_command import NextCommand
+from lightrft.entrypoints.roots.reward_model import (
+    RewardModelRoot,
+    RmBackendOptions,
+    saved_reward_model,
+)
 from lightrft.entrypoints.run_dir.directory import ResumeChoice, trim_logs_after
 from lightrft.entrypoints.run_dir.final_export import FinalState, write_final
 from lightrft.entrypoints.run_dir.guard import RunRequest, RunStart, guard_run_directory
 from lightrft.entrypoints.run_dir.identity import RM_IDENTITY, fingerprint, flatten
-from lightrft.entrypoints.wiring import models
-from lightrft.entrypoints.wiring.model_loaders import DTYPES
-from lightrft.entrypoints.wiring.registries import STRATEGIES, BuildContext, build
-from lightrft.entrypoints.wiring.scalar_reward_models import (
-    load_scalar_rm,
-    reward_media_encoder,
-    scalar_rm_parts,
-)
 
 log = structlog.get_logger(__name__)
 
@@ -168,26 +160,6 @@ def held_out_split(items: Sequence[T], fraction: float, seed: int) -> tuple[list
     return [items[i] for i in order[held:]], [items[i] for i in order[:held]]
 
 
-def _strategy_and_device(options: RmTrainOptions) -> tuple[Any, Any, torch.device, Any]:
-    """(strategy, collective, device, run config) through the strategy registry."""
-    overrides = [
-        f"backend.strategy={options.strategy}",
-        f"optim.lr={options.lr}",
-        f"optim.max_grad_norm={options.max_grad_norm}",
-        f"model.dtype={options.dtype}",
-    ]
-    config = load_config(None, overrides, algorithm="grpo")
-    accelerator = models.build_accelerator(config)
-    device = models.device_of(accelerator)
-    collective = models.build_collective(config, accelerator)
-    context = BuildContext(config, Path("."), device, None, _no_policy)
-    return build(STRATEGIES, config.backend.strategy, context), collective, device, config
-
-
-def _no_policy() -> Any:
-    raise RuntimeError("reward-model training has no policy")
-
-
 def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
     """Trains, evaluates and exports a reward model; returns the summary.
 
@@ -196,7 +168,9 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
     identity is checked.
     """
     path = Path(options.model) if options.model else default_model_path()
-    strategy, collective, device, config = _strategy_and_device(options)
+    root = RewardModelRoot(
+        copy_fields(RmBackendOptions, options, "strategy lr max_grad_norm dtype")
+    )
     request = RunRequest(
         run_dir=Path(options.output),
         resume=options.resume,
@@ -205,29 +179,22 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
         fingerprint=lambda: fingerprint(flatten(asdict(options)), RM_IDENTITY, path),
         resume_changing=options.resume_changing,
     )
-    with guard_run_directory(request, collective) as start:
-        return _train_in(options, start, path, (strategy, collective, device, config))
+    with guard_run_directory(request, root.collective) as start:
+        return _train_in(options, start, path, root)
 
 
 def _train_in(
-    options: RmTrainOptions,
-    start: RunStart,
-    path: Path,
-    backend: tuple[Any, Any, torch.device, Any],
+    options: RmTrainOptions, start: RunStart, path: Path, root: RewardModelRoot
 ) -> dict[str, Any]:
     out = Path(options.output)
-    strategy, collective, device, config = backend
+    strategy, collective = root.strategy, root.collective
     seed = options.train.seed  # seeds the fresh score head and LoRA adapters
-    tokenizer = load_reward_tokenizer(path)
-    encoder = reward_media_encoder(path, options.modality, config, tokenizer)
+    tokenizer = root.tokenizer(path)
+    encoder = root.media_encoder(path, options.modality, tokenizer)
     rate = None if encoder is None else encoder.requirements.audio_sampling_rate
     data = _with_audio_rate(options.data, rate)
     # the data (every row checked) before the weights
     train_pairs, eval_pairs, skipped_rows = preference_splits(tokenizer, data, seed)
-    dtype = DTYPES[options.dtype]
-    parts = scalar_rm_parts(
-        path, options.modality, encoder, tokenizer, device, dtype=dtype, init_seed=seed
-    )
     renderer = _renderer(tokenizer, options.data)
     encoding = PairEncoding(not renderer.uses_chat_template, options.max_length)
     card = RewardModelCard(encoding, modality=options.modality)
@@ -236,15 +203,12 @@ def _train_in(
         if options.lora_rank
         else None
     )
-    rm = HfScalarRewardModel(
-        parts.classifier, tokenizer, device, card=card, lora=lora, media=parts.media
-    )
+    rm = root.reward_model(path, encoder, tokenizer, card, lora, init_seed=seed)
     if not options.train_backbone:
         rm.net.backbone.requires_grad_(False)
     strategy.prepare(rm.module)
     main = collective.rank == 0
-    tracker = make_tracker(["jsonl"], out) if main else None
-    store = LocalCheckpointStore(out / "checkpoints")
+    tracker, store = root.outputs(out)
     trainer = RewardModelTrainer(
         rm,
         strategy,
@@ -306,9 +270,7 @@ def eval_reward_model(
     model: str | Path, data: RmDataOptions, *, micro_batch_size: int = 16, seed: int = 0
 ) -> dict[str, Any]:
     """Held-out accuracy and margin distribution of a saved reward model on ``data.data``."""
-    config = load_config(None, [], algorithm="grpo")
-    device = models.device_of(models.build_accelerator(config))
-    rm = load_scalar_rm(model, device, config, micro_batch_size=micro_batch_size)
+    rm = saved_reward_model(model, micro_batch_size=micro_batch_size)
     data = _with_audio_rate(
         data, None if rm.net.media is None else rm.net.media.audio_sampling_rate
     )

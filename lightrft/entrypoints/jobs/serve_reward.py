@@ -23,8 +23,7 @@ import structlog
 from lightrft.domain.ports import RewardSource
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import ConfigError
-from lightrft.entrypoints.wiring import models
-from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
+from lightrft.entrypoints.roots.serve_reward import served_source
 
 log = structlog.get_logger(__name__)
 
@@ -49,10 +48,6 @@ class ServeOptions:
     max_media_items: int = 32  # per request
 
 
-def _no_policy() -> Any:
-    raise RuntimeError("a served reward source has no policy")
-
-
 def build_served_source(config: RunConfig, name: str | None) -> RewardSource:
     """The reward source ``name`` of ``reward.sources`` (the only one when ``name`` is None)."""
     sections = config.reward.typed_sources
@@ -65,10 +60,7 @@ def build_served_source(config: RunConfig, name: str | None) -> RewardSource:
         section = sections[labels.index(name)]
     else:
         raise ValueError(f"no reward source named {name!r}; reward.sources has {labels}")
-    device = models.device_of(models.build_accelerator(config))
-    context = BuildContext(config, Path("."), device, None, _no_policy)
-    source: RewardSource = build(REWARD_SOURCES, section, context)
-    return source
+    return served_source(config, section)
 
 
 def service_token(options: ServeOptions) -> str | None:

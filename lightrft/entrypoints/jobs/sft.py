@@ -15,27 +15,26 @@ from typing import Any
 
 import structlog
 
-from lightrft.adapters.datasets.sft_rows import SftDataset
+from lightrft.adapters.datasets.sft_rows import SftDataset, SftStats
 from lightrft.adapters.tracking.progress import ProgressTracker
 from lightrft.application.sft_trainer import SftParams, SftTrainer
-from lightrft.entrypoints.api import build_container
-from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import dump_config
+from lightrft.entrypoints.config.sft_run_config import SftRunConfig
 from lightrft.entrypoints.field_copy import copy_fields
-from lightrft.entrypoints.jobs.training import export_policy, process_collective
+from lightrft.entrypoints.jobs.training import export_policy
 from lightrft.entrypoints.next_command import NextCommand
+from lightrft.entrypoints.roots.model_run import ModelRunRoot
+from lightrft.entrypoints.roots.sft import sft_inputs, sft_root
 from lightrft.entrypoints.run_dir.directory import trim_logs_after
 from lightrft.entrypoints.run_dir.final_export import FinalState
 from lightrft.entrypoints.run_dir.guard import RunStart, config_request, guard_run_directory
 from lightrft.entrypoints.run_dir.identity import SFT_IDENTITY
-from lightrft.entrypoints.wiring import models
-from lightrft.entrypoints.wiring.sft_data import build_sft_data
 
 log = structlog.get_logger(__name__)
 
 
 def sft(
-    config: RunConfig,
+    config: SftRunConfig,
     *,
     next_command: NextCommand | None = None,
     data: tuple[SftDataset, SftDataset | None] | None = None,
@@ -50,63 +49,56 @@ def sft(
     ``--resume`` / ``--overwrite``, a resume's identity checked.
     """
     s = config.sft
-    tokenizer = models.build_tokenizer(config, models.model_path(config))
-    if data is None:
-        media = models.build_prompt_encoder(config, tokenizer)  # None for text models
-        built = build_sft_data(s.train_data, tokenizer, media)
-        assert built is not None
-        data = built, build_sft_data(s.eval_data, tokenizer, media)
-    train_data, eval_data = data
-    pad = getattr(tokenizer, "pad_token_id", None)
+    inputs = sft_inputs(config, data)
+    train_data, eval_data = inputs.train, inputs.eval
     params = copy_fields(
         SftParams,
         s,
         "epochs batch_size micro_batch_size max_tokens_per_micro_batch total_steps seed "
         "eval_batch_size",
-        pad_token_id=int(pad) if pad is not None else 0,
+        pad_token_id=inputs.pad_token_id,
         eval_every=s.eval_every if eval_data is not None else None,
         checkpoint_every=config.checkpoint.every,
     )
     # data-parallel ranks: every process, or one per sequence-parallel group (whose ranks
     # hold the same rows)
-    processes = models.process_rank(config, models.build_accelerator(config))[1]
-    world = processes // config.backend.sequence_parallel_size
+    world = inputs.processes // config.backend.sequence_parallel_size
     steps = s.total_steps or s.epochs * (len(train_data) // (s.batch_size * world))
     # the strategy builders size the LR schedule from train.total_steps (one step per step);
     # the model builders seed fresh weights (LoRA adapters) from train.seed: SFT's own seed
     train = config.train.model_copy(update={"total_steps": max(steps, 1), "seed": s.seed})
     config = config.model_copy(update={"train": train})
-    container = build_container(config, tokenizer=tokenizer)
-    processes = process_collective(container)
+    root = sft_root(config, inputs.tokenizer)
+    processes = root.process_collective()
     with guard_run_directory(config_request(config, SFT_IDENTITY), processes) as start:
         data = (train_data, eval_data)
-        return _sft_in(config, container, start, params, data, next_command or NextCommand())
+        return _sft_in(config, root, start, params, data, next_command or NextCommand())
 
 
 def _sft_in(
-    config: RunConfig,
-    container: Any,
+    config: SftRunConfig,
+    root: ModelRunRoot,
     start: RunStart,
     params: SftParams,
-    data: tuple[Any, Any],
+    data: tuple[SftDataset, SftDataset | None],
     next_command: NextCommand,
 ) -> dict[str, Any]:
     train_data, eval_data = data
-    collective = container.collective()
-    main = container.process()[0] == 0  # with sequence parallelism, not every DP rank 0
+    collective = root.collective()
+    main = root.process()[0] == 0  # with sequence parallelism, not every DP rank 0
     run_dir = Path(config.logging.run_dir)
-    tracker = container.tracker()
+    tracker = root.tracker()
     if main:
         tracker = ProgressTracker(
             tracker, config.train.total_steps, enabled=config.logging.progress
         )
     trainer = SftTrainer(
-        policy=container.policy(),
-        strategy=container.policy_strategy(),
+        policy=root.policy(),
+        strategy=root.policy_strategy(),
         train_data=train_data,
         params=params,
         tracker=tracker,
-        checkpoints=container.checkpoints(),  # periodic saves only with checkpoint.every
+        checkpoints=root.checkpoints(),  # periodic saves only with checkpoint.every
         eval_data=eval_data,
         collective=collective,
     )
@@ -125,9 +117,9 @@ def _sft_in(
         summary["eval_loss_before"] = trainer.initial_eval["eval/loss"]
     if config.checkpoint.export_final:
         final = FinalState(
-            container.checkpoints(), trainer.step, trainer.save_checkpoint, run_dir / "checkpoints"
+            root.checkpoints(), trainer.step, trainer.save_checkpoint, run_dir / "checkpoints"
         )
-        summary.update(export_policy(container, run_dir, main, final, next_command))
+        summary.update(export_policy(root, run_dir, main, final, next_command))
     if main:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log.info("sft.done", **summary)
@@ -135,7 +127,7 @@ def _sft_in(
 
 
 def _summary(
-    trainer: SftTrainer, history: list[dict[str, float]], run_dir: Path, stats: Any
+    trainer: SftTrainer, history: list[dict[str, float]], run_dir: Path, stats: SftStats
 ) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "steps": trainer.step,

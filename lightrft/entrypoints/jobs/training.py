@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import structlog
-from dependency_injector import providers
 
-from lightrft.adapters.distributed import TorchCollective
 from lightrft.adapters.tracking.progress import ProgressTracker
 from lightrft.adapters.tracking.token_text import TokenTextTracker
+from lightrft.application.cycle import RLCycle
 from lightrft.application.phases import Phase
-from lightrft.domain.ports import Collective
-from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.loading import dump_config
 from lightrft.entrypoints.data_report import prompt_counts, report_prompt_counts
 from lightrft.entrypoints.graceful_stop import GracefulStop
 from lightrft.entrypoints.logging_setup import apply_config_logging
 from lightrft.entrypoints.next_command import NextCommand
+from lightrft.entrypoints.roots.model_run import ModelRunRoot
+from lightrft.entrypoints.roots.tokenizer import Tokenizer
+from lightrft.entrypoints.roots.training import TrainingRoot, training_root
 from lightrft.entrypoints.run_dir.directory import trim_logs_after
 from lightrft.entrypoints.run_dir.final_export import FinalState, write_final
 from lightrft.entrypoints.run_dir.guard import RunStart, config_request, guard_run_directory
@@ -38,12 +39,12 @@ def train(config: RunConfig, *, next_command: NextCommand | None = None) -> dict
     tells the user to run.
     """
     apply_config_logging(json_logs=config.logging.json_logs)
-    container = build_container(config)
-    config = with_episode_steps(config, container)
-    processes = process_collective(container)
+    root = training_root(config)
+    config = with_episode_steps(config, root)
+    processes = root.process_collective()
     request = config_request(config, RL_IDENTITY)
     with guard_run_directory(request, processes) as start:
-        return _train_in(config, container, start, next_command or NextCommand())
+        return _train_in(config, root, start, next_command or NextCommand())
 
 
 def episode_steps(episodes: int, prompts: int, prompts_per_step: int, ranks: int) -> int:
@@ -52,44 +53,36 @@ def episode_steps(episodes: int, prompts: int, prompts_per_step: int, ranks: int
     return episodes * -(-prompts // (prompts_per_step * ranks))
 
 
-def with_episode_steps(config: RunConfig, container: Any) -> RunConfig:
+def with_episode_steps(config: RunConfig, root: TrainingRoot) -> RunConfig:
     """``config`` with ``train.total_steps`` from ``train.episodes`` and the size of the
-    training set (read through ``container``, whose config it then replaces)."""
+    training set (read through ``root``, whose config it then replaces)."""
     episodes = config.train.episodes
     if episodes is None:
         return config
-    prompts = len(container.prompts())
-    ranks = container.collective().world_size
+    prompts = len(root.prompts())
+    ranks = root.collective().world_size
     steps = episode_steps(episodes, prompts, config.rollout.prompts_per_step, ranks)
     train = config.train.model_copy(update={"total_steps": steps})
     updated = config.model_copy(update={"train": train})
-    container.config.override(providers.Object(updated))
+    root.replace_config(updated)
     log.info("train.episodes", episodes=episodes, prompts=prompts, ranks=ranks, total_steps=steps)
     return updated
 
 
-def process_collective(container: Any) -> Collective:
-    """A collective over every process: the data-parallel one, or with sequence
-    parallelism (whose data-parallel ranks are not all processes) the default group."""
-    _, world = container.process()
-    collective: Collective = container.collective()
-    return TorchCollective() if world != collective.world_size else collective
-
-
 def _train_in(
-    config: RunConfig, container: Any, start: RunStart, next_command: NextCommand
+    config: RunConfig, root: TrainingRoot, start: RunStart, next_command: NextCommand
 ) -> dict[str, Any]:
     run_dir = Path(config.logging.run_dir)
-    collective = container.collective()
-    main = container.process()[0] == 0  # with sequence parallelism, not every DP rank 0
-    tracker = container.tracker()
+    collective = root.collective()
+    main = root.process()[0] == 0  # with sequence parallelism, not every DP rank 0
+    tracker = root.tracker()
     if main:
         tracker = ProgressTracker(
-            TokenTextTracker(tracker, _token_decoder(container.tokenizer())),
+            TokenTextTracker(tracker, _token_decoder(root.tokenizer())),
             config.train.total_steps,
             enabled=config.logging.progress,
         )
-        container.tracker.override(tracker)
+        root.use_tracker(tracker)
     log.info(
         "run.start",
         run_dir=str(run_dir),
@@ -98,8 +91,8 @@ def _train_in(
         world_size=collective.world_size,
         start=start.start,
     )
-    cycle = container.cycle()
-    counts = prompt_counts(container.prompts(), container.eval_prompts())
+    cycle = root.cycle()
+    counts = prompt_counts(root.prompts(), root.eval_prompts())
     try:
         if start.resumes:
             cycle.resume()
@@ -112,7 +105,7 @@ def _train_in(
             history = cycle.run(resume=False, should_stop=stop.requested)
     finally:
         tracker.close()
-        for source in container.reward_sources():
+        for source in root.reward_sources():
             source.close()
     summary: dict[str, Any] = {"steps": cycle.state.step, "run_dir": str(run_dir), **counts}
     if cycle.stopped_early:  # SIGTERM: checkpointed; no export, no summary.json
@@ -126,15 +119,15 @@ def _train_in(
         summary["eval_accuracy_after"] = evals[-1]["eval/accuracy"]
     summary["health"] = cycle.health.summary()
     if config.checkpoint.export_final:
-        final = _final_state(cycle, container, run_dir)
-        summary.update(export_policy(container, run_dir, main, final, next_command))
+        final = _final_state(cycle, root, run_dir)
+        summary.update(export_policy(root, run_dir, main, final, next_command))
     if main:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log.info("run.done", **summary)
     return summary
 
 
-def _token_decoder(tokenizer: Any) -> Any:
+def _token_decoder(tokenizer: Tokenizer) -> Callable[[int], str]:
     """One token's text (special tokens kept, so EOS shows where a response stopped)."""
     return lambda token_id: str(tokenizer.decode([token_id], skip_special_tokens=False))
 
@@ -151,7 +144,7 @@ def _first_eval(run_dir: Path) -> float | None:
     return None
 
 
-def _final_state(cycle: Any, container: Any, run_dir: Path) -> FinalState:
+def _final_state(cycle: RLCycle, root: TrainingRoot, run_dir: Path) -> FinalState:
     """The cycle's final state; its checkpoint is saved in the training phase (the cycle
     put everything to sleep when it ended)."""
 
@@ -160,11 +153,11 @@ def _final_state(cycle: Any, container: Any, run_dir: Path) -> FinalState:
             cycle.save_checkpoint()
         cycle.phases.rest()
 
-    return FinalState(container.checkpoints(), cycle.state.step, save, run_dir / "checkpoints")
+    return FinalState(root.checkpoints(), cycle.state.step, save, run_dir / "checkpoints")
 
 
 def export_policy(
-    container: Any,
+    root: ModelRunRoot,
     run_dir: Path,
     main: bool,
     final: FinalState,
@@ -176,8 +169,8 @@ def export_policy(
     directory (LoRA merged), and under LoRA also ``final_adapter/``, the PEFT adapter alone.
     Returns their paths by summary key."""
     kept = final.secure()  # every rank: a checkpoint save is collective
-    strategy = container.policy_strategy()
-    policy = container.policy()
+    strategy = root.policy_strategy()
+    policy = root.policy()
     strategy.onload()  # the cycle put everything to sleep when it ended
     state = strategy.export_full_state_dict()  # sharded: every rank joins, rank 0 writes
     paths = {"final_model": run_dir / "final_model"}

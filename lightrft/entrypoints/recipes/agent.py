@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from lightrft.adapters.datasets.tool_arithmetic import SYSTEM_PROMPT, tool_problems, warm_up_traces
-from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.config.loading import load_config, load_sft_config
 from lightrft.entrypoints.recipes.registry import DemoRecipe
 from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
 
@@ -137,7 +137,7 @@ def _run_stages(options: AgentDemoOptions, overrides: Sequence[str]) -> dict[str
     times["base_eval_s"] = time.monotonic() - start
 
     start = time.monotonic()
-    sft_config = load_config(
+    sft_config = load_sft_config(
         None,
         [
             *_model(options),

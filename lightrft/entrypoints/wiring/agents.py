@@ -28,26 +28,22 @@ from lightrft.entrypoints.config.agent_configs import (
 from lightrft.entrypoints.field_copy import copy_fields
 from lightrft.entrypoints.wiring.registries import (
     ENVIRONMENTS,
-    REWARD_SOURCES,
     TOOLS,
     BuildContext,
     build,
 )
 
 
-@TOOLS.register("calculator")
 def build_calculator(section: CalculatorToolConfig, context: BuildContext) -> CalculatorTool:
     return CalculatorTool()
 
 
-@TOOLS.register("python")
 def build_python_tool(section: PythonToolConfig, context: BuildContext) -> PythonTool:
     return PythonTool(
         open_sandbox(section.sandbox), timeout_s=section.timeout_s, memory_mb=section.memory_mb
     )
 
 
-@ENVIRONMENTS.register("tools")
 def build_tool_environment(
     section: ToolEnvironmentConfig, context: BuildContext
 ) -> EnvironmentFactory:
@@ -68,7 +64,6 @@ def build_tool_environment(
     return make
 
 
-@ENVIRONMENTS.register("http")
 def build_http_environment(section: HttpEnvironmentConfig, context: BuildContext) -> Any:
     # httpx comes with the "serve" extra: imported only when an HTTP environment is asked for
     from lightrft.adapters.agents.http_environment import HttpEnvironments
@@ -82,7 +77,6 @@ def build_http_environment(section: HttpEnvironmentConfig, context: BuildContext
     )
 
 
-@REWARD_SOURCES.register("environment")
 def build_environment_reward(
     section: EnvironmentRewardConfig, context: BuildContext
 ) -> EnvironmentReward:

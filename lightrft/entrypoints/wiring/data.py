@@ -1,4 +1,5 @@
-"""Data-side adapters: prompt sources, reward sources, trackers, checkpoint store."""
+"""Prompt data: the built-in tasks and row formats of ``data.train`` / ``data.eval`` and the
+prompt source a dataset section describes."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lightrft.adapters.checkpoint import LocalCheckpointStore
 from lightrft.adapters.datasets import (
     HfPromptDataset,
     PromptFormat,
@@ -21,16 +21,11 @@ from lightrft.adapters.datasets import (
 )
 from lightrft.adapters.datasets.placeholders import MediaPlaceholders
 from lightrft.adapters.hf.multimodal_inputs import MediaRequirements
-from lightrft.adapters.tracking import make_tracker
-from lightrft.domain.ports import CheckpointStore, PromptSource, RewardSource, Tracker
+from lightrft.domain.ports import PromptSource
 from lightrft.domain.registry import Registry
-from lightrft.entrypoints.config import RunConfig
-from lightrft.entrypoints.config.reward_recipes import recipe_sections
 from lightrft.entrypoints.config.sections import DatasetConfig
 from lightrft.entrypoints.field_copy import copy_fields
-from lightrft.entrypoints.wiring import reward_sources  # noqa: F401  (registers the built-ins)
 from lightrft.entrypoints.wiring.data_layout import read_dataset
-from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
 
 BuiltinTask = Callable[[DatasetConfig, Any, PromptFormat], PromptSource]
 BUILTIN_TASKS: Registry[BuiltinTask] = Registry("built-in task (data.*.builtin)")
@@ -208,39 +203,3 @@ class _Truncated:
     def stats(self) -> Any:
         """The full source's :class:`~lightrft.adapters.datasets.DatasetStats`, if any."""
         return self._source.stats  # type: ignore[attr-defined]
-
-
-def build_rewards(context: BuildContext) -> list[RewardSource]:
-    """One reward source per ``reward.sources`` section, from its registered builder, then
-    one per source of the reward recipes not among them (when rows carry labels)."""
-    sections = [*context.config.reward.sources, *recipe_sections(context.config)]
-    return [build(REWARD_SOURCES, section, context) for section in sections]
-
-
-def build_tracker(config: RunConfig, rank: int) -> Tracker:
-    if rank != 0:
-        return NullTracker()
-    opts: dict[str, Any] = {}
-    if "wandb" in config.logging.trackers:
-        opts["wandb"] = {"project": config.logging.wandb_project}
-    return make_tracker(list(config.logging.trackers), Path(config.logging.run_dir), **opts)
-
-
-class NullTracker:
-    """The tracker of ranks other than 0: records nothing."""
-
-    def log_metrics(self, metrics: Any, step: int) -> None:
-        """Ignores ``metrics``."""
-
-    def log_samples(self, rows: Any, step: int) -> None:
-        """Ignores ``rows``."""
-
-    def close(self) -> None:
-        """Nothing to release."""
-
-
-def build_checkpoints(config: RunConfig, rank: int, world_size: int) -> CheckpointStore:
-    root = Path(config.logging.run_dir) / "checkpoints"
-    if world_size > 1:
-        root = root / f"rank_{rank:05d}"  # every rank keeps its own shard of the run state
-    return LocalCheckpointStore(root, keep_last=config.checkpoint.keep_last)

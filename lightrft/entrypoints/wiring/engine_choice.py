@@ -17,7 +17,6 @@ import structlog
 from lightrft.domain.ports import RolloutEngine
 from lightrft.entrypoints.config.components import ENGINE_CONFIGS
 from lightrft.entrypoints.config.engine_configs import AutoEngineConfig
-from lightrft.entrypoints.wiring import engines  # noqa: F401  (registers hf and vllm)
 from lightrft.entrypoints.wiring.registries import ENGINES, BuildContext
 
 
@@ -48,7 +47,6 @@ def choose_engine(
     )
 
 
-@ENGINES.register("auto")
 def build_auto_engine(section: AutoEngineConfig, context: BuildContext) -> RolloutEngine:
     """The engine :func:`choose_engine` picks for this run, with its default options (its
     builder and config model looked up by name in the registries)."""

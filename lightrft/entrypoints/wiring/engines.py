@@ -11,10 +11,9 @@ from lightrft.entrypoints.config.engine_configs import (
     SglangEngineConfig,
     VllmEngineConfig,
 )
-from lightrft.entrypoints.wiring.registries import ENGINES, MODEL_LOADERS, BuildContext
+from lightrft.entrypoints.wiring.registries import MODEL_LOADERS, BuildContext
 
 
-@ENGINES.register("hf")
 def build_hf_engine(section: HfEngineConfig, context: BuildContext) -> HfRolloutEngine:
     """LightRFT's KV-cached sampler on the policy's own module when the config shares
     weights, else on a model of its own."""
@@ -62,7 +61,6 @@ def _image_bounds(config: RunConfig) -> dict[str, int] | None:
     return {"min_pixels": model.min_pixels, "max_pixels": model.max_pixels}
 
 
-@ENGINES.register("vllm")
 def build_vllm_engine(section: VllmEngineConfig, context: BuildContext) -> RolloutEngine:
     """An in-process vLLM engine on the run's model directory (its own copy of the weights,
     synced from the policy each step)."""
@@ -99,7 +97,6 @@ def build_vllm_engine(section: VllmEngineConfig, context: BuildContext) -> Rollo
     return VllmRolloutEngine(params, device_type)
 
 
-@ENGINES.register("sglang")
 def build_sglang_engine(section: SglangEngineConfig, context: BuildContext) -> RolloutEngine:
     """An in-process SGLang engine on the run's model directory (CUDA only, unverified)."""
     from lightrft.adapters.sglang import SglangEngineParams, SglangRolloutEngine, start_sglang

@@ -20,7 +20,7 @@ from lightrft.adapters.hf.attention_choice import choose_attention
 from lightrft.adapters.hf.critic import HfCritic
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.strategy_configs import StrategySection
-from lightrft.entrypoints.wiring.registries import MODEL_LOADERS, BuildContext, ModelLoader
+from lightrft.entrypoints.wiring.registries import BuildContext, ModelLoader
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
@@ -107,13 +107,11 @@ def _generation_model(context: BuildContext) -> torch.nn.Module:
     return _causal_lm(context, train=False)  # type: ignore[no-any-return]
 
 
-MODEL_LOADERS.add(
-    "text",
-    ModelLoader(
-        tokenizer=_tokenizer,
-        policy=_policy,
-        reference=_reference,
-        critic=_critic,
-        generation_model=_generation_model,
-    ),
+TEXT_LOADER = ModelLoader(
+    tokenizer=_tokenizer,
+    policy=_policy,
+    reference=_reference,
+    critic=_critic,
+    generation_model=_generation_model,
 )
+"""``model.modality: text``: causal LMs of ``transformers``."""

@@ -1,5 +1,6 @@
 """Model-side providers: accelerator, collective, tokenizer, policy, reference, critic,
-engine and strategy, each one registry lookup (see :mod:`.registries`)."""
+engine and strategy, each one registry lookup (see :mod:`.registries`; the built-ins are
+registered by :mod:`.registrations`)."""
 
 from __future__ import annotations
 
@@ -42,16 +43,7 @@ from lightrft.domain.ports import (
 )
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.sections import DatasetConfig
-from lightrft.entrypoints.wiring import (  # noqa: F401  (registers the built-ins)
-    data,
-    engine_choice,
-    engines,
-    model_loaders,
-    multimodal_loaders,
-    reward_model_builders,
-    reward_sources,
-    strategies,
-)
+from lightrft.entrypoints.wiring import data
 from lightrft.entrypoints.wiring.registries import (
     ENGINES,
     MODEL_LOADERS,
@@ -132,6 +124,12 @@ def loader(config: RunConfig) -> ModelLoader:
 
 def build_tokenizer(config: RunConfig, path: Path) -> Any:
     return loader(config).tokenizer(config, path)
+
+
+def pad_token_id(tokenizer: object) -> int:
+    """The tokenizer's pad token id, 0 when it has none."""
+    pad = getattr(tokenizer, "pad_token_id", None)
+    return int(pad) if pad is not None else 0
 
 
 def build_context(

@@ -34,7 +34,7 @@ from lightrft.adapters.hf.vision_language import (
 from lightrft.domain.ports import Critic
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.wiring.model_loaders import load_params, lora_params
-from lightrft.entrypoints.wiring.registries import MODEL_LOADERS, BuildContext, ModelLoader
+from lightrft.entrypoints.wiring.registries import BuildContext, ModelLoader
 
 
 def _model(context: BuildContext, *, train: bool) -> Any:
@@ -149,10 +149,6 @@ def _generation_model(context: BuildContext) -> torch.nn.Module:
     return _model(context, train=False)  # type: ignore[no-any-return]
 
 
-MODEL_LOADERS.add(
-    "vision-language", _loader(_Media(_image_processor, _prepare_vision, VisionLanguageEncoder))
-)
-MODEL_LOADERS.add(
-    "audio-language", _loader(_Media(_feature_extractor, _prepare_audio, AudioLanguageEncoder))
-)
-MODEL_LOADERS.add("omni", _loader(_Media(_media_processors, _prepare_vision, _omni_encoder)))
+VISION_LANGUAGE_LOADER = _loader(_Media(_image_processor, _prepare_vision, VisionLanguageEncoder))
+AUDIO_LANGUAGE_LOADER = _loader(_Media(_feature_extractor, _prepare_audio, AudioLanguageEncoder))
+OMNI_LOADER = _loader(_Media(_media_processors, _prepare_vision, _omni_encoder))

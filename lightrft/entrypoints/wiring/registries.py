@@ -8,7 +8,8 @@ Adding a component is one adapter module, one config model and one builder:
     register_component("reward_source", "my_rm", MyRmConfig, build_my_rm)
 
 The built-in builders live in the sibling modules (``engines``, ``reward_sources``,
-``strategies``, ``model_loaders``); ``docs/extending.md`` has the recipes.
+``strategies``, ``model_loaders``) and are registered by the one list of
+:mod:`.registrations`; ``docs/extending.md`` has the recipes.
 """
 
 from __future__ import annotations

@@ -26,9 +26,7 @@ from lightrft.entrypoints.config.reward_model_configs import (
 )
 from lightrft.entrypoints.wiring.model_loaders import DTYPES
 from lightrft.entrypoints.wiring.registries import (
-    JUDGE_ENGINES,
     MODEL_LOADERS,
-    SCALAR_RM_ENGINES,
     BuildContext,
 )
 
@@ -52,7 +50,6 @@ def vllm_params(section: EngineRmSection, context: BuildContext, path: Path) -> 
     )
 
 
-@JUDGE_ENGINES.register("hf")
 def hf_judge(section: GenerativeRmConfig, context: BuildContext, path: Path) -> RolloutEngine:
     """LightRFT's KV-cached sampler on the judge loaded with transformers (a vision- or
     audio-language judge with its family's media inputs)."""
@@ -74,7 +71,6 @@ def hf_judge(section: GenerativeRmConfig, context: BuildContext, path: Path) -> 
     return HfRolloutEngine(model, load_tokenizer(path), context.device, multimodal=media)
 
 
-@JUDGE_ENGINES.register("vllm")
 def vllm_judge(section: GenerativeRmConfig, context: BuildContext, path: Path) -> RolloutEngine:
     """An in-process vLLM engine on the judge's directory (greedy, like the HF judge)."""
     from lightrft.adapters.vllm import VllmRolloutEngine
@@ -82,7 +78,6 @@ def vllm_judge(section: GenerativeRmConfig, context: BuildContext, path: Path) -
     return VllmRolloutEngine(vllm_params(section, context, path), context.device.type)
 
 
-@JUDGE_ENGINES.register("sglang")
 def sglang_judge(section: GenerativeRmConfig, context: BuildContext, path: Path) -> RolloutEngine:
     """An in-process SGLang engine on the judge's directory (CUDA only; GPU-only and
     unverified, like the SGLang rollout engine)."""
@@ -104,7 +99,6 @@ def sglang_judge(section: GenerativeRmConfig, context: BuildContext, path: Path)
     return SglangRolloutEngine(params, engine=start_sglang(params, context.device.type))
 
 
-@SCALAR_RM_ENGINES.register("hf")
 def hf_scalar_rm(section: ScalarRmConfig, context: BuildContext) -> RewardSource:
     """The reward model's forward in transformers, on the run's device, of the modality its
     card names (text, vision, audio)."""
@@ -123,7 +117,6 @@ def hf_scalar_rm(section: ScalarRmConfig, context: BuildContext) -> RewardSource
     )
 
 
-@SCALAR_RM_ENGINES.register("vllm")
 def vllm_scalar_rm(section: ScalarRmConfig, context: BuildContext) -> RewardSource:
     """vLLM's pooling runner on the reward model's directory; the HF path (with a warning)
     when vLLM would not give the same scores."""

@@ -16,23 +16,19 @@ from lightrft.entrypoints.config.reward_model_configs import (
     UnitTestsRewardConfig,
 )
 from lightrft.entrypoints.field_copy import copy_fields
-from lightrft.entrypoints.wiring import reward_engines  # noqa: F401  (registers the engines)
 from lightrft.entrypoints.wiring.registries import (
     JUDGE_ENGINES,
     MODEL_LOADERS,
-    REWARD_SOURCES,
     SCALAR_RM_ENGINES,
     BuildContext,
 )
 
 
-@REWARD_SOURCES.register("scalar_rm")
 def build_scalar_rm(section: ScalarRmConfig, context: BuildContext) -> RewardSource:
     """The scalar reward model on its ``engine`` (``wiring/reward_engines.py``)."""
     return SCALAR_RM_ENGINES.get(section.engine)(section, context)
 
 
-@REWARD_SOURCES.register("remote")
 def build_remote(section: RemoteRewardConfig, context: BuildContext) -> RewardSource:
     from lightrft.adapters.reward_service import RemoteRewardSource
 
@@ -54,7 +50,6 @@ def build_remote(section: RemoteRewardConfig, context: BuildContext) -> RewardSo
     )
 
 
-@REWARD_SOURCES.register("unit_tests")
 def build_unit_tests(section: UnitTestsRewardConfig, context: BuildContext) -> UnitTestsReward:
     return copy_fields(
         partial(UnitTestsReward, open_sandbox(section.sandbox)),
@@ -64,7 +59,6 @@ def build_unit_tests(section: UnitTestsRewardConfig, context: BuildContext) -> U
     )
 
 
-@REWARD_SOURCES.register("generative_rm")
 def build_generative_rm(section: GenerativeRmConfig, context: BuildContext) -> RewardSource:
     from lightrft.adapters.hf import load_tokenizer
     from lightrft.adapters.reward_models.generative import DEFAULT_TEMPLATE, HfGenerativeRewardModel

@@ -1,4 +1,4 @@
-"""Built-in reward source builders (``reward.sources``)."""
+"""Built-in reward source builders (``reward.sources``) and the run's reward sources."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from lightrft.adapters.rewards import (
     PythonFunctionReward,
     ThinkBoxedRule,
 )
+from lightrft.domain.ports import RewardSource
 from lightrft.entrypoints.config.reward_configs import (
     AvqaRuleConfig,
     ChoiceRewardConfig,
@@ -23,20 +24,18 @@ from lightrft.entrypoints.config.reward_configs import (
     PythonRewardConfig,
     ThinkBoxedRuleConfig,
 )
-from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext
+from lightrft.entrypoints.config.reward_recipes import recipe_sections
+from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
 
 
-@REWARD_SOURCES.register("math")
 def build_math(section: MathRewardConfig, context: BuildContext) -> MathAnswerReward:
     return MathAnswerReward(name=section.label, extractors=tuple(section.extractors))
 
 
-@REWARD_SOURCES.register("choice")
 def build_choice(section: ChoiceRewardConfig, context: BuildContext) -> ChoiceAnswerReward:
     return ChoiceAnswerReward(name=section.label)
 
 
-@REWARD_SOURCES.register("format")
 def build_format(section: FormatRewardConfig, context: BuildContext) -> FormatReward:
     tag = section.think_tag
     return FormatReward(
@@ -44,7 +43,6 @@ def build_format(section: FormatRewardConfig, context: BuildContext) -> FormatRe
     )
 
 
-@REWARD_SOURCES.register("length")
 def build_length(section: LengthRewardConfig, context: BuildContext) -> LengthReward:
     max_length = section.max_length or context.config.rollout.max_new_tokens
     return LengthReward(
@@ -55,14 +53,12 @@ def build_length(section: LengthRewardConfig, context: BuildContext) -> LengthRe
     )
 
 
-@REWARD_SOURCES.register("python")
 def build_python(section: PythonRewardConfig, context: BuildContext) -> PythonFunctionReward:
     return PythonFunctionReward(
         section.function, name=section.label, timeout_seconds=section.timeout_s
     )
 
 
-@REWARD_SOURCES.register("ttrl")
 def build_ttrl(section: MajorityVoteRewardConfig, context: BuildContext) -> MajorityVoteReward:
     return MajorityVoteReward(
         MathAnswerGrader(tuple(section.extractors)),
@@ -73,12 +69,16 @@ def build_ttrl(section: MajorityVoteRewardConfig, context: BuildContext) -> Majo
     )
 
 
-@REWARD_SOURCES.register("gsm8k_rule")
-@REWARD_SOURCES.register("geo3k_rule")
 def build_think_boxed(section: ThinkBoxedRuleConfig, context: BuildContext) -> ThinkBoxedRule:
     return ThinkBoxedRule(name=section.label, format_weight=section.format_weight)
 
 
-@REWARD_SOURCES.register("avqa_rule")
 def build_answer_tag(section: AvqaRuleConfig, context: BuildContext) -> AnswerTagRule:
     return AnswerTagRule(name=section.label)
+
+
+def build_rewards(context: BuildContext) -> list[RewardSource]:
+    """One reward source per ``reward.sources`` section, from its registered builder, then
+    one per source of the reward recipes not among them (when rows carry labels)."""
+    sections = [*context.config.reward.sources, *recipe_sections(context.config)]
+    return [build(REWARD_SOURCES, section, context) for section in sections]

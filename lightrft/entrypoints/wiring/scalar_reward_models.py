@@ -26,7 +26,6 @@ from lightrft.adapters.reward_models.loading import load_card, load_reward_class
 from lightrft.adapters.reward_models.media import PairMedia
 from lightrft.adapters.reward_models.scalar import ScoringOptions
 from lightrft.entrypoints.config import RunConfig
-from lightrft.entrypoints.wiring import multimodal_loaders  # noqa: F401  (registers them)
 from lightrft.entrypoints.wiring.registries import MODEL_LOADERS, BuildContext
 
 

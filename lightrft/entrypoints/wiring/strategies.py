@@ -8,17 +8,15 @@ from lightrft.entrypoints.config.strategy_configs import (
     Fsdp2StrategyConfig,
     SingleStrategyConfig,
 )
-from lightrft.entrypoints.wiring.registries import STRATEGIES, BuildContext
+from lightrft.entrypoints.wiring.registries import BuildContext
 
 
-@STRATEGIES.register("single")
 def build_single(section: SingleStrategyConfig, context: BuildContext) -> Strategy:
     from lightrft.adapters.single_device import SingleDeviceStrategy
 
     return SingleDeviceStrategy(context.device, context.config.optimizer_params())
 
 
-@STRATEGIES.register("fsdp2")
 def build_fsdp2(section: Fsdp2StrategyConfig, context: BuildContext) -> Strategy:
     from lightrft.adapters.fsdp import Fsdp2Strategy
 
@@ -31,7 +29,6 @@ def build_fsdp2(section: Fsdp2StrategyConfig, context: BuildContext) -> Strategy
     )
 
 
-@STRATEGIES.register("deepspeed")
 def build_deepspeed(section: DeepSpeedStrategyConfig, context: BuildContext) -> Strategy:
     from lightrft.adapters.deepspeed import DeepSpeedStrategy
 

@@ -17,8 +17,8 @@ from lightrft.adapters.rewards import (
 from lightrft.domain.reward_recipes import RewardRecipe
 from lightrft.entrypoints.config import load_config
 from lightrft.entrypoints.config.reward_recipes import recipe_book
-from lightrft.entrypoints.wiring.data import build_rewards
 from lightrft.entrypoints.wiring.registries import BuildContext
+from lightrft.entrypoints.wiring.reward_sources import build_rewards
 
 MIX = "reward.recipes={mix: [{type: math, name: boxed_math, extractors: [boxed]}, format]}"
 
