@@ -5,7 +5,8 @@ paths relative to the file's folder) and ``conversations``, a list of ``{"from",
 turns: the first (``human``) asks which of the two images better fits a caption, the last
 (``gpt``) reasons and ends with its verdict, ``Image 1 is better`` or ``Image 2 is better``
 (inside ``<answer>`` tags). The pair's prompt is the first turn without its ``<image>``
-markers; the verdict's image is chosen (the last verdict in the answer counts).
+markers; the verdict's image is chosen: the last verdict of the last ``<answer>`` block, or
+of the whole turn when it has none.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from lightrft.adapters.datasets.reward_sets.table_files import table_refs
 from lightrft.domain.types import PreferencePair
 
 VERDICT = re.compile(r"image\s*([12])\s*is\s*better", re.IGNORECASE)
+ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 
 
 def _turns(ref: RowRef) -> list[str]:
@@ -42,7 +44,8 @@ def _turns(ref: RowRef) -> list[str]:
 
 def cot_verdict(answer: str) -> int | None:
     """0 when ``answer`` ends by preferring image 1, 1 for image 2, None without a verdict."""
-    found = VERDICT.findall(answer)
+    tagged = ANSWER.findall(answer)
+    found = VERDICT.findall(tagged[-1] if tagged else answer)
     return int(found[-1]) - 1 if found else None
 
 

@@ -19,6 +19,7 @@ response's), the media a scalar reward model reads with that response.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -116,7 +117,8 @@ def response_payload(pair: PreferencePair, side: str) -> dict[str, Any]:
 
 
 def winner(first: float | None, second: float | None) -> int | None:
-    """0 when ``first`` scores higher, 1 when ``second`` does, None for a tie."""
-    if first is None or second is None or first == second:
+    """0 when ``first`` scores higher, 1 when ``second`` does, None for a tie (scores equal
+    up to float rounding: sums of fractions such as 0.3 + 0.3 + 0.3 and 0.2 + 0.4 + 0.3)."""
+    if first is None or second is None or math.isclose(first, second, rel_tol=1e-9):
         return None
     return 0 if first > second else 1

@@ -60,26 +60,35 @@ def _label(value: Any, spec: StepRowSpec, where: str, key: str) -> float:
     )
 
 
+def _differs(text: str, pos: int, expected: str, where: str, key: str) -> None:
+    """Raises naming the first character where ``text`` from ``pos`` differs from
+    ``expected``."""
+    got = text[pos : pos + len(expected)]
+    if got != expected:
+        at = pos + next(
+            (i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b), len(got)
+        )
+        raise BadRowError(where, key, f"label text differs from the input at character {at} in")
+
+
 def _labels_of_text(
     text: str, segments: Sequence[str], spec: StepRowSpec, where: str, key: str
 ) -> list[float]:
     """The tokens of Math-Shepherd's ``label`` text: ``input`` with each tag replaced."""
     labels, pos = [], 0
     for segment in segments[:-1]:
-        if text[pos : pos + len(segment)] != segment:
-            raise BadRowError(
-                where, key, f"label text differs from the input near character {pos} in"
-            )
+        _differs(text, pos, segment, where, key)
         pos += len(segment)
         token = next((t for t in spec.label_values if text.startswith(t, pos)), None)
         if token is None:
-            raise BadRowError(
-                where, key, f"no label token at character {pos} (a step tag of the input) in"
-            )
+            problem = f"no label token at character {pos} (a step tag of the input) in"
+            raise BadRowError(where, key, problem)
         labels.append(float(spec.label_values[token]))
         pos += len(token)
-    if text[pos:] != segments[-1]:
-        raise BadRowError(where, key, "label text differs from the input after its last step in")
+    _differs(text, pos, segments[-1], where, key)
+    if len(text) != pos + len(segments[-1]):
+        problem = f"label text goes on after the input's end (character {len(text)}) in"
+        raise BadRowError(where, key, problem)
     return labels
 
 
