@@ -10,7 +10,7 @@ and row.
 
 from lightrft.adapters.datasets.reward_sets.media_pairs import RESPONSE_MARKERS, response_payload
 from lightrft.adapters.datasets.reward_sets.registry import DEFAULT_REWARD_DATASET, REWARD_DATASETS
-from lightrft.adapters.datasets.reward_sets.reward_mix import load_reward_data
+from lightrft.adapters.datasets.reward_sets.reward_mix import load_reward_data, load_reward_pairs
 from lightrft.adapters.datasets.reward_sets.reward_set import (
     LoadedRewardSet,
     RewardSet,
@@ -27,5 +27,6 @@ __all__ = [
     "RewardSetOptions",
     "StepRowSpec",
     "load_reward_data",
+    "load_reward_pairs",
     "response_payload",
 ]

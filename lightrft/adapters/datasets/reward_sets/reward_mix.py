@@ -14,18 +14,20 @@ step-labelled solutions).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
 from lightrft.adapters.datasets.blended import BlendedPromptSource
 from lightrft.adapters.datasets.data_specs import parse_data_specs
+from lightrft.adapters.datasets.preferences import PreferenceSpec
 from lightrft.adapters.datasets.rendering import PromptRenderer
 from lightrft.adapters.datasets.reward_sets.registry import (
     DEFAULT_REWARD_DATASET,
     REWARD_DATASETS,
 )
 from lightrft.adapters.datasets.reward_sets.reward_set import LoadedRewardSet, RewardSetOptions
+from lightrft.domain.types import PreferencePair
 
 
 def load_reward_data(
@@ -68,3 +70,32 @@ def load_reward_data(
     blend = BlendedPromptSource(parts, probabilities, seed=seed)  # type: ignore[arg-type]
     drawn = [parts[s][i] for s, i in map(blend.position, range(len(blend)))]
     return LoadedRewardSet(drawn, skipped, ties)
+
+
+def load_reward_pairs(
+    text: str,
+    renderer: PromptRenderer,
+    spec: PreferenceSpec | None = None,
+    *,
+    probabilities: Sequence[float] | None = None,
+    seed: int = 0,
+    responses: Collection[str] | None = None,
+) -> tuple[list[PreferencePair], int]:
+    """:func:`load_reward_data` shaped as ``load_preferences``: (pairs, bad rows skipped),
+    ``spec`` the columns and bad-row policy of plain preference rows. ``responses``: the
+    response kinds the caller trains on (e.g. ``{"text"}``; None: any); a set of another
+    kind, or of step-labelled rows, is refused by name."""
+    spec = spec or PreferenceSpec()
+    for entry in parse_data_specs(text):
+        name = entry.name or DEFAULT_REWARD_DATASET
+        reward_set = REWARD_DATASETS.get(name)
+        if reward_set.kind != "pairs":
+            raise ValueError(f"{name} gives step-labelled rows, not preference pairs")
+        if responses is not None and reward_set.responses not in responses:
+            kinds = ", ".join(sorted(responses))
+            raise ValueError(
+                f"{name} gives {reward_set.responses} responses; this trainer reads {kinds}"
+            )
+    options = RewardSetOptions(on_bad_row=spec.on_bad_row, preference_spec=spec)
+    loaded = load_reward_data(text, renderer, options, probabilities=probabilities, seed=seed)
+    return loaded.records, loaded.skipped

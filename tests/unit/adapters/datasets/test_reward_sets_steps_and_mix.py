@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from lightrft.adapters.datasets.bad_rows import BadRowsError
+from lightrft.adapters.datasets.preferences import PreferenceSpec, load_preferences
 from lightrft.adapters.datasets.reward_sets import (
     REWARD_DATASETS,
     RewardSetOptions,
     load_reward_data,
+    load_reward_pairs,
 )
 from lightrft.domain.registry import UnknownChoiceError
 from lightrft.domain.step_labels import StepLabelledSolution
@@ -151,3 +153,26 @@ def test_registry_names_every_published_set() -> None:
     }  # fmt: skip
     kinds = {name: REWARD_DATASETS.get(name).kind for name in REWARD_DATASETS.names()}
     assert {n for n, k in kinds.items() if k == "steps"} == {"process-reward"}
+
+
+def test_load_reward_pairs_is_load_preferences_for_a_plain_file(tmp_path: Path) -> None:
+    rows = [{"prompt": "q?", "chosen": "yes", "rejected": "no", "m": 0.5},
+            {"prompt": "r?", "chosen": "same", "rejected": "same", "m": 1.0}]  # fmt: skip
+    path = write_jsonl(tmp_path / "prefs.jsonl", rows)
+    spec = PreferenceSpec(margin_key="m", on_bad_row="skip")
+    assert load_reward_pairs(str(path), renderer(), spec) == load_preferences(
+        path, renderer(), spec
+    )
+    pairs, skipped = load_reward_pairs(str(path), renderer(), spec)
+    assert [(p.uid, p.margin) for p in pairs] == [("prefs:0", 0.5)] and skipped == 1
+
+
+def test_load_reward_pairs_refuses_what_the_trainer_cannot_read(tmp_path: Path) -> None:
+    images = hpdv3(tmp_path / "hpd", 1)
+    steps = write_jsonl(tmp_path / "s.jsonl", [{"input": SHEPHERD, "value": ["+", "+", "+"]}])
+    with pytest.raises(ValueError, match="^hpdv3 gives images responses; this trainer reads text$"):
+        load_reward_pairs(f"hpdv3:{images}", renderer(), responses={"text"})
+    with pytest.raises(ValueError, match="process-reward gives step-labelled rows"):
+        load_reward_pairs(f"process-reward:{steps}", renderer())
+    pairs, _ = load_reward_pairs(f"hpdv3:{images}", renderer(), responses={"text", "images"})
+    assert [p.uid for p in pairs] == ["hpdv3:train:0"]
