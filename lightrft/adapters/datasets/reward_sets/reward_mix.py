@@ -67,7 +67,7 @@ def load_reward_data(
         skipped, ties = skipped + loaded.skipped, ties + loaded.ties
     if probabilities is None or len(parts) == 1:
         return LoadedRewardSet([r for part in parts for r in part], skipped, ties)
-    blend = BlendedPromptSource(parts, probabilities, seed=seed)  # type: ignore[arg-type]
+    blend = BlendedPromptSource(parts, probabilities, seed=seed)
     drawn = [parts[s][i] for s, i in map(blend.position, range(len(blend)))]
     return LoadedRewardSet(drawn, skipped, ties)
 
