@@ -215,3 +215,18 @@ def test_the_python_section_takes_a_convention() -> None:
     assert section.convention == "verl"
     with pytest.raises(ValueError, match="convention"):
         PythonRewardConfig(type="python", function="r.py", convention="rllib")  # type: ignore[arg-type]
+
+
+def test_the_builder_passes_the_convention(tmp_path: Path) -> None:
+    from lightrft.entrypoints.wiring.registries import REWARD_SOURCES
+
+    (tmp_path / "rf.py").write_text(OPENRLHF_FILE)
+    section = PythonRewardConfig(
+        type="python", function=str(tmp_path / "rf.py"), convention="openrlhf"
+    )
+    built = REWARD_SOURCES.get("python")(section, None)  # the context is unused
+    try:
+        record = PromptRecord("a", "Q: ", (1,), reference="ok")
+        assert built.score(scored([record], ["it is ok"])).scores.tolist() == [1.0]
+    finally:
+        built.close()
