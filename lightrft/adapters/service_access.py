@@ -3,7 +3,11 @@
 :class:`AccessGuard` is a plain ASGI middleware (it leaves ``receive`` untouched, so the
 handlers see client disconnects): every HTTP request needs ``Authorization: Bearer
 <token>`` when a token is set (compared in constant time; 401 otherwise), and a declared
-``Content-Length`` over the limit gets 413 before the body is read. :func:`check_exposure`
+``Content-Length`` over the limit gets 413 before the body is read. The body must arrive
+within ``body_timeout_s`` of the headers (else 408 and the connection is closed), and a client
+that disconnects before its body is read is one log line (``service.client_disconnected``),
+not a traceback. Connections whose headers are late are closed by the protocol
+(:mod:`~lightrft.adapters.connection_deadlines`). :func:`check_exposure`
 refuses to serve on an address other machines can reach without a token; :func:`serve` (in
 the foreground) and :class:`BackgroundServer` (on a thread) run an app with uvicorn after that
 check (the app says it has a token with ``app.state.token_required``).
@@ -11,13 +15,20 @@ check (the app says it has a token with ``app.state.token_required``).
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import threading
 import time
 from typing import Any
 
+import structlog
+from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse
+
+from lightrft.adapters.connection_deadlines import BODY_TIMEOUT_S, uvicorn_config
+
+log = structlog.get_logger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 
@@ -54,10 +65,18 @@ def authorized(header: str, token: str) -> bool:
 class AccessGuard:
     """ASGI middleware: token check and declared-size check (see the module docstring)."""
 
-    def __init__(self, app: Any, *, token: str | None, max_request_bytes: int) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        token: str | None,
+        max_request_bytes: int,
+        body_timeout_s: float = BODY_TIMEOUT_S,
+    ) -> None:
         self.app = app
         self.token = token
         self.max_request_bytes = max_request_bytes
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -73,7 +92,45 @@ class AccessGuard:
             detail = f"request body of {length} bytes exceeds {self.max_request_bytes}"
             await JSONResponse({"detail": detail}, status_code=413)(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        await self._with_body_deadline(scope, receive, send)
+
+    async def _with_body_deadline(self, scope: Any, receive: Any, send: Any) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.body_timeout_s
+        state = {"body_read": False, "started": False}
+
+        async def timed_receive() -> Any:
+            if state["body_read"]:
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0.0))
+            except TimeoutError:
+                raise _BodyTimeout from None
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                state["body_read"] = True
+            return message
+
+        async def watched_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, timed_receive, watched_send)
+        except _BodyTimeout:
+            log.info("service.body_timeout", path=scope.get("path"), seconds=self.body_timeout_s)
+            if not state["started"]:
+                detail = f"the request body did not arrive within {self.body_timeout_s}s"
+                response = JSONResponse(
+                    {"detail": detail}, status_code=408, headers={"Connection": "close"}
+                )
+                await response(scope, receive, send)
+        except ClientDisconnect:
+            log.info("service.client_disconnected", path=scope.get("path"), detail="mid-body")
+
+
+class _BodyTimeout(Exception):
+    """The request body did not arrive in time."""
 
 
 def _check_exposure(app: Any, host: str) -> None:
@@ -86,7 +143,7 @@ def serve(app: Any, *, host: str = DEFAULT_HOST, port: int = 8000) -> None:
     _check_exposure(app, host)
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.Server(uvicorn_config(app, host=host, port=port)).run()
 
 
 class BackgroundServer:
@@ -99,8 +156,7 @@ class BackgroundServer:
         import uvicorn
 
         _check_exposure(app, host)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-        self._server = uvicorn.Server(config)
+        self._server = uvicorn.Server(uvicorn_config(app, host=host, port=port, lifespan="on"))
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self.url = ""
 

@@ -47,6 +47,8 @@ class ServeOptions:
     media_root: str | None = None  # local media paths are served from under it only
     max_media_bytes: int = 16 * 2**20  # per image / audio item
     max_media_items: int = 32  # per request
+    header_timeout_s: float = 10.0  # a connection's request headers, else it is closed
+    body_timeout_s: float = 30.0  # a request's body after its headers, else 408
 
 
 def _no_policy() -> Any:
@@ -114,6 +116,8 @@ def build_app(config: RunConfig, options: ServeOptions) -> Any:
         micro_batch_samples=options.micro_batch_samples,
         batch_window_s=options.batch_window_ms / 1000.0,
         media=RequestMedia(limits, decode_media),
+        header_timeout_s=options.header_timeout_s,
+        body_timeout_s=options.body_timeout_s,
     )
 
 
