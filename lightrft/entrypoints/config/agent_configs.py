@@ -165,6 +165,12 @@ class HttpEnvironmentConfig(EnvironmentSection):
     max_attempts: int = Field(4, ge=1, description="Attempts per request (retries + 1).")
     backoff_base_s: float = Field(0.5, ge=0, description="First backoff (full jitter).")
     backoff_max_s: float = Field(8.0, ge=0, description="Longest backoff.")
+    max_response_bytes: int = Field(
+        4 * 2**20,
+        ge=1024,
+        description="Largest answer read from the service; a larger one ends its episode "
+        "env_error (refused while it streams in, before it is parsed or tokenised).",
+    )
     stop: list[str] = Field(
         default_factory=list,
         description="Strings that end a model turn (e.g. the tool-call format's closing tag).",

@@ -79,6 +79,7 @@ def build_http_environment(section: HttpEnvironmentConfig, context: BuildContext
         token=section.token,
         timeout_s=section.timeout_s,
         retry=RetryPolicy(section.max_attempts, section.backoff_base_s, section.backoff_max_s),
+        max_response_bytes=section.max_response_bytes,
     )
 
 

@@ -75,3 +75,34 @@ def test_an_environment_down_all_run_stops_it_with_a_checkpoint_naming_the_servi
     assert cycle.state.step == 2  # rollouts 1 and 2 trained, the third stopped the run
     saved = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
     assert saved and saved[-1].endswith("2")
+
+
+class HugeObservation(NeverDoneEnvironment):
+    def step(self, action):  # type: ignore[no-untyped-def]
+        from lightrft.domain.agent import ChatMessage, StepOutcome
+
+        return StepOutcome((ChatMessage("tool", "1" * 5_000_000),))
+
+
+@pytest.mark.parametrize("cap", ["", "max_response_bytes: 16777216, "])
+def test_a_five_megabyte_observation_ends_its_episode_and_memory_stays_bounded(
+    tiny_dir: Path, tmp_path: Path, cap: str
+) -> None:
+    """HE11: refused while it streams in (the default 4 MiB cap: env_error) or, under a
+    larger cap, before it is tokenised (observation_too_long)."""
+    with BackgroundServer(create_app(EnvironmentService(HugeObservation))) as server:
+        section = f"{{type: http, url: '{server.url}', {cap}timeout_s: 10, max_attempts: 1}}"
+        run = config(
+            tiny_dir,
+            tmp_path,
+            server.url,
+            "train.total_steps=1",
+            f"rollout.environment={section}",
+            "plugins=[tests.helpers.agent_plugin]",
+            "rollout.engine=tool_script",  # its first turn stops at a tool call
+            "rollout.max_new_tokens=200",
+        )
+        (step,) = build_container(run).cycle().run(resume=False)
+    reason = "observation_too_long" if cap else "env_error"
+    assert step[f"agent/end/{reason}"] == 1.0
+    assert step["agent/observation_tokens_mean"] == 0.0
