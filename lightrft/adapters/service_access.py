@@ -1,16 +1,21 @@
-"""Who may talk to a service the product runs (reward service, environment service): the bearer token, and where it may listen.
+"""Who may talk to a service the product runs (reward service, environment service), for how
+long, and where it may listen.
 
-:class:`AccessGuard` is a plain ASGI middleware (it leaves ``receive`` untouched, so the
+:class:`AccessGuard` is a plain ASGI middleware (it passes ``receive`` through, so the
 handlers see client disconnects): every HTTP request needs ``Authorization: Bearer
 <token>`` when a token is set (compared in constant time; 401 otherwise), and a declared
 ``Content-Length`` over the limit gets 413 before the body is read. The body must arrive
 within ``body_timeout_s`` of the headers (else 408 and the connection is closed), and a client
 that disconnects before its body is read is one log line (``service.client_disconnected``),
-not a traceback. Connections whose headers are late are closed by the protocol
-(:mod:`~lightrft.adapters.connection_deadlines`). :func:`check_exposure`
+not a traceback. uvicorn closes a kept-alive connection that stays idle
+(``timeout_keep_alive``) but waits forever for the headers of a request that never finishes
+them, so anyone who can connect (no token needed) could hold the service's file descriptors:
+:func:`header_deadline_protocol` closes a connection whose headers are not complete
+``header_timeout_s`` after it opened or after its last answer. :func:`check_exposure`
 refuses to serve on an address other machines can reach without a token; :func:`serve` (in
 the foreground) and :class:`BackgroundServer` (on a thread) run an app with uvicorn after that
-check (the app says it has a token with ``app.state.token_required``).
+check (the app says it has a token with ``app.state.token_required``, and its header deadline
+with ``app.state.header_timeout_s``).
 """
 
 from __future__ import annotations
@@ -26,9 +31,67 @@ import structlog
 from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse
 
-from lightrft.adapters.connection_deadlines import BODY_TIMEOUT_S, uvicorn_config
-
 log = structlog.get_logger(__name__)
+
+HEADER_TIMEOUT_S = 10.0
+"""Seconds a connection may take to send a request's headers."""
+BODY_TIMEOUT_S = 30.0
+"""Seconds a request may take to send its body (from when its headers arrived)."""
+KEEP_ALIVE_S = 5
+"""Seconds an idle kept-alive connection stays open (uvicorn's ``timeout_keep_alive``)."""
+
+
+def header_deadline_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol (httptools, else h11) closing connections whose headers are
+    late (see the module docstring)."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    base: Any = AutoHTTPProtocol
+
+    class HeaderDeadlineProtocol(base):  # type: ignore[misc,valid-type]
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm_header_deadline()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm_header_deadline()
+
+        def _arm_header_deadline(self) -> None:
+            if self.transport.is_closing():
+                return
+            waiting_for = self.cycle  # a new request's headers replace it
+            self.loop.call_later(header_timeout_s, self._headers_late, waiting_for)
+
+        def _headers_late(self, waiting_for: Any) -> None:
+            if self.cycle is waiting_for and not self.transport.is_closing():
+                peer = self.transport.get_extra_info("peername")
+                log.info(
+                    "service.connection_closed",
+                    reason=f"no complete request headers within {header_timeout_s}s",
+                    peer=str(peer),
+                )
+                self.transport.close()
+
+    return HeaderDeadlineProtocol
+
+
+def uvicorn_config(app: Any, *, host: str, port: int, **options: Any) -> Any:
+    """A ``uvicorn.Config`` for ``app`` with the deadlines it asks for
+    (``app.state.header_timeout_s``, else :data:`HEADER_TIMEOUT_S`)."""
+    import uvicorn
+
+    header_timeout_s = float(getattr(app.state, "header_timeout_s", HEADER_TIMEOUT_S))
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_keep_alive=KEEP_ALIVE_S,
+        http=header_deadline_protocol(header_timeout_s),
+        **options,
+    )
+
 
 DEFAULT_HOST = "127.0.0.1"
 
@@ -63,7 +126,7 @@ def authorized(header: str, token: str) -> bool:
 
 
 class AccessGuard:
-    """ASGI middleware: token check and declared-size check (see the module docstring)."""
+    """ASGI middleware: token, declared size and body deadline (see the module docstring)."""
 
     def __init__(
         self,

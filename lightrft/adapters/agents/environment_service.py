@@ -22,7 +22,7 @@ from lightrft.adapters.agents.http_wire import (
     prompt_from_wire,
     prompt_to_wire,
 )
-from lightrft.adapters.connection_deadlines import BODY_TIMEOUT_S, HEADER_TIMEOUT_S
+from lightrft.adapters.service_access import BODY_TIMEOUT_S, HEADER_TIMEOUT_S
 from lightrft.domain.agent import Environment, EnvironmentFactory
 
 

@@ -16,7 +16,7 @@ are read and bounded by ``media`` (:mod:`~lightrft.adapters.reward_service.media
 every request with media is refused) and only for a source whose ``reads_media`` is true.
 Stalled clients are cut off: a connection gets ``header_timeout_s`` to send its headers and a
 request ``body_timeout_s`` to send its body (408), and a client that disconnects mid-body is
-one log line (:mod:`~lightrft.adapters.connection_deadlines`). A source with
+one log line (:mod:`~lightrft.adapters.service_access`). A source with
 ``parallel_calls`` > 1 (``unit_tests``) is given that many batches at once.
 ``BackgroundServer`` runs an app on a thread (tests, in-process serving); ``serve`` runs it
 in the foreground (both shared with the environment service, from
@@ -36,12 +36,18 @@ import structlog
 from fastapi import FastAPI, HTTPException, Request, Response
 from pydantic import ValidationError
 
-from lightrft.adapters.connection_deadlines import BODY_TIMEOUT_S, HEADER_TIMEOUT_S
 from lightrft.adapters.reward_service.batcher import MicroBatcher
 from lightrft.adapters.reward_service.media import MediaError, MediaLimits, RequestMedia
 from lightrft.adapters.reward_service.protocol import ScoreRequest, ScoreResponse
 from lightrft.adapters.reward_service.request_memo import RequestMemo
-from lightrft.adapters.service_access import DEFAULT_HOST, AccessGuard, BackgroundServer, serve
+from lightrft.adapters.service_access import (
+    BODY_TIMEOUT_S,
+    DEFAULT_HOST,
+    HEADER_TIMEOUT_S,
+    AccessGuard,
+    BackgroundServer,
+    serve,
+)
 from lightrft.domain.ports import RewardSource
 
 log = structlog.get_logger(__name__)
