@@ -29,6 +29,8 @@ from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext,
 log = structlog.get_logger(__name__)
 
 TOKEN_ENV = "LIGHTRFT_REWARD_TOKEN"
+MIN_PUBLIC_TOKEN_CHARS = 16
+"""Shorter tokens on a non-loopback host get a warning (``reward_service.weak_token``)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,14 @@ def service_token(options: ServeOptions) -> str | None:
 
     token = os.environ.get(options.token_env) or None
     if token is not None:
+        if len(token) < MIN_PUBLIC_TOKEN_CHARS and not is_loopback(options.host):
+            log.warning(
+                "reward_service.weak_token",
+                host=options.host,
+                detail=f"a token of {len(token)} characters on an address other machines can "
+                f"reach is guessable; use at least {MIN_PUBLIC_TOKEN_CHARS} (python -c 'import "
+                "secrets; print(secrets.token_hex(16))')",
+            )
         return token
     if not is_loopback(options.host):
         raise ConfigError(

@@ -237,3 +237,23 @@ def test_a_source_without_parallel_calls_is_still_called_one_batch_at_a_time() -
 
     asyncio.run(run())
     assert calls["most"] == 1
+
+
+def test_a_short_token_on_a_public_address_is_warned_about(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """S11f: ``LIGHTRFT_REWARD_TOKEN=x`` on 0.0.0.0 served without a word on main."""
+    from structlog.testing import capture_logs
+
+    from lightrft.entrypoints.jobs.serve_reward import ServeOptions, service_token
+
+    monkeypatch.setenv("LIGHTRFT_REWARD_TOKEN", "x")
+    with capture_logs() as logs:
+        assert service_token(ServeOptions(host="0.0.0.0")) == "x"
+        assert service_token(ServeOptions(host="127.0.0.1")) == "x"  # loopback: no warning
+    (warning,) = [e for e in logs if e["event"] == "reward_service.weak_token"]
+    assert warning["host"] == "0.0.0.0" and "1 characters" in warning["detail"]
+    monkeypatch.setenv("LIGHTRFT_REWARD_TOKEN", "0123456789abcdef")
+    with capture_logs() as logs:
+        service_token(ServeOptions(host="0.0.0.0"))
+    assert not [e for e in logs if e["event"] == "reward_service.weak_token"]
