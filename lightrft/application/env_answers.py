@@ -9,7 +9,7 @@ reason, counts it and goes on:
 
 - ``env_invalid``: the first input is not a ``PromptRecord``, its ids are empty, outside
   ``[0, vocab_size)``, or add more than ``max_observation_tokens`` to the prompt; a step
-  answer is not a ``StepOutcome``, its reward is not finite or larger in size than
+  answer is not a ``StepOutcome`` (with a bool ``done`` and ``ChatMessage`` observations), its reward is not finite or larger in size than
   ``max_abs_reward``, a counter is not a finite number, or the episode's counters would
   have more than ``max_counter_keys`` names;
 - ``observation_too_long``: an observation whose messages hold more than
@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from lightrft.domain.agent import StepOutcome
+from lightrft.domain.agent import ChatMessage, StepOutcome
 from lightrft.domain.types import PromptRecord
 
 CHARS_PER_TOKEN = 32
@@ -67,6 +67,14 @@ def outcome_problem(
     of the episode so far."""
     if not isinstance(value, StepOutcome):
         return f"step returned {type(value).__name__}, not a StepOutcome"
+    if not isinstance(value.done, bool):
+        return f"step returned done={value.done!r}, not a bool"
+    messages = value.observation
+    if not isinstance(messages, tuple | list) or not all(
+        isinstance(m, ChatMessage) and isinstance(m.content, str) and isinstance(m.role, str)
+        for m in messages
+    ):
+        return "step returned an observation that is not a sequence of ChatMessage"
     reward = value.reward
     if not isinstance(reward, int | float) or isinstance(reward, bool):
         return f"step returned a reward that is not a number: {reward!r}"

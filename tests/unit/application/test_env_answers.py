@@ -264,3 +264,20 @@ def test_below_the_threshold_the_run_goes_on() -> None:
     agent = AgentRolloutEngine(FakeRolloutEngine(), HalfDown, FakeTurnRenderer(), params)
     completions = agent.generate(prompts(4), SAMPLING)
     assert 0 < reasons(completions).count("env_error") < len(completions)
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        "not an outcome",
+        StepOutcome(("a bare string",)),  # type: ignore[arg-type]
+        StepOutcome((ChatMessage("tool", None),)),  # type: ignore[arg-type]
+        StepOutcome((), done="yes"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_malformed_step_answer_ends_the_episode_not_the_rollout(outcome: object) -> None:
+    class Malformed(NeverDoneEnvironment):
+        def step(self, action: Action) -> StepOutcome:
+            return outcome  # type: ignore[return-value]
+
+    assert reasons(run(Malformed)) == ["env_invalid"] * 4
