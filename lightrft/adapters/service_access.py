@@ -51,17 +51,18 @@ def header_deadline_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
     class HeaderDeadlineProtocol(base):  # type: ignore[misc,valid-type]
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
-            self._arm_header_deadline()
+            self._arm_header_deadline(None)
 
         def on_response_complete(self) -> None:
+            finished = self.cycle  # taken first: a pipelined request may start in super()
             super().on_response_complete()
-            self._arm_header_deadline()
+            self._arm_header_deadline(finished)
 
-        def _arm_header_deadline(self) -> None:
-            if self.transport.is_closing():
-                return
-            waiting_for = self.cycle  # a new request's headers replace it
-            self.loop.call_later(header_timeout_s, self._headers_late, waiting_for)
+        def _arm_header_deadline(self, waiting_for: Any) -> None:
+            """Closes the connection unless a request other than ``waiting_for`` (the one
+            answered last, None on a new connection) has its headers in time."""
+            if not self.transport.is_closing():
+                self.loop.call_later(header_timeout_s, self._headers_late, waiting_for)
 
         def _headers_late(self, waiting_for: Any) -> None:
             if self.cycle is waiting_for and not self.transport.is_closing():

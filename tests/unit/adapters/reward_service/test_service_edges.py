@@ -257,3 +257,21 @@ def test_a_short_token_on_a_public_address_is_warned_about(
     with capture_logs() as logs:
         service_token(ServeOptions(host="0.0.0.0"))
     assert not [e for e in logs if e["event"] == "reward_service.weak_token"]
+
+
+def test_a_request_slower_than_the_header_deadline_is_not_cut() -> None:
+    """The header deadline is about headers: scoring that takes longer, and the next request
+    on the same kept-alive connection, are answered."""
+
+    class Slow(Echo):
+        def score(self, batch: Sequence[RewardSample]) -> RewardResult:
+            time.sleep(0.8)
+            return super().score(batch)
+
+    app = create_app(Slow(), token=TOKEN, header_timeout_s=0.3, body_timeout_s=0.3)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    body = {"samples": [{"prompt": "q", "response": "3"}]}
+    with BackgroundServer(app) as running, httpx.Client(headers=headers, timeout=5) as client:
+        for _ in range(2):
+            response = client.post(f"{running.url}/score", json=body)
+            assert response.status_code == 200 and response.json()["scores"] == [3.0]
