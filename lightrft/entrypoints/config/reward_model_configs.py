@@ -129,6 +129,12 @@ class UnitTestsRewardConfig(RewardSourceSection):
     memory_mb: int = Field(512, ge=16, description="Address-space limit per program.")
     pass_score: float = Field(1.0, description="Score when every test passes.")
     fail_score: float = Field(0.0, description="Score otherwise.")
+    max_parallel: int | None = Field(
+        None,
+        ge=1,
+        description="Programs run at once (of one batch and of concurrent service requests), "
+        "each still sandboxed and time-limited; null: min(4, CPUs).",
+    )
 
 
 @register_config(REWARD_SOURCE_CONFIGS, "generative_rm")

@@ -61,7 +61,7 @@ def build_unit_tests(section: UnitTestsRewardConfig, context: BuildContext) -> U
     return copy_fields(
         partial(UnitTestsReward, open_sandbox(section.sandbox)),
         section,
-        "timeout_s memory_mb pass_score fail_score",
+        "timeout_s memory_mb pass_score fail_score max_parallel",
         name=section.label,
     )
 
