@@ -21,11 +21,12 @@ fi
 ON_CPU=0
 if [ "$NPROC" -eq 0 ]; then ON_CPU=1; fi
 
-# One step of 2 prompts x 2 samples of at most 8 tokens, no engine, evaluation on 2 prompts.
+# STEPS (default 1) steps of 2 prompts x 2 samples of at most 8 tokens (train.episodes=null:
+# the step count is not derived from the dataset's size), no engine, evaluation on 2 prompts.
 SMOKE=(--rollout_batch_size 2 --train_batch_size 4 --n_samples_per_prompt 2
        --micro_train_batch_size 2 --micro_rollout_batch_size 2 --generate_max_len 8
-       --max_eval_samples 2 'rollout.engine={type: hf}' "train.total_steps=${STEPS:-1}"
-       logging.progress=false)
+       --max_eval_samples 2 'rollout.engine={type: hf}' train.episodes=null
+       "train.total_steps=${STEPS:-1}" logging.progress=false)
 
 CPU_ARGS=()
 if [ "$ON_CPU" = 1 ]; then CPU_ARGS=("${SMOKE[@]}"); fi

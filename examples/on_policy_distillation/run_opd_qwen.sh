@@ -27,9 +27,13 @@ SAVE_PATH=${SAVE_PATH:-results/$EXPERIMENT_NAME/$EXPERIMENT_NAME-$STAMP}
 WANDB=()
 if [ -n "${WANDB_API_KEY:-}" ]; then WANDB=(--use_wandb); fi
 
+# The advantage is the teacher's log-prob minus the student's on each sampled token; the rows
+# hold a prompt only, so the logged reward is one that needs no answer (the length penalty).
 lightrft_train grpo \
   --pretrain "$STUDENT_MODEL_PATH" \
   "teacher.path=$TEACHER_MODEL_PATH" \
+  data.train.reference_key=null \
+  'reward.sources=[{type: length}]' \
   --save_trajectories \
   --advantage_estimator on_policy_distillation \
   --fsdp \
