@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from lightrft.entrypoints.config.legacy_flag_table import PENDING_KEYS
 from tests.e2e.example_runs import CLI, EXAMPLES, preprocess, printed_command, run_example
@@ -72,8 +73,9 @@ def test_the_gsm8k_system_prompt_is_taken_literally(tmp_path: Path) -> None:
     assert prompt is not None and ": " in prompt.group(1)
     done = run_example(script, check=False, LIGHTRFT_DRY_RUN="1", NPROC="8")
     assert "system_prompt" not in done.stderr, done.stderr
-    if done.returncode == 0:
-        assert prompt.group(1) in done.stdout
+    assert done.returncode == 0, done.stderr
+    shown = yaml.safe_load(done.stdout)  # the resolved config (the notes are YAML comments)
+    assert shown["data"]["train"]["system_prompt"] == prompt.group(1)
 
 
 @pytest.mark.parametrize("script", sorted(OTHER_SCRIPTS))
