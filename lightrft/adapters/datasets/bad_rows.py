@@ -8,7 +8,8 @@ more), so a user fixes a file in one pass; with ``"skip"`` it counts them.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 BadRowPolicy = Literal["error", "skip"]
 
@@ -68,3 +69,13 @@ class BadRows:
         if self.policy == "error" and self.count:
             raise BadRowsError(self._listed, self.count)
         return self.count
+
+
+def text_field(row: Mapping[str, Any], key: str, where: str) -> str:
+    """``row[key]`` as non-empty text; :class:`BadRowError` otherwise."""
+    value = row.get(key)
+    if value is None:
+        raise BadRowError(where, key, "missing key")
+    if not isinstance(value, str) or not value.strip():
+        raise BadRowError(where, key, "expected a non-empty string in")
+    return value

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lightrft.adapters.datasets.arithmetic import arithmetic_problems
-from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
+from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows, text_field
 from lightrft.adapters.datasets.chat_check import check_chat
 from lightrft.adapters.datasets.hf_prompt_dataset import file_row_refs
 from lightrft.adapters.datasets.prompt_rows import RowRef
@@ -58,15 +58,6 @@ class JudgeRowSpec:
     on_bad_row: BadRowPolicy = "error"
 
 
-def _text(row: Mapping[str, Any], key: str, where: str) -> str:
-    value = row.get(key)
-    if value is None:
-        raise BadRowError(where, key, "missing key")
-    if not isinstance(value, str) or not value.strip():
-        raise BadRowError(where, key, "expected a non-empty string in")
-    return value
-
-
 def _prompt(row: Mapping[str, Any], key: str, where: str) -> Any:
     value = row.get(key)
     if isinstance(value, list):
@@ -74,7 +65,7 @@ def _prompt(row: Mapping[str, Any], key: str, where: str) -> Any:
             raise BadRowError(where, key, "expected a list of {role, content} messages in")
         check_chat(value, where, key)
         return value
-    return _text(row, key, where)
+    return text_field(row, key, where)
 
 
 def _label_score(verdict: VerdictFormat, label: Any, key: str, where: str) -> float:
@@ -94,7 +85,7 @@ def _verdict(
             raise BadRowError(where, spec.judgement_key, f"missing both {spec.label_key!r} and")
         score = _label_score(verdict, label, spec.label_key, where)
         return verdict.verdict_text(label), score
-    judgement = _text(row, spec.judgement_key, where)
+    judgement = text_field(row, spec.judgement_key, where)
     parsed = verdict.parse(judgement)
     if parsed is None:
         problem = f"no verdict {type(verdict).__name__} can read (see docs/reward-models.md) in"
@@ -113,7 +104,7 @@ def read_judge_row(
     """The row as a :class:`JudgedResponse`; :class:`BadRowError` naming the bad key."""
     row, where = ref.row, ref.where
     prompt = _prompt(row, spec.prompt_key, where)
-    response = _text(row, spec.response_key, where)
+    response = text_field(row, spec.response_key, where)
     reference = row.get(spec.reference_key)
     if reference is not None and not isinstance(reference, str):
         raise BadRowError(where, spec.reference_key, "expected a string in")

@@ -19,14 +19,14 @@ import math
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import httpx
 import structlog
 import torch
 
 from lightrft.adapters.http_client.json_post import httpx_send
-from lightrft.adapters.http_client.retry import JsonPoster, RetryPolicy
+from lightrft.adapters.http_client.retry import CallFailed, JsonPoster, RetryPolicy
 from lightrft.adapters.reward_parts.source_bases import RuleSource
 from lightrft.domain.ports import RewardSourceUnavailableError
 from lightrft.domain.types import RewardResult, RewardSample
@@ -66,11 +66,14 @@ class BatchedRemoteSource(RuleSource):
         seed: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
         transport: httpx.BaseTransport | None = None,
+        error: type[RemoteScoringError] = RemoteScoringError,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"{what} url must start with http:// or https://, got {url!r}")
-        if request_batch < 1 or timeout_s <= 0 or not math.isfinite(failure_score):
-            raise ValueError("request_batch must be >= 1, timeout_s > 0, failure_score finite")
+        if max_attempts < 1 or request_batch < 1 or timeout_s <= 0:
+            raise ValueError("max_attempts and request_batch must be >= 1, timeout_s > 0")
+        if not math.isfinite(failure_score):
+            raise ValueError(f"failure_score must be finite, got {failure_score}")
         if on_failure not in ("raise", "score"):
             raise ValueError(f"on_failure must be 'raise' or 'score', got {on_failure!r}")
         self.url, self.what, self._name = url, what, name
@@ -82,10 +85,29 @@ class BatchedRemoteSource(RuleSource):
             httpx_send(self._client, what),
             RetryPolicy(max_attempts, backoff_base_s, backoff_max_s),
             what,
-            RemoteScoringError,
+            error,
             seed=seed,
             sleep=sleep,
         )
+
+    def backoff_s(self, attempt: int) -> float:
+        """The wait after failed attempt ``attempt`` (0-based): full jitter."""
+        return self.poster.backoff_s(attempt)
+
+    def finite_scores(self, raw: Sequence[Any], noun: str) -> list[float]:
+        """``raw`` as floats; a non-numeric or non-finite value is a :class:`CallFailed`
+        naming the server and the sample (a malformed answer: not retried)."""
+        for i, value in enumerate(raw):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+            ):
+                raise CallFailed(
+                    f"{self.what} {self.url} returned a non-finite or non-numeric {noun} "
+                    f"{value!r} for sample {i}"
+                )
+        return [float(v) for v in raw]
 
     @abstractmethod
     def request(self, chunk: Sequence[RewardSample]) -> tuple[Answer, int, float]:

@@ -10,7 +10,6 @@ per sample; a malformed one is one line naming the URL, never retried.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -38,14 +37,4 @@ class PeerRemoteRewardSource(BatchedRemoteSource):
             raw, metrics = self.wire.read(answer, count)
         except ValueError as error:
             raise CallFailed(f"{self.what} {self.url}: malformed answer: {error}") from None
-        for i, value in enumerate(raw):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not math.isfinite(value)
-            ):
-                raise CallFailed(
-                    f"{self.what} {self.url} sent a non-finite or non-numeric reward "
-                    f"{value!r} for sample {i}"
-                )
-        return [float(v) for v in raw], metrics
+        return self.finite_scores(raw, "reward"), metrics

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lightrft.adapters.datasets.bad_rows import text_field
 from lightrft.adapters.datasets.prompt_rows import RowRef
 from lightrft.adapters.datasets.rendering import PromptRenderer
-from lightrft.adapters.datasets.reward_sets.media_pairs import media_item, media_pair, text_field
+from lightrft.adapters.datasets.reward_sets.media_pairs import media_item, media_pair
 from lightrft.adapters.datasets.reward_sets.reward_set import (
     LoadedRewardSet,
     RewardSetOptions,

@@ -21,10 +21,10 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from lightrft.adapters.datasets.bad_rows import BadRowError, BadRows
+from lightrft.adapters.datasets.bad_rows import BadRowError, BadRows, text_field
 from lightrft.adapters.datasets.prompt_rows import RowRef
 from lightrft.adapters.datasets.rendering import PromptRenderer
-from lightrft.adapters.datasets.reward_sets.media_pairs import media_item, media_pair, text_field
+from lightrft.adapters.datasets.reward_sets.media_pairs import media_item, media_pair
 from lightrft.adapters.datasets.reward_sets.reward_set import LoadedRewardSet, RewardSetOptions
 from lightrft.adapters.datasets.reward_sets.table_files import table_refs
 

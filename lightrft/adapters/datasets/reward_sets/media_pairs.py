@@ -66,16 +66,6 @@ def media_item(
     return str(path.resolve())
 
 
-def text_field(row: Mapping[str, Any], key: str, where: str) -> str:
-    """``row[key]`` as non-empty text; :class:`BadRowError` otherwise."""
-    value = row.get(key)
-    if value is None:
-        raise BadRowError(where, key, "missing key")
-    if not isinstance(value, str) or not value.strip():
-        raise BadRowError(where, key, "expected a non-empty string in")
-    return value
-
-
 def media_pair(
     uid: str,
     prompt: str,

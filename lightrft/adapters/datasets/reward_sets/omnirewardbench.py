@@ -14,15 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from lightrft.adapters.datasets.bad_rows import BadRowError
+from lightrft.adapters.datasets.bad_rows import BadRowError, text_field
 from lightrft.adapters.datasets.prompt_rows import RowRef
 from lightrft.adapters.datasets.rendering import PromptRenderer
-from lightrft.adapters.datasets.reward_sets.media_pairs import (
-    MediaKind,
-    media_item,
-    media_pair,
-    text_field,
-)
+from lightrft.adapters.datasets.reward_sets.media_pairs import MediaKind, media_item, media_pair
 from lightrft.adapters.datasets.reward_sets.reward_set import (
     LoadedRewardSet,
     RewardSetOptions,

@@ -24,15 +24,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lightrft.adapters.datasets.bad_rows import BadRowError
+from lightrft.adapters.datasets.bad_rows import BadRowError, text_field
 from lightrft.adapters.datasets.prompt_rows import RowRef
 from lightrft.adapters.datasets.rendering import PromptRenderer
-from lightrft.adapters.datasets.reward_sets.media_pairs import (
-    media_item,
-    media_pair,
-    text_field,
-    winner,
-)
+from lightrft.adapters.datasets.reward_sets.media_pairs import media_item, media_pair, winner
 from lightrft.adapters.datasets.reward_sets.reward_set import (
     LoadedRewardSet,
     RewardSetOptions,
