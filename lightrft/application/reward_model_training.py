@@ -145,7 +145,7 @@ def pair_loss(
     for a tie, summed over the heads; plus the safety sign terms of labeled responses."""
     device = chosen.device
     pair_fn = PAIR_LOSSES.get(loss_type).fn
-    margins = torch.tensor([p.margin + margin for p in chunk], device=device)
+    margins = torch.tensor([p.margin + margin for p in chunk], dtype=chosen.dtype, device=device)
     chosen_signs = torch.tensor([p.chosen_sign for p in chunk], device=device)
     rejected_signs = torch.tensor([p.rejected_sign for p in chunk], device=device)
     verdicts = head_verdicts(chunk, heads)

@@ -88,6 +88,7 @@ class ScalarRewardNet(nn.Module):
         with seeded_init(init_seed, "reward_model.score_heads"):
             self.scoring = ScoreHeads(self.spec, self.head.in_features, self.head)
         self.scoring.to(device=self.head.weight.device, dtype=self.head.weight.dtype)
+        self.train(classifier.training)  # the fresh parts in the classifier's mode
         self._aside: dict[str, Any] = {
             "classifier": classifier,
             "head_name": head_name,
