@@ -274,23 +274,11 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
 
 def _refuse_other_kinds_flags(args: argparse.Namespace) -> None:
     """A flag another kind reads, set to other than its default, is an error (not ignored)."""
-    problems = _other_kinds_flags(args, args.kind_flag_defaults)
-    if problems:
-        raise ValueError("\n".join(problems))
-
-
-def _other_kinds_flags(args: argparse.Namespace, dests: Any, via: str = "") -> list[str]:
     own = set(RM_KINDS.get(args.kind).flags)
-    problems = []
-    for dest in dests:
-        if dest in args.kind_flag_defaults and dest not in own:
-            if getattr(args, dest) != args.kind_flag_defaults[dest]:
-                owners = [k for k in RM_KINDS.names() if dest in RM_KINDS.get(k).flags]
-                flag = via or "--" + dest.replace("_", "-")
-                problems.append(
-                    f"{flag} applies to --kind {' or '.join(owners)}, not {args.kind}"
-                )
-    return problems
+    for dest, default in args.kind_flag_defaults.items():
+        if dest not in own and getattr(args, dest) != default:
+            flag = "--" + dest.replace("_", "-")
+            raise ValueError(f"{flag} applies to --kind {_owner(dest)}, not {args.kind}")
 
 
 def _read_original_flags(args: argparse.Namespace, rest: list[str]) -> None:
@@ -305,14 +293,28 @@ def _read_original_flags(args: argparse.Namespace, rest: list[str]) -> None:
     def no_overrides(text: str) -> Any:
         raise FlagError(f"rm train takes no key=value overrides (got ={text})")
 
-    reading = read_args(
-        rest,
-        no_overrides,
-        table=RM_FLAGS,
-        rules=RM_RULES,
-        unknown_hint="not a flag of the original LightRFT's reward-model trainers nor of "
-        "`lightrft rm train` (lightrft rm train --help; docs/reward-models.md)",
-    )
+    own = set(RM_KINDS.get(args.kind).flags)
+    others = {d for k in RM_KINDS.names() for d in RM_KINDS.get(k).flags} - own
+    given = [w[2:].partition("=")[0].replace("-", "_") for w in rest if w.startswith("--")]
+    problems = [
+        f"--{name} applies to --kind {_owner(dest)}, not {args.kind}"
+        for name in dict.fromkeys(given)
+        if name in RM_FLAGS
+        for dest in [d for d in RM_FLAGS[name].keys if d in others][:1]
+    ]
+    try:
+        reading = read_args(
+            rest,
+            no_overrides,
+            table=RM_FLAGS,
+            rules=RM_RULES,
+            unknown_hint="not a flag of the original LightRFT's reward-model trainers nor of "
+            "`lightrft rm train` (lightrft rm train --help; docs/reward-models.md)",
+        )
+    except FlagError as error:
+        raise FlagError("\n".join([str(error), *problems])) from None
+    if problems:
+        raise FlagError("\n".join(problems))
     settings = dict(reading.overrides)
     if args.kind == "scalar":
         unset = {d: v for d, v in ORIGINAL_DEFAULTS.items() if _unset(args, d)}
@@ -322,17 +324,13 @@ def _read_original_flags(args: argparse.Namespace, rest: list[str]) -> None:
 
             # the original's SRM trainers are per modality (train_srm_vl.py, _al.py)
             settings["modality"] = checkpoint_modality(settings["model"])
-    by_flag = {dest: name for name, flag in RM_FLAGS.items() for dest in flag.keys}
     for dest, value in settings.items():
         setattr(args, dest, _typed(dest, value))
-    problems = [
-        problem
-        for dest in settings
-        for problem in _other_kinds_flags(args, [dest], "--" + by_flag.get(dest, dest))
-    ]
-    if problems:
-        raise FlagError("\n".join(problems))
     os.environ.update(reading.environment)
+
+
+def _owner(dest: str) -> str:
+    return " or ".join(k for k in RM_KINDS.names() if dest in RM_KINDS.get(k).flags)
 
 
 def _unset(args: argparse.Namespace, dest: str) -> bool:
