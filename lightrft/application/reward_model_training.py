@@ -140,9 +140,12 @@ def pair_loss(
     loss_type: str = "sigmoid",
     heads: Sequence[str] = ("score",),
 ) -> Tensor:
-    """Per-pair loss (M,) from each head's scores (M, K): the pairwise loss ``loss_type``
-    with each pair's margin plus ``margin``, oriented by the head's verdict, or the tie term
-    for a tie, summed over the heads; plus the safety sign terms of labeled responses."""
+    """Per-pair loss (M,) from each head's scores (M, K) (or (M,): one head): the pairwise
+    loss ``loss_type`` with each pair's margin plus ``margin``, oriented by the head's
+    verdict, or the tie term for a tie, summed over the heads; plus the safety sign terms of
+    labeled responses."""
+    if chosen.dim() == 1:
+        chosen, rejected = chosen.unsqueeze(-1), rejected.unsqueeze(-1)
     device = chosen.device
     pair_fn = PAIR_LOSSES.get(loss_type).fn
     margins = torch.tensor([p.margin + margin for p in chunk], dtype=chosen.dtype, device=device)
