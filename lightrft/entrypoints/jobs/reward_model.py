@@ -27,6 +27,7 @@ from lightrft.adapters.datasets.preferences import (
     synthetic_preference_rows,
 )
 from lightrft.adapters.datasets.rendering import RenderMode
+from lightrft.adapters.datasets.task_instruction import TaskInstructionRenderer
 from lightrft.adapters.hf import default_model_path
 from lightrft.adapters.reward_models import (
     PairEncoding,
@@ -35,7 +36,6 @@ from lightrft.adapters.reward_models import (
     ScoreNormalization,
 )
 from lightrft.adapters.reward_models.score_heads import HeadSpec
-from lightrft.adapters.reward_models.task_instruction import TaskInstructionRenderer
 from lightrft.application.reward_model_training import (
     RewardModelTrainer,
     RewardTrainParams,
