@@ -55,7 +55,6 @@ ORIGINAL_DEFAULTS: dict[str, Any] = {
 options that decide the model and its loss; applied under the command line's flags."""
 
 
-
 def rm_strategy(values: Values, out: Reading) -> None:
     """--fsdp (FSDP2; wins over --zero_stage, as in the original), --zero_stage N (DeepSpeed
     ZeRO-N), --adam_offload (refused: rm train keeps the optimizer state on the device)."""
@@ -155,9 +154,7 @@ RM_FLAGS: dict[str, Flag] = {
     "save_hf_ckpt": Flag(SWITCH, noop=True, note="the model is always exported as HF"),
     "disable_ds_ckpt": Flag(SWITCH, noop=True, note="checkpoints hold the strategy's state"),
     "load_checkpoint": Flag(SWITCH, **sets("resume", value=const("auto"))),
-    "use_wandb": Flag(
-        Kind.OPTIONAL_STR, rule="rm_trackers", keys=("trackers", "$WANDB_API_KEY")
-    ),
+    "use_wandb": Flag(Kind.OPTIONAL_STR, rule="rm_trackers", keys=("trackers", "$WANDB_API_KEY")),
     "wandb_project": Flag(STR, **sets("wandb_project")),
     "wandb_run_name": Flag(STR, rule="rm_trackers", keys=("$WANDB_NAME",)),
     "wandb_group": Flag(STR, rule="rm_trackers", keys=("$WANDB_RUN_GROUP",)),

@@ -11,13 +11,13 @@ import torch
 
 from lightrft.adapters.reward_models import HfScalarRewardModel, RewardModelCard
 from lightrft.adapters.reward_models.card import SCORING_FILE
+from lightrft.adapters.reward_models.scalar_net import ScalarRewardNet
 from lightrft.adapters.reward_models.score_heads import (
     CLIP_LOGIT_SCALE,
     AttentionPooling,
     HeadSpec,
     probed_index,
 )
-from lightrft.adapters.reward_models.scalar_net import ScalarRewardNet
 from tests.helpers.threads import one_torch_thread
 from tests.unit.adapters.hf.hf_tiny import tiny_tokenizer
 from tests.unit.adapters.reward_models.rm_tiny import tiny_classifier
@@ -161,3 +161,17 @@ def test_head_spec_is_checked() -> None:
         HeadSpec(heads=("a", "a"))
     with pytest.raises(ValueError, match="2 head weights for 1 head"):
         HeadSpec(weights=(0.5, 0.5))
+
+
+def test_scoring_returns_the_combination_and_each_heads_score() -> None:
+    from tests.unit.adapters.reward_models.test_scalar_reward_model import samples
+
+    spec = HeadSpec(heads=("p", "q"), weights=(0.25, 0.75))
+    rm = HfScalarRewardModel.for_scoring(
+        tiny_classifier(seed=2), tiny_tokenizer(), CPU, card=RewardModelCard(heads=spec)
+    )
+    batch = samples(["2+2?", "3+3?"], ["4", "six"])
+    result = rm.score(batch)
+    heads = rm.head_scores(batch)
+    assert torch.allclose(result.scores, 0.25 * heads["p"] + 0.75 * heads["q"])
+    assert float(result.metrics["q_mean"]) == pytest.approx(float(heads["q"].mean()))
