@@ -1,13 +1,34 @@
 #!/usr/bin/env bash
-# Chat with a model, as LightRFT's examples/chat/: a trained run's final_model, an exported
-# checkpoint (lightrft checkpoints export RUN --out DIR) or any Hugging Face directory.
+# Chat with a model (a run's final_model, an exported checkpoint, any Hugging Face directory),
+# the counterpart of the original LightRFT's chat/chat.sh and its modes.
 #
-#   MODEL=runs/grpo-gsm8k/final_model bash examples/chat/chat.sh
-#       default MODEL: the embedded SmolLM2-135M-Instruct. Type a message per line;
-#       /reset forgets the conversation, /exit (or Ctrl-D) ends. Input may be piped.
+#   MODEL_PATH=runs/grpo-gsm8k/final_model bash examples/chat/chat.sh [MODE] [lightrft chat flags]
+#     interactive, -i   type a message a line; /reset forgets, /exit or Ctrl-D ends (default)
+#     greedy, -g        the same with greedy decoding (--temperature 0)
+#     creative, -c      the same with sampling at temperature 1.0, top-p 0.9
+#     batch, -b FILE    answering a JSON file of questions: not built here (`lightrft chat` is
+#                       interactive only); pipe the questions one a line instead
+#     help, -h
+# MODEL_PATH: default the embedded SmolLM2-135M-Instruct. Input may be piped. Image inputs of
+# the original's chat are not read by `lightrft chat`.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../common.sh"
-MODEL_OPT=()
-if [ -n "${MODEL:-}" ]; then MODEL_OPT=(--model "$MODEL"); fi
-$LIGHTRFT chat "${MODEL_OPT[@]}" "$@"
+MODEL=()
+if [ -n "${MODEL_PATH:-}" ]; then MODEL=(--model "$MODEL_PATH"); fi
+MODE=${1:-interactive}
+if [ $# -gt 0 ]; then shift; fi
+case "$MODE" in
+  interactive | -i) lightrft_run chat "${MODEL[@]}" "$@" ;;
+  greedy | -g) lightrft_run chat "${MODEL[@]}" --temperature 0 "$@" ;;
+  creative | -c) lightrft_run chat "${MODEL[@]}" --temperature 1.0 --top-p 0.9 "$@" ;;
+  batch | -b)
+    echo "chat.sh batch: not built here (lightrft chat has no batch-file mode); pipe the questions, one a line: MODE interactive" >&2
+    exit 2
+    ;;
+  help | -h | --help) sed -n '2,13p' "$0" | cut -c3- ;;
+  *)
+    echo "chat.sh: unknown mode '$MODE' (interactive, greedy, creative, batch, help)" >&2
+    exit 2
+    ;;
+esac

@@ -1,19 +1,29 @@
-"""Geo3K-style rows: a drawn right triangle, its legs written on it, the question its area.
+"""Geo3K-like raw files for trying the Geo3K scripts without the download: drawn right
+triangles, their legs written on them, the question their area.
 
-    python examples/gsm8k_geo3k/make_geo3k_rows.py OUT_DIR [N]
+    python examples/gsm8k_geo3k/make_geo3k_rows.py OUT_DIR [N_TRAIN [N_TEST]]
 
-Writes OUT_DIR/train.jsonl ({"prompt", "images", "reference"}) and OUT_DIR/img_*.png, the
-row format of docs/multimodal.md (Geo3K itself: columns problem / images / answer).
+Writes OUT_DIR/data/train-00000-of-00001.parquet and test-00000-of-00001.parquet in the layout
+of the downloaded hiyouga/geometry3k files (``problem``, ``answer``, ``images``: a list of
+images), which ``data_preprocess/geo3k.py`` turns into the original LightRFT's layout.
 """
 
 from __future__ import annotations
 
-import json
 import random
 import sys
 from pathlib import Path
 
+import datasets
 from PIL import Image, ImageDraw
+
+RAW = datasets.Features(
+    {
+        "images": datasets.List(datasets.Image()),
+        "problem": datasets.Value("string"),
+        "answer": datasets.Value("string"),
+    }
+)
 
 
 def triangle(a: int, b: int) -> Image.Image:
@@ -27,19 +37,28 @@ def triangle(a: int, b: int) -> Image.Image:
     return image
 
 
-def main(out: Path, count: int) -> None:
-    out.mkdir(parents=True, exist_ok=True)
+def rows(count: int, rng: random.Random) -> list[dict[str, object]]:
+    drawn = []
+    for _ in range(count):
+        a, b = rng.randint(2, 10), rng.randint(2, 10)
+        drawn.append(
+            {
+                "images": [triangle(a, b)],
+                "problem": "<image>The right triangle has its legs written on it. Find its area.",
+                "answer": f"{a * b / 2:g}",
+            }
+        )
+    return drawn
+
+
+def main(out: Path, n_train: int, n_test: int) -> None:
+    (out / "data").mkdir(parents=True, exist_ok=True)
     rng = random.Random(0)
-    with (out / "train.jsonl").open("w", encoding="utf-8") as rows:
-        for i in range(count):
-            a, b = rng.randint(2, 10), rng.randint(2, 10)
-            name = f"img_{i:03d}.png"
-            triangle(a, b).save(out / name)
-            question = "<image>The right triangle has the legs written on it. What is its area?"
-            rows.write(
-                json.dumps({"prompt": question, "images": name, "reference": str(a * b / 2)}) + "\n"
-            )
+    for split, count in (("train", n_train), ("test", n_test)):
+        table = datasets.Dataset.from_list(rows(count, rng), features=RAW)
+        table.to_parquet(str(out / "data" / f"{split}-00000-of-00001.parquet"))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 16)
+    counts = [int(n) for n in sys.argv[2:4]]
+    main(Path(sys.argv[1]), *(counts + [16, 4][len(counts) :]))

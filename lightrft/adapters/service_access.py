@@ -1,23 +1,98 @@
-"""Who may talk to a service the product runs (reward service, environment service): the bearer token, and where it may listen.
+"""Who may talk to a service the product runs (reward service, environment service), for how
+long, and where it may listen.
 
-:class:`AccessGuard` is a plain ASGI middleware (it leaves ``receive`` untouched, so the
+:class:`AccessGuard` is a plain ASGI middleware (it passes ``receive`` through, so the
 handlers see client disconnects): every HTTP request needs ``Authorization: Bearer
 <token>`` when a token is set (compared in constant time; 401 otherwise), and a declared
-``Content-Length`` over the limit gets 413 before the body is read. :func:`check_exposure`
+``Content-Length`` over the limit gets 413 before the body is read. The body must arrive
+within ``body_timeout_s`` of the headers (else 408 and the connection is closed), and a client
+that disconnects before its body is read is one log line (``service.client_disconnected``),
+not a traceback. uvicorn closes a kept-alive connection that stays idle
+(``timeout_keep_alive``) but waits forever for the headers of a request that never finishes
+them, so anyone who can connect (no token needed) could hold the service's file descriptors:
+:func:`header_deadline_protocol` closes a connection whose headers are not complete
+``header_timeout_s`` after it opened or after its last answer. :func:`check_exposure`
 refuses to serve on an address other machines can reach without a token; :func:`serve` (in
 the foreground) and :class:`BackgroundServer` (on a thread) run an app with uvicorn after that
-check (the app says it has a token with ``app.state.token_required``).
+check (the app says it has a token with ``app.state.token_required``, and its header deadline
+with ``app.state.header_timeout_s``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import threading
 import time
 from typing import Any
 
+import structlog
+from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse
+
+log = structlog.get_logger(__name__)
+
+HEADER_TIMEOUT_S = 10.0
+"""Seconds a connection may take to send a request's headers."""
+BODY_TIMEOUT_S = 30.0
+"""Seconds a request may take to send its body (from when its headers arrived)."""
+KEEP_ALIVE_S = 5
+"""Seconds an idle kept-alive connection stays open (uvicorn's ``timeout_keep_alive``)."""
+
+
+def header_deadline_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol (httptools, else h11) closing connections whose headers are
+    late (see the module docstring)."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    base: Any = AutoHTTPProtocol
+
+    class HeaderDeadlineProtocol(base):  # type: ignore[misc,valid-type]
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm_header_deadline(None)
+
+        def on_response_complete(self) -> None:
+            finished = self.cycle  # taken first: a pipelined request may start in super()
+            super().on_response_complete()
+            self._arm_header_deadline(finished)
+
+        def _arm_header_deadline(self, waiting_for: Any) -> None:
+            """Closes the connection unless a request other than ``waiting_for`` (the one
+            answered last, None on a new connection) has its headers in time."""
+            if not self.transport.is_closing():
+                self.loop.call_later(header_timeout_s, self._headers_late, waiting_for)
+
+        def _headers_late(self, waiting_for: Any) -> None:
+            if self.cycle is waiting_for and not self.transport.is_closing():
+                peer = self.transport.get_extra_info("peername")
+                log.info(
+                    "service.connection_closed",
+                    reason=f"no complete request headers within {header_timeout_s}s",
+                    peer=str(peer),
+                )
+                self.transport.close()
+
+    return HeaderDeadlineProtocol
+
+
+def uvicorn_config(app: Any, *, host: str, port: int, **options: Any) -> Any:
+    """A ``uvicorn.Config`` for ``app`` with the deadlines it asks for
+    (``app.state.header_timeout_s``, else :data:`HEADER_TIMEOUT_S`)."""
+    import uvicorn
+
+    header_timeout_s = float(getattr(app.state, "header_timeout_s", HEADER_TIMEOUT_S))
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_keep_alive=KEEP_ALIVE_S,
+        http=header_deadline_protocol(header_timeout_s),
+        **options,
+    )
+
 
 DEFAULT_HOST = "127.0.0.1"
 
@@ -52,12 +127,20 @@ def authorized(header: str, token: str) -> bool:
 
 
 class AccessGuard:
-    """ASGI middleware: token check and declared-size check (see the module docstring)."""
+    """ASGI middleware: token, declared size and body deadline (see the module docstring)."""
 
-    def __init__(self, app: Any, *, token: str | None, max_request_bytes: int) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        token: str | None,
+        max_request_bytes: int,
+        body_timeout_s: float = BODY_TIMEOUT_S,
+    ) -> None:
         self.app = app
         self.token = token
         self.max_request_bytes = max_request_bytes
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -73,7 +156,45 @@ class AccessGuard:
             detail = f"request body of {length} bytes exceeds {self.max_request_bytes}"
             await JSONResponse({"detail": detail}, status_code=413)(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        await self._with_body_deadline(scope, receive, send)
+
+    async def _with_body_deadline(self, scope: Any, receive: Any, send: Any) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.body_timeout_s
+        state = {"body_read": False, "started": False}
+
+        async def timed_receive() -> Any:
+            if state["body_read"]:
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0.0))
+            except TimeoutError:
+                raise _BodyTimeout from None
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                state["body_read"] = True
+            return message
+
+        async def watched_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, timed_receive, watched_send)
+        except _BodyTimeout:
+            log.info("service.body_timeout", path=scope.get("path"), seconds=self.body_timeout_s)
+            if not state["started"]:
+                detail = f"the request body did not arrive within {self.body_timeout_s}s"
+                response = JSONResponse(
+                    {"detail": detail}, status_code=408, headers={"Connection": "close"}
+                )
+                await response(scope, receive, send)
+        except ClientDisconnect:
+            log.info("service.client_disconnected", path=scope.get("path"), detail="mid-body")
+
+
+class _BodyTimeout(Exception):
+    """The request body did not arrive in time."""
 
 
 def _check_exposure(app: Any, host: str) -> None:
@@ -86,7 +207,7 @@ def serve(app: Any, *, host: str = DEFAULT_HOST, port: int = 8000) -> None:
     _check_exposure(app, host)
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.Server(uvicorn_config(app, host=host, port=port)).run()
 
 
 class BackgroundServer:
@@ -99,8 +220,7 @@ class BackgroundServer:
         import uvicorn
 
         _check_exposure(app, host)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-        self._server = uvicorn.Server(config)
+        self._server = uvicorn.Server(uvicorn_config(app, host=host, port=port, lifespan="on"))
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self.url = ""
 

@@ -13,6 +13,13 @@ as the first environment step is back plus ``straggler_wait_s``, so a slow envir
 delays only its own episode. Sampling seeds are per episode and turn (the uid of a turn's
 input is ``<prompt uid>/sample<j>/turn<t>``), so an engine that seeds rows by uid (HF)
 gives the same episodes whatever the batching.
+
+What an environment answers is untrusted (:mod:`~lightrft.application.env_answers`): an
+answer that cannot be used ends its episode ``env_invalid`` (counted as
+``agent/env_invalid_answers``, logged ``agent.env_invalid`` naming the environment), an
+observation over ``max_observation_tokens`` ends it ``observation_too_long``; the other
+episodes go on. An environment that fails for most episodes of several rollouts in a row
+stops the run (:mod:`~lightrft.application.env_failures`).
 """
 
 from __future__ import annotations
@@ -26,10 +33,17 @@ import structlog
 
 from lightrft.application.deadline_calls import CallPool, CallResult
 from lightrft.application.engine_wrapper import EngineWrapper
+from lightrft.application.env_answers import (
+    first_input_problem,
+    observation_chars_problem,
+    outcome_problem,
+)
+from lightrft.application.env_failures import EnvironmentFailureMonitor
 from lightrft.application.episode_state import EpisodeLimits, EpisodeState
 from lightrft.application.params import AgentParams
 from lightrft.domain.agent import AgentTimeoutError, EnvironmentFactory, StepOutcome, TurnRenderer
 from lightrft.domain.ports import RolloutEngine
+from lightrft.domain.trajectory import EndReason
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
 
 log = structlog.get_logger(__name__)
@@ -57,6 +71,12 @@ class AgentRolloutEngine(EngineWrapper):
         self.engine, self.environments, self.renderer = engine, environments, renderer
         self.params = params
         self.generate_calls = 0  # inner-engine batches of the last generate()
+        self.failures = EnvironmentFailureMonitor(
+            params.environment,
+            enabled=params.stop_on_env_failures,
+            threshold=params.env_failure_threshold,
+            patience=params.env_failure_patience,
+        )
 
     # --- episodes ----------------------------------------------------------------------
     def generate(
@@ -66,10 +86,15 @@ class AgentRolloutEngine(EngineWrapper):
         if not prompts:
             return []
         start = time.monotonic()
+        p = self.params
         limits = EpisodeLimits(
-            self.params.max_turns,
-            self.params.max_response_tokens,
-            start + self.params.episode_timeout_s,
+            p.max_turns,
+            p.max_response_tokens,
+            start + p.episode_timeout_s,
+            max_observation_tokens=p.max_observation_tokens,
+            max_abs_reward=p.max_abs_reward,
+            max_counter_keys=p.max_counter_keys,
+            vocab_size=p.vocab_size,
         )
         episodes = [
             EpisodeState(i * sampling.n + j, i, j, p, self.environments(), limits)
@@ -102,6 +127,7 @@ class AgentRolloutEngine(EngineWrapper):
             batches=self.generate_calls,
             seconds=round(time.monotonic() - start, 3),
         )
+        self.failures.observe([e.end_reason for e in episodes])
         return [e.completion() for e in episodes]
 
     def _start(
@@ -169,24 +195,55 @@ class AgentRolloutEngine(EngineWrapper):
             index, kind = result.key
             e = episodes[index]
             if result.error is not None:
-                log.warning("agent.env_error", episode=index, call=kind, error=repr(result.error))
+                log.warning(
+                    "agent.env_error",
+                    environment=self.params.environment,
+                    episode=index,
+                    call=kind,
+                    error=repr(result.error),
+                )
                 e.count("env_errors")
                 self._after_failure(e, kind, ready)
+                continue
+            problem = self._problem(e, kind, result.value)
+            if problem is not None:
+                log.warning(
+                    "agent.env_invalid",
+                    environment=self.params.environment,
+                    episode=index,
+                    call=kind,
+                    problem=problem,
+                )
+                e.count("env_invalid_answers")
+                self._after_failure(e, kind, ready, "env_invalid")
             elif kind == "reset":
-                e.first_input = _checked_first_input(result.value, e)
+                assert isinstance(result.value, PromptRecord)
+                e.first_input = result.value
                 ready.append(e)
             else:
-                self._after_step(e, _checked_outcome(result.value), ready)
+                assert isinstance(result.value, StepOutcome)
+                self._after_step(e, result.value, ready)
         return ready
 
-    def _after_failure(self, e: EpisodeState, kind: CallKind, ready: list[EpisodeState]) -> None:
-        """A failed reset still gets one turn (every episode has a response); a failed step
-        ends the episode."""
+    def _problem(self, e: EpisodeState, kind: CallKind, value: object) -> str | None:
+        """What makes an environment's answer unusable, or ``None``."""
+        lim = e.limits
+        if kind == "reset":
+            return first_input_problem(value, e.prompt, lim.vocab_size, lim.max_observation_tokens)
+        return outcome_problem(value, e.counter_keys(), lim.max_abs_reward, lim.max_counter_keys)
+
+    def _after_failure(
+        self,
+        e: EpisodeState,
+        kind: CallKind,
+        ready: list[EpisodeState],
+        reason: EndReason = "env_error",
+    ) -> None:
+        """A failed reset still gets one turn on the prompt itself (every episode has a
+        response); a failed step ends the episode."""
+        e.end(reason)
         if kind == "reset" and e.turns == 0:
-            e.end("env_error")
             ready.append(e)
-        else:
-            e.end("env_error")
 
     def _after_step(self, e: EpisodeState, outcome: StepOutcome, ready: list[EpisodeState]) -> None:
         e.add_outcome(outcome)
@@ -197,7 +254,26 @@ class AgentRolloutEngine(EngineWrapper):
         elif time.monotonic() >= e.limits.deadline:
             e.end("deadline")
         else:
-            ids = self.renderer.observation_ids(outcome.observation, e.segments[-1].token_ids)
+            too_long = observation_chars_problem(outcome, e.limits.max_observation_tokens)
+            ids = (
+                ()
+                if too_long
+                else self.renderer.observation_ids(outcome.observation, e.segments[-1].token_ids)
+            )
+            if too_long is None and len(ids) > e.limits.max_observation_tokens:
+                too_long = (
+                    f"observation of {len(ids)} tokens, more than "
+                    f"rollout.agent.max_observation_tokens={e.limits.max_observation_tokens}"
+                )
+            if too_long is not None:
+                log.warning(
+                    "agent.observation_too_long",
+                    environment=self.params.environment,
+                    episode=e.index,
+                    problem=too_long,
+                )
+                e.end("observation_too_long")
+                return
             budget = e.limits.max_response_tokens
             if budget is not None and e.response_tokens + len(ids) >= budget:
                 e.end("token_budget")
@@ -221,18 +297,3 @@ class AgentRolloutEngine(EngineWrapper):
                     )
             for index in expired:
                 log.warning("agent.env_close_failed", episode=index, error="timeout")
-
-
-def _checked_first_input(value: object, e: EpisodeState) -> PromptRecord:
-    if not isinstance(value, PromptRecord):
-        raise TypeError(
-            f"Environment.reset must return a PromptRecord (the first model input), got "
-            f"{type(value).__name__} for prompt {e.prompt.uid!r}"
-        )
-    return value
-
-
-def _checked_outcome(value: object) -> StepOutcome:
-    if not isinstance(value, StepOutcome):
-        raise TypeError(f"Environment.step must return a StepOutcome, got {type(value).__name__}")
-    return value

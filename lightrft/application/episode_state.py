@@ -22,6 +22,10 @@ class EpisodeLimits:
     max_turns: int
     max_response_tokens: int | None  # generated + observation tokens; None: no budget
     deadline: float  # monotonic seconds
+    max_observation_tokens: int = 4096  # one observation, rendered
+    max_abs_reward: float = 1e6  # one turn's reward, in size
+    max_counter_keys: int = 64  # counter names of the episode
+    vocab_size: int | None = None  # token ids an environment may return: [0, vocab_size)
 
 
 @dataclass
@@ -50,6 +54,10 @@ class EpisodeState:
     def response_tokens(self) -> int:
         """Tokens after the first input so far."""
         return sum(len(s.token_ids) for s in self.segments)
+
+    def counter_keys(self) -> set[str]:
+        """The counter names of the episode so far."""
+        return {key for part in self.counters for key in part}
 
     def remaining_tokens(self, per_turn: int) -> int:
         """How many tokens the next model turn may generate (``per_turn`` or less)."""

@@ -258,6 +258,16 @@ class AgentParams:
     generates the next turn of the episodes that are ready, so one slow environment does
     not hold the rest. ``stop_strings`` end a model turn besides the end-of-turn token
     (the tool-call format's closing tag).
+
+    What an environment answers is untrusted input (:mod:`lightrft.application.env_answers`):
+    an observation longer than ``max_observation_tokens`` (or 32 characters a token before
+    rendering) ends its episode ``observation_too_long``; token ids outside ``vocab_size``,
+    a reward that is not finite or passes ``max_abs_reward`` in size, and more than
+    ``max_counter_keys`` counter names end it ``env_invalid``. With
+    ``stop_on_env_failures``, when at least ``env_failure_threshold`` of the episodes of
+    ``env_failure_patience`` consecutive rollouts end ``env_error`` or ``env_invalid``,
+    the rollout raises :class:`~lightrft.application.env_failures.EnvironmentFailingError`
+    naming ``environment``.
     """
 
     max_turns: int = 4
@@ -266,6 +276,14 @@ class AgentParams:
     step_timeout_s: float = 30.0
     straggler_wait_s: float = 0.05
     stop_strings: tuple[str, ...] = ()
+    max_observation_tokens: int = 4096
+    max_abs_reward: float = 1e6
+    max_counter_keys: int = 64
+    stop_on_env_failures: bool = True
+    env_failure_threshold: float = 0.9
+    env_failure_patience: int = 3
+    vocab_size: int | None = None  # the tokenizer's; None: ids are not checked
+    environment: str = "the environment"  # names it in messages
 
     def __post_init__(self) -> None:
         _positive("max_turns", self.max_turns)
@@ -274,3 +292,13 @@ class AgentParams:
         _positive("episode_timeout_s", self.episode_timeout_s)
         _positive("step_timeout_s", self.step_timeout_s)
         _non_negative("straggler_wait_s", self.straggler_wait_s)
+        _positive("max_observation_tokens", self.max_observation_tokens)
+        _positive("max_abs_reward", self.max_abs_reward)
+        _positive("max_counter_keys", self.max_counter_keys)
+        _positive("env_failure_patience", self.env_failure_patience)
+        if not 0.0 < self.env_failure_threshold <= 1.0:
+            raise ValueError(
+                f"env_failure_threshold must be in (0, 1], got {self.env_failure_threshold}"
+            )
+        if self.vocab_size is not None:
+            _positive("vocab_size", self.vocab_size)

@@ -24,6 +24,9 @@ EndReason = Literal[
     "deadline",  # the episode's wall-clock deadline passed
     "length",  # a model turn hit max_new_tokens without stopping
     "env_error",  # the environment raised or timed out
+    "env_invalid",  # the environment answered what cannot be used (ids outside the
+    # vocabulary, a non-finite or absurd reward, too many counters)
+    "observation_too_long",  # an observation passed rollout.agent.max_observation_tokens
 ]
 END_REASONS: tuple[EndReason, ...] = (
     "done",
@@ -32,6 +35,8 @@ END_REASONS: tuple[EndReason, ...] = (
     "deadline",
     "length",
     "env_error",
+    "env_invalid",
+    "observation_too_long",
 )
 
 

@@ -22,6 +22,7 @@ from lightrft.adapters.agents.http_wire import (
     prompt_from_wire,
     prompt_to_wire,
 )
+from lightrft.adapters.service_access import BODY_TIMEOUT_S, HEADER_TIMEOUT_S
 from lightrft.domain.agent import Environment, EnvironmentFactory
 
 
@@ -91,12 +92,19 @@ class EnvironmentService:
 
 
 def create_app(
-    service: EnvironmentService, *, token: str | None = None, max_request_bytes: int = 1 << 20
+    service: EnvironmentService,
+    *,
+    token: str | None = None,
+    max_request_bytes: int = 1 << 20,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+    body_timeout_s: float = BODY_TIMEOUT_S,
 ) -> Any:
     """A Starlette app serving ``service`` (``POST /reset``, ``/step``, ``/close``). With a
     ``token`` every request needs ``Authorization: Bearer <token>`` (401 otherwise); bodies
-    declared larger than ``max_request_bytes`` get 413 (the reward service's guard,
-    :mod:`lightrft.adapters.service_access`; serve it on 127.0.0.1, or with a token)."""
+    declared larger than ``max_request_bytes`` get 413, bodies slower than ``body_timeout_s``
+    408, and connections without complete headers after ``header_timeout_s`` are closed (the
+    reward service's guard, :mod:`lightrft.adapters.service_access`; serve it on 127.0.0.1,
+    or with a token)."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
@@ -119,8 +127,14 @@ def create_app(
             return JSONResponse({"detail": repr(error)}, status_code=500)
 
     app = Starlette(routes=[Route("/{verb}", endpoint, methods=["POST"])])
-    app.add_middleware(AccessGuard, token=token, max_request_bytes=max_request_bytes)
+    app.add_middleware(
+        AccessGuard,
+        token=token,
+        max_request_bytes=max_request_bytes,
+        body_timeout_s=body_timeout_s,
+    )
     app.state.token_required = token is not None  # read by check_exposure before serving
+    app.state.header_timeout_s = header_timeout_s  # read by the server's protocol
     return app
 
 

@@ -9,7 +9,8 @@ safe to retry because the service answers a repeated ``(episode, turn)`` with it
 answer. A request that fails for good raises :class:`EnvironmentUnavailableError` naming the
 URL, the attempts and the last error: the rollout ends that episode and counts it
 (``agent/env_errors``), the other episodes go on. Successful calls add the counters
-``http/requests`` and ``http/retries`` to the episode.
+``http/requests`` and ``http/retries`` to the episode. An answer over ``max_response_bytes``
+is refused while it streams in (not retried): that episode ends ``env_error``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from lightrft.domain.types import PromptRecord
 
 T = TypeVar("T")
 
+MAX_RESPONSE_BYTES = 4 * 2**20
+"""The largest answer read from an environment service, by default."""
+
 
 class EnvironmentUnavailableError(RuntimeError):
     """The environment service did not answer usefully (after retries); ``attempts`` made."""
@@ -54,16 +58,19 @@ class HttpEnvironments:
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
         seed: int | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"environment url must start with http:// or https://, got {url!r}")
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        if max_response_bytes < 1:
+            raise ValueError(f"max_response_bytes must be >= 1, got {max_response_bytes}")
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.client = httpx.Client(timeout=timeout_s, headers=headers, transport=transport)
         self.poster = JsonPoster(
-            httpx_send(self.client, "environment service"),
+            httpx_send(self.client, "environment service", max_response_bytes),
             retry or RetryPolicy(),
             "environment service",
             EnvironmentUnavailableError,

@@ -72,9 +72,15 @@ class BlendedPromptSource:
             self._orders[key] = np.random.default_rng([self.seed, source, epoch]).permutation(size)
         return int(self._orders[key][offset])
 
-    def __getitem__(self, index: int) -> PromptRecord:
-        """Prompt number ``index`` of the blend (negative indices count from the end)."""
+    def position(self, index: int) -> tuple[int, int]:
+        """(source, item in that source) of position ``index`` of the blend (negative
+        indices count from the end); the sources may hold any items, not only prompts."""
         index = check_index(index, self.length)
         source = int(self.source_of[index])
-        record = self.sources[source][self._item(source, int(self._ordinal[index]))]
+        return source, self._item(source, int(self._ordinal[index]))
+
+    def __getitem__(self, index: int) -> PromptRecord:
+        """Prompt number ``index`` of the blend (negative indices count from the end)."""
+        source, item = self.position(index)
+        record = self.sources[source][item]
         return replace(record, metadata={**record.metadata, "blend_source": source})

@@ -37,6 +37,7 @@ from lightrft.adapters.datasets.multimodal_rows import (
 from lightrft.adapters.datasets.placeholders import MediaPlaceholders, PlaceholderCheck
 from lightrft.adapters.datasets.rendering import Content, PromptRenderer, PromptTooLongError
 from lightrft.domain.reward_recipes import LABEL_KEY
+from lightrft.domain.row_metadata import PROMPT_CONTENT_KEY, ROW_COLUMNS_KEY
 from lightrft.domain.types import PromptRecord
 
 RowPreprocessor = Callable[[Mapping[str, Any]], Mapping[str, Any]]
@@ -132,14 +133,17 @@ def _required(row: Mapping[str, Any], key: str, where: str) -> Any:
 
 class RowContent(NamedTuple):
     """What a row holds: its prompt content, its reference, its media items by kind
-    (``{"images": 2}``; empty for a text-only row), its recipe label, and whether media sit
-    in its chat's content parts."""
+    (``{"images": 2}``; empty for a text-only row), its recipe label, whether media sit
+    in its chat's content parts, and what it held as written (its prompt and its other
+    columns, kept in ``PromptRecord.metadata`` for reward functions written for verl or TRL:
+    :mod:`lightrft.domain.row_metadata`)."""
 
     content: Content
     reference: str | None
     media_items: dict[str, int]
     label: str | None = None
     media_in_chat: bool = False
+    written: Mapping[str, Any] = {}
 
 
 _REFERENCE_FALLBACKS = (("extra_info", "reference"), ("reward_model", "ground_truth"))
@@ -227,7 +231,13 @@ def read_content(ref: RowRef, spec: RowSpec) -> RowContent:
             content = media_content(content, images, audios, ref.where, str(key))
         for kind, count in counts.items():
             items[kind] = items.get(kind, 0) + count
-    return RowContent(content, reference, items, label, bool(in_chat and in_chat.media))
+    media_keys = {spec.input_key, spec.images_key, spec.audios_key}
+    written = {
+        PROMPT_CONTENT_KEY: row[spec.input_key],
+        ROW_COLUMNS_KEY: {key: value for key, value in row.items() if key not in media_keys},
+    }
+    media_in_chat = bool(in_chat and in_chat.media)
+    return RowContent(content, reference, items, label, media_in_chat, written)
 
 
 def _read_media(row: Mapping[str, Any], ref: RowRef, spec: RowSpec) -> dict[str, Any]:
@@ -317,6 +327,7 @@ def prepare_prompts(
         truncated += fitted.truncated_tokens > 0
         truncated_tokens += fitted.truncated_tokens
         metadata = {"source": source, "where": where, "truncated_tokens": fitted.truncated_tokens}
+        metadata.update(row.written)
         if row.label is not None:
             metadata[LABEL_KEY] = row.label
         record = PromptRecord(

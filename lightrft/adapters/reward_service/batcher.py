@@ -3,7 +3,9 @@
 Requests wait in a queue; one worker takes the first, then keeps taking requests for up to
 ``window_s`` seconds or until ``max_samples`` samples are gathered, scores them with one
 call of the source (in a worker thread, so the event loop keeps accepting requests), and
-hands each request its own slice of the scores. The source is called by one thread at a time.
+hands each request its own slice of the scores. The source is called by one thread at a time,
+or by up to ``max_concurrent`` (a source that runs its own work in parallel under a bound of its
+own, like ``unit_tests``: while one batch is scored the next is gathered and scored too).
 
 Requests whose caller is gone (their future cancelled: the client disconnected) are dropped
 before the batch is scored. When a merged batch fails, each of its requests is scored on its
@@ -55,9 +57,12 @@ class MicroBatcher:
         *,
         max_samples: int = 64,
         window_s: float = 0.005,
+        max_concurrent: int = 1,
     ) -> None:
         if max_samples < 1:
             raise ValueError(f"max_samples must be >= 1, got {max_samples}")
+        if max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be >= 1, got {max_concurrent}")
         if window_s < 0:
             raise ValueError(f"window_s must be >= 0, got {window_s}")
         self._score_fn = score
@@ -66,6 +71,8 @@ class MicroBatcher:
         self._queue: asyncio.Queue[_Pending] | None = None
         self._worker: asyncio.Task[None] | None = None
         self._carry: _Pending | None = None  # a request that did not fit the last batch
+        self._max_concurrent = max_concurrent
+        self._in_flight: set[asyncio.Task[None]] = set()
         self.stats = BatcherStats()
 
     def start(self) -> None:
@@ -74,11 +81,13 @@ class MicroBatcher:
         self._worker = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
-        """Cancels the worker."""
-        if self._worker is not None:
-            self._worker.cancel()
+        """Cancels the worker and the batches in flight."""
+        for task in (self._worker, *self._in_flight):
+            if task is None:
+                continue
+            task.cancel()
             try:
-                await self._worker
+                await task
             except asyncio.CancelledError:
                 pass
 
@@ -145,27 +154,40 @@ class MicroBatcher:
             pending.future.set_result(result)
 
     async def _run(self) -> None:
+        slots = asyncio.Semaphore(self._max_concurrent)
         while True:
-            gathered = await self._gather()
-            batch = [pending for pending in gathered if not pending.future.done()]
-            self.stats.abandoned += len(gathered) - len(batch)
-            if len(batch) == 1:
-                await self._alone(batch[0])
-            if len(batch) <= 1:
-                continue
-            samples = [s for pending in batch for s in pending.samples]
+            await slots.acquire()
             try:
-                scores, metrics = await self._score(samples)
-            except Exception:  # noqa: BLE001 - find the request(s) that fail on their own
-                self.stats.isolated += 1
-                for pending in batch:
-                    await self._alone(pending)
-                continue
-            self.stats.requests += len(batch)
-            self.stats.samples += len(samples)
-            start = 0
+                gathered = await self._gather()
+            except BaseException:
+                slots.release()
+                raise
+            task = asyncio.get_running_loop().create_task(self._handle(gathered))
+            self._in_flight.add(task)
+            task.add_done_callback(self._in_flight.discard)
+            task.add_done_callback(lambda _: slots.release())
+
+    async def _handle(self, gathered: list[_Pending]) -> None:
+        """Scores one gathered batch (merged; request by request when the merge fails)."""
+        batch = [pending for pending in gathered if not pending.future.done()]
+        self.stats.abandoned += len(gathered) - len(batch)
+        if len(batch) == 1:
+            await self._alone(batch[0])
+        if len(batch) <= 1:
+            return
+        samples = [s for pending in batch for s in pending.samples]
+        try:
+            scores, metrics = await self._score(samples)
+        except Exception:  # noqa: BLE001 - find the request(s) that fail on their own
+            self.stats.isolated += 1
             for pending in batch:
-                end = start + len(pending.samples)
-                if not pending.future.done():
-                    pending.future.set_result((scores[start:end], metrics))
-                start = end
+                await self._alone(pending)
+            return
+        self.stats.requests += len(batch)
+        self.stats.samples += len(samples)
+        start = 0
+        for pending in batch:
+            end = start + len(pending.samples)
+            if not pending.future.done():
+                pending.future.set_result((scores[start:end], metrics))
+            start = end

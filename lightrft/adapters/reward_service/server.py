@@ -14,6 +14,10 @@ A source that raises ``ValueError`` for a request's samples gets that request 42
 request: see the batcher), any other error 500 with its message. Images and audio in a request
 are read and bounded by ``media`` (:mod:`~lightrft.adapters.reward_service.media`; without it
 every request with media is refused) and only for a source whose ``reads_media`` is true.
+Stalled clients are cut off: a connection gets ``header_timeout_s`` to send its headers and a
+request ``body_timeout_s`` to send its body (408), and a client that disconnects mid-body is
+one log line (:mod:`~lightrft.adapters.service_access`). A source with
+``parallel_calls`` > 1 (``unit_tests``) is given that many batches at once.
 ``BackgroundServer`` runs an app on a thread (tests, in-process serving); ``serve`` runs it
 in the foreground (both shared with the environment service, from
 :mod:`~lightrft.adapters.service_access`). Both refuse a non-loopback host when the app has no
@@ -36,7 +40,14 @@ from lightrft.adapters.reward_service.batcher import MicroBatcher
 from lightrft.adapters.reward_service.media import MediaError, MediaLimits, RequestMedia
 from lightrft.adapters.reward_service.protocol import ScoreRequest, ScoreResponse
 from lightrft.adapters.reward_service.request_memo import RequestMemo
-from lightrft.adapters.service_access import DEFAULT_HOST, AccessGuard, BackgroundServer, serve
+from lightrft.adapters.service_access import (
+    BODY_TIMEOUT_S,
+    DEFAULT_HOST,
+    HEADER_TIMEOUT_S,
+    AccessGuard,
+    BackgroundServer,
+    serve,
+)
 from lightrft.domain.ports import RewardSource
 
 log = structlog.get_logger(__name__)
@@ -51,11 +62,20 @@ def create_app(
     micro_batch_samples: int = 64,
     batch_window_s: float = 0.005,
     media: RequestMedia | None = None,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+    body_timeout_s: float = BODY_TIMEOUT_S,
 ) -> FastAPI:
     """The FastAPI app serving ``source`` (see the module docstring)."""
+    if not (header_timeout_s > 0 and body_timeout_s > 0):
+        raise ValueError("header_timeout_s and body_timeout_s must be > 0")
     media = media or RequestMedia(MediaLimits(), decode=None)
     reads_media = bool(getattr(source, "reads_media", False))
-    batcher = MicroBatcher(source.score, max_samples=micro_batch_samples, window_s=batch_window_s)
+    batcher = MicroBatcher(
+        source.score,
+        max_samples=micro_batch_samples,
+        window_s=batch_window_s,
+        max_concurrent=max(1, int(getattr(source, "parallel_calls", 1))),
+    )
     memo: RequestMemo[Any] = RequestMemo()
 
     @asynccontextmanager
@@ -69,7 +89,13 @@ def create_app(
     app = FastAPI(title="LightRFT reward service", lifespan=lifespan)
     app.state.batcher = batcher
     app.state.token_required = token is not None
-    app.add_middleware(AccessGuard, token=token, max_request_bytes=max_request_bytes)
+    app.state.header_timeout_s = header_timeout_s  # read by the server's protocol
+    app.add_middleware(
+        AccessGuard,
+        token=token,
+        max_request_bytes=max_request_bytes,
+        body_timeout_s=body_timeout_s,
+    )
 
     @app.get("/health")
     async def health() -> dict[str, Any]:

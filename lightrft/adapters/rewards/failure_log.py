@@ -28,10 +28,12 @@ class FailureLog:
     def total(self) -> int:
         return sum(self.by_kind.values())
 
-    def record(self, kind: str, **fields: Any) -> None:
-        """Counts one failed sample; logs it while fewer than ``limit`` were logged."""
-        self.by_kind[kind] += 1
-        if self.total <= self.limit:
+    def record(self, kind: str, *, count: int = 1, **fields: Any) -> None:
+        """Counts ``count`` failed samples (one call that scored them all); logs it while
+        fewer than ``limit`` were logged."""
+        logged = self.total
+        self.by_kind[kind] += count
+        if logged < self.limit:
             log.warning(f"{self.prefix}.{kind}", source=self.source, **fields)
 
     def summarize(self, samples: int) -> None:

@@ -8,12 +8,20 @@ function may print to stdout freely. The worker is started from this file's path
 parent's ``__main__`` (unlike ``multiprocessing``'s spawn), and never forks a process that
 holds torch threads.
 
+The target is ``"package.module:function"`` or ``"path/to/file.py:function"`` (a file is
+loaded by path, its folder put on ``sys.path`` so it can import its neighbours, as verl's
+``custom_reward_function.path`` and OpenRLHF's ``--remote_rm_url file.py`` load theirs). A
+call sends positional and keyword arguments; the value comes back as plain Python: tensors
+and arrays (anything with ``tolist()``) become lists or numbers, inside dicts and lists too,
+so the parent never needs the function's own classes to read it.
+
 This file runs standalone in the worker: it imports only the standard library.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -36,17 +44,51 @@ class WorkerCallError(RuntimeError):
 
 
 def resolve_target(target: str) -> Callable[..., Any]:
-    """The callable named by ``"package.module:function"`` (dots after ``:`` walk attributes)."""
-    module_name, sep, attr_path = target.partition(":")
+    """The callable named by ``"package.module:function"`` or ``"path/file.py:function"``
+    (dots after ``:`` walk attributes)."""
+    module_name, sep, attr_path = target.rpartition(":")
     if not sep or not module_name or not attr_path:
-        raise ValueError(f"function reference must look like 'module:function', got {target!r}")
-    obj: Any = importlib.import_module(module_name)
+        raise ValueError(
+            f"function reference must look like 'module:function' or 'file.py:function', "
+            f"got {target!r}"
+        )
+    obj: Any = (
+        _load_file(module_name)
+        if module_name.endswith(".py")
+        else (importlib.import_module(module_name))
+    )
     for attr in attr_path.split("."):
         obj = getattr(obj, attr)
     if not callable(obj):
         raise TypeError(f"{target!r} is not callable")
     function: Callable[..., Any] = obj
     return function
+
+
+def _load_file(path: str) -> Any:
+    """The module of the Python file ``path`` (its folder first on ``sys.path``)."""
+    file = Path(path).expanduser().resolve()
+    if not file.is_file():
+        raise FileNotFoundError(f"reward function file {path} does not exist")
+    sys.path.insert(0, str(file.parent))
+    spec = importlib.util.spec_from_file_location(f"lightrft_user_reward_{file.stem}", file)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def plain(value: Any) -> Any:
+    """``value`` as plain Python: ``tolist()`` of tensors and arrays, inside dicts, lists and
+    tuples too (see the module docstring)."""
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    to_list = getattr(value, "tolist", None)
+    return to_list() if callable(to_list) else value
 
 
 class FunctionWorker:
@@ -98,12 +140,15 @@ class FunctionWorker:
             self._stop_process()
             raise ImportError(f"cannot load reward function {self.target!r}: {payload}")
 
-    def call(self, args: tuple[Any, ...], timeout: float) -> Any:
-        """``target(*args)`` in the worker; at most ``timeout`` seconds (then it is killed)."""
+    def call(
+        self, args: tuple[Any, ...], timeout: float, kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        """``target(*args, **kwargs)`` in the worker, its value as :func:`plain` Python; at
+        most ``timeout`` seconds (then it is killed)."""
         self.start()
         assert self._send is not None
         try:
-            self._send.send(args)
+            self._send.send((args, kwargs or {}))
         except (BrokenPipeError, OSError) as error:
             self._stop_process()
             raise WorkerCallError(f"worker process died: {error}") from None
@@ -163,7 +208,8 @@ def _describe(error: BaseException) -> str:
 
 
 def _serve(target: str, recv_fd: int, send_fd: int) -> None:
-    """Worker loop: load ``target``, then answer ``args`` messages until ``None`` arrives."""
+    """Worker loop: load ``target``, then answer ``(args, kwargs)`` messages until ``None``
+    arrives."""
     recv = Connection(recv_fd, writable=False)
     send = Connection(send_fd, readable=False)
     try:
@@ -174,13 +220,14 @@ def _serve(target: str, recv_fd: int, send_fd: int) -> None:
     send.send((_READY, None))
     while True:
         try:
-            args = recv.recv()
+            message = recv.recv()
         except EOFError:
             return
-        if args is None:
+        if message is None:
             return
+        args, kwargs = message
         try:
-            reply: tuple[str, Any] = (_OK, fn(*args))
+            reply: tuple[str, Any] = (_OK, plain(fn(*args, **kwargs)))
         except BaseException as error:  # noqa: BLE001 - SystemExit too: the worker lives on
             reply = (_ERROR, _describe(error))
         try:

@@ -38,6 +38,18 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-media-items", type=int, default=32, help="media per request")
     parser.add_argument(
+        "--header-timeout-s",
+        type=float,
+        default=10.0,
+        help="close a connection whose request headers are not complete after this long",
+    )
+    parser.add_argument(
+        "--body-timeout-s",
+        type=float,
+        default=30.0,
+        help="answer 408 to a request whose body has not arrived this long after its headers",
+    )
+    parser.add_argument(
         "--no-auth",
         action="store_true",
         help="serve a loopback host without a token (every local process can call it)",
@@ -54,7 +66,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         ServeOptions,
         args,
         "source host port token_env max_batch max_request_bytes batch_window_ms no_auth "
-        "media_root max_media_bytes max_media_items",
+        "media_root max_media_bytes max_media_items header_timeout_s body_timeout_s",
         micro_batch_samples=args.micro_batch,
     )
     app = build_app(load_config(args.config, rest), options)

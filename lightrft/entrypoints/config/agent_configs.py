@@ -31,7 +31,41 @@ class AgentConfig(Section):
         None,
         gt=0,
         description="Token budget of an episode after the prompt: generated plus observation "
-        "tokens (None: max_turns x max_new_tokens plus the observations).",
+        "tokens (None: max_turns x (max_new_tokens + max_observation_tokens) at most).",
+    )
+    max_observation_tokens: int = Field(
+        4096,
+        gt=0,
+        description="Longest observation, in tokens (and 32 characters a token, checked "
+        "before rendering); a longer one ends the episode observation_too_long. Also what "
+        "an environment's reset may add to the prompt.",
+    )
+    max_abs_reward: float = Field(
+        1e6,
+        gt=0,
+        description="Largest turn reward, in size, an environment may return; a larger or "
+        "non-finite one ends the episode env_invalid.",
+    )
+    max_counter_keys: int = Field(
+        64,
+        gt=0,
+        description="Most counter names an episode may hold; an environment that sends more "
+        "ends its episode env_invalid.",
+    )
+    stop_on_env_failures: bool = Field(
+        True,
+        description="Stop the run (checkpoint, one-line error) when the environment keeps "
+        "failing: env_failure_threshold of the episodes for env_failure_patience rollouts.",
+    )
+    env_failure_threshold: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="Fraction of a rollout's episodes ending env_error or env_invalid that "
+        "counts as failing.",
+    )
+    env_failure_patience: int = Field(
+        3, ge=1, description="Failing rollouts in a row that stop the run."
     )
     episode_timeout_s: float = Field(
         300.0, gt=0, description="Wall-clock deadline of one episode, in seconds."
@@ -56,6 +90,10 @@ class EnvironmentSection(ComponentSection):
     def stop_strings(self) -> tuple[str, ...]:
         """Strings that end a model turn besides its end-of-turn token."""
         return ()
+
+    def describe(self) -> str:
+        """Names the environment in messages."""
+        return f"environment {self.type!r}"
 
 
 class ToolSection(ComponentSection):
@@ -127,6 +165,12 @@ class HttpEnvironmentConfig(EnvironmentSection):
     max_attempts: int = Field(4, ge=1, description="Attempts per request (retries + 1).")
     backoff_base_s: float = Field(0.5, ge=0, description="First backoff (full jitter).")
     backoff_max_s: float = Field(8.0, ge=0, description="Longest backoff.")
+    max_response_bytes: int = Field(
+        4 * 2**20,
+        ge=1024,
+        description="Largest answer read from the service; a larger one ends its episode "
+        "env_error (refused while it streams in, before it is parsed or tokenised).",
+    )
     stop: list[str] = Field(
         default_factory=list,
         description="Strings that end a model turn (e.g. the tool-call format's closing tag).",
@@ -135,3 +179,7 @@ class HttpEnvironmentConfig(EnvironmentSection):
     def stop_strings(self) -> tuple[str, ...]:
         """The configured ``stop`` strings."""
         return tuple(self.stop)
+
+    def describe(self) -> str:
+        """Names the service by its URL."""
+        return f"environment service {self.url}"

@@ -400,7 +400,10 @@ FLAGS: dict[str, Flag] = {
         STR,
         rule="reward",
         keys=("reward.sources",),
-        note="a remote reward service (type remote; request format: docs/reward-models.md)",
+        note="a reward server speaking the original's protocol (type remote, protocol "
+        "original: POST {queries, prompts, references} -> {rewards}), or a .py file whose "
+        "reward_func(queries, prompts, labels) scores (type python, convention openrlhf); "
+        "docs/reward-models.md",
         refused="with on_policy_distillation, where it is the teacher: the teacher is a local "
         "model directory here (teacher.path)",
     ),

@@ -247,7 +247,9 @@ def ckpt_path(values: Values, out: Reading) -> None:
 
 def reward(values: Values, out: Reading) -> None:
     """--reward_pretrain: reward models by label (a JSON object), one for every row (a path),
-    or none (``{}``); --remote_rm_url: a remote reward service."""
+    or none (``{}``); --remote_rm_url: a reward server speaking the original's protocol, or a
+    ``.py`` file whose ``reward_func(queries, prompts, labels)`` scores (as in the original
+    and OpenRLHF)."""
     text = values.get("reward_pretrain")
     sources: list[dict[str, Any]] = []
     if text is not None and text.strip() not in ("", "{}"):
@@ -274,7 +276,11 @@ def reward(values: Values, out: Reading) -> None:
                 "here (teacher.path=DIR)",
             )
         else:
-            sources.append({"type": "remote", "url": url})
+            sources.append(
+                {"type": "python", "function": url, "convention": "openrlhf"}
+                if url.endswith(".py")
+                else {"type": "remote", "url": url, "protocol": "original"}
+            )
     if sources:
         out.overrides["reward.sources"] = sources
 

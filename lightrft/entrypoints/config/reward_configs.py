@@ -74,11 +74,24 @@ class LengthRewardConfig(RewardSourceSection):
 
 @register_config(REWARD_SOURCE_CONFIGS, "python")
 class PythonRewardConfig(RewardSourceSection):
-    """Your function ``module:function`` in an isolated worker process."""
+    """Your function ``module:function`` (or ``file.py:function``) in an isolated worker
+    process, called the way its framework calls it (``convention``)."""
 
     type: Literal["python"] = "python"
-    function: str = Field(description="'module:function' to call.")
-    timeout_s: float = Field(5.0, gt=0, description="Per-call timeout.")
+    function: str = Field(
+        description="'module:function' or 'path/file.py:function' to call; a bare "
+        "'path/file.py' means compute_score (convention verl) or reward_func (openrlhf)."
+    )
+    convention: Literal["lightrft", "verl", "trl", "openrlhf"] = Field(
+        "lightrft",
+        description="How it is called: lightrft fn(prompt, response, reference) per sample; "
+        "verl compute_score(data_source, solution_str, ground_truth, extra_info) per sample; "
+        "trl fn(prompts, completions, completion_ids, **columns) per batch; openrlhf "
+        "reward_func(queries, prompts, labels) per batch (docs/reward-models.md).",
+    )
+    timeout_s: float = Field(
+        5.0, gt=0, description="Per-call timeout (a call scores a batch for trl / openrlhf)."
+    )
 
 
 @register_config(REWARD_SOURCE_CONFIGS, "ttrl")

@@ -85,10 +85,21 @@ class ScalarRmConfig(EngineRmSection):
 
 @register_config(REWARD_SOURCE_CONFIGS, "remote")
 class RemoteRewardConfig(RewardSourceSection):
-    """A reward service over HTTP (``lightrft serve-reward`` or compatible)."""
+    """A reward service over HTTP: ``lightrft serve-reward`` or compatible, or a server that
+    speaks OpenRLHF's or the original LightRFT's protocol (``protocol``)."""
 
     type: Literal["remote"] = "remote"
-    url: str = Field(description="Base URL, e.g. http://127.0.0.1:8000.")
+    url: str = Field(
+        description="lightrft: base URL, e.g. http://127.0.0.1:8000 (POSTs go to /score); "
+        "openrlhf / original: the endpoint itself, e.g. http://127.0.0.1:5000/get_reward."
+    )
+    protocol: Literal["lightrft", "openrlhf", "original"] = Field(
+        "lightrft",
+        description="What the server speaks: lightrft (serve-reward's /score), openrlhf "
+        '(POST {"query", "prompts", "labels"} -> {"rewards"}), original (the original '
+        'LightRFT\'s {"queries", "prompts", "references"} -> {"rewards"}); '
+        "docs/reward-models.md.",
+    )
     token_env: str | None = Field(
         None, description="Environment variable holding the bearer token (not the token)."
     )
@@ -118,6 +129,12 @@ class UnitTestsRewardConfig(RewardSourceSection):
     memory_mb: int = Field(512, ge=16, description="Address-space limit per program.")
     pass_score: float = Field(1.0, description="Score when every test passes.")
     fail_score: float = Field(0.0, description="Score otherwise.")
+    max_parallel: int | None = Field(
+        None,
+        ge=1,
+        description="Programs run at once (of one batch and of concurrent service requests), "
+        "each still sandboxed and time-limited; null: min(4, CPUs).",
+    )
 
 
 @register_config(REWARD_SOURCE_CONFIGS, "generative_rm")

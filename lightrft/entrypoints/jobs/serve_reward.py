@@ -28,6 +28,8 @@ from lightrft.entrypoints.roots.serve_reward import served_source
 log = structlog.get_logger(__name__)
 
 TOKEN_ENV = "LIGHTRFT_REWARD_TOKEN"
+MIN_PUBLIC_TOKEN_CHARS = 16
+"""Shorter tokens on a non-loopback host get a warning (``reward_service.weak_token``)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class ServeOptions:
     media_root: str | None = None  # local media paths are served from under it only
     max_media_bytes: int = 16 * 2**20  # per image / audio item
     max_media_items: int = 32  # per request
+    header_timeout_s: float = 10.0  # a connection's request headers, else it is closed
+    body_timeout_s: float = 30.0  # a request's body after its headers, else 408
 
 
 def build_served_source(config: RunConfig, name: str | None) -> RewardSource:
@@ -70,6 +74,14 @@ def service_token(options: ServeOptions) -> str | None:
 
     token = os.environ.get(options.token_env) or None
     if token is not None:
+        if len(token) < MIN_PUBLIC_TOKEN_CHARS and not is_loopback(options.host):
+            log.warning(
+                "reward_service.weak_token",
+                host=options.host,
+                detail=f"a token of {len(token)} characters on an address other machines can "
+                f"reach is guessable; use at least {MIN_PUBLIC_TOKEN_CHARS} (python -c 'import "
+                "secrets; print(secrets.token_hex(16))')",
+            )
         return token
     if not is_loopback(options.host):
         raise ConfigError(
@@ -106,6 +118,8 @@ def build_app(config: RunConfig, options: ServeOptions) -> Any:
         micro_batch_samples=options.micro_batch_samples,
         batch_window_s=options.batch_window_ms / 1000.0,
         media=RequestMedia(limits, decode_media),
+        header_timeout_s=options.header_timeout_s,
+        body_timeout_s=options.body_timeout_s,
     )
 
 

@@ -74,6 +74,7 @@ def build_http_environment(section: HttpEnvironmentConfig, context: BuildContext
         token=section.token,
         timeout_s=section.timeout_s,
         retry=RetryPolicy(section.max_attempts, section.backoff_base_s, section.backoff_max_s),
+        max_response_bytes=section.max_response_bytes,
     )
 
 
@@ -88,10 +89,22 @@ def agent_params(context: BuildContext, environment: EnvironmentSection) -> Agen
     return copy_fields(
         AgentParams,
         rollout.agent,
-        "max_response_tokens episode_timeout_s step_timeout_s straggler_wait_s",
+        "max_response_tokens episode_timeout_s step_timeout_s straggler_wait_s "
+        "max_observation_tokens max_abs_reward max_counter_keys stop_on_env_failures "
+        "env_failure_threshold env_failure_patience",
         max_turns=rollout.max_turns,
         stop_strings=environment.stop_strings(),
+        vocab_size=_vocab_size(context.tokenizer),
+        environment=environment.describe(),
     )
+
+
+def _vocab_size(tokenizer: Any) -> int | None:
+    """How many token ids the tokenizer (or a processor's) knows; None when it cannot say."""
+    try:
+        return len(getattr(tokenizer, "tokenizer", tokenizer)) or None
+    except TypeError:
+        return None
 
 
 def with_environment(context: BuildContext, engine: RolloutEngine) -> RolloutEngine:

@@ -30,6 +30,9 @@ def build_scalar_rm(section: ScalarRmConfig, context: BuildContext) -> RewardSou
 
 
 def build_remote(section: RemoteRewardConfig, context: BuildContext) -> RewardSource:
+    """serve-reward's protocol (``/score``), or another framework's (``protocol``:
+    ``lightrft/adapters/reward_protocols``), with the same retries, deadlines and token."""
+    from lightrft.adapters.reward_protocols import WIRE_FORMATS, PeerRemoteRewardSource
     from lightrft.adapters.reward_service import RemoteRewardSource
 
     token = None
@@ -40,8 +43,12 @@ def build_remote(section: RemoteRewardConfig, context: BuildContext) -> RewardSo
                 f"reward source {section.label!r}: environment variable {section.token_env} "
                 "(token_env) is not set"
             )
+    if section.protocol in WIRE_FORMATS:
+        source = partial(PeerRemoteRewardSource, section.url, WIRE_FORMATS[section.protocol])
+    else:
+        source = partial(RemoteRewardSource, section.url)
     return copy_fields(
-        partial(RemoteRewardSource, section.url),
+        source,
         section,
         "timeout_s max_attempts backoff_base_s backoff_max_s request_batch on_failure "
         "failure_score",
@@ -54,7 +61,7 @@ def build_unit_tests(section: UnitTestsRewardConfig, context: BuildContext) -> U
     return copy_fields(
         partial(UnitTestsReward, open_sandbox(section.sandbox)),
         section,
-        "timeout_s memory_mb pass_score fail_score",
+        "timeout_s memory_mb pass_score fail_score max_parallel",
         name=section.label,
     )
 

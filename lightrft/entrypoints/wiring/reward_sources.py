@@ -55,7 +55,10 @@ def build_length(section: LengthRewardConfig, context: BuildContext) -> LengthRe
 
 def build_python(section: PythonRewardConfig, context: BuildContext) -> PythonFunctionReward:
     return PythonFunctionReward(
-        section.function, name=section.label, timeout_seconds=section.timeout_s
+        section.function,
+        name=section.label,
+        timeout_seconds=section.timeout_s,
+        convention=section.convention,
     )
 
 

@@ -218,7 +218,12 @@ def test_the_cli_reports_them_together(capsys: pytest.CaptureFixture[str]) -> No
         (
             ["--remote_rm_url", "http://h:1"],
             "reward.sources",
-            [{"type": "remote", "url": "http://h:1"}],
+            [{"type": "remote", "url": "http://h:1", "protocol": "original"}],
+        ),
+        (
+            ["--remote_rm_url", "/x/reward_func.py"],
+            "reward.sources",
+            [{"type": "python", "function": "/x/reward_func.py", "convention": "openrlhf"}],
         ),
         (
             ["--advantage_estimator", "on_policy_distillation"],
