@@ -159,10 +159,15 @@ def test_unknown_and_refused_flags_come_together(
     assert "--lr_warmup_ratio: 0.03: no learning-rate warm-up" in err
 
 
-def _train_step(argv: list[str], out: Path) -> HfScalarRewardModel:
+def _cpu_only(argv: list[str]) -> None:
+    """Drops DeepSpeed, bf16 and W&B from ``argv`` (not for a CPU test)."""
     for flag, words in (("--zero_stage", 2), ("--bf16", 1), ("--use_wandb", 2)):
         at = argv.index(flag)
-        del argv[at : at + words]  # DeepSpeed, bf16 and W&B are not for a CPU test
+        del argv[at : at + words]
+
+
+def _train_step(argv: list[str], out: Path) -> HfScalarRewardModel:
+    _cpu_only(argv)
     assert main(["rm", "train", *argv, "--total-steps", "1", "--eval-fraction", "0.5"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 1 and 0.0 <= summary["eval/accuracy"] <= 1.0
@@ -175,7 +180,7 @@ def _train_step(argv: list[str], out: Path) -> HfScalarRewardModel:
 
 
 def test_srm_script_trains_a_step_on_a_text_backbone(tiny_dir: Path, tmp_path: Path) -> None:
-    data = f"audio-alpaca:{_rows(tmp_path / 'train.json', 32)}"
+    data = f"preferences:{_rows(tmp_path / 'train.json', 32)}"
     argv = srm_flags(tmp_path, tiny_dir, data)
     argv[argv.index("--eval_data") + 1] = str(_rows(tmp_path / "held.json", 4))
     rm = _train_step(argv, tmp_path / "results" / "srm")
@@ -193,3 +198,12 @@ def test_srm_scripts_train_a_step_on_image_and_audio_backbones(tmp_path: Path) -
     clips = _rows(tmp_path / "clips.jsonl", 32, audios=[str(tmp_path / clip)])
     argv = srm_flags(tmp_path / "a", audio, str(clips))
     _train_step([*argv, "--audios-key", "audios"], tmp_path / "a" / "results" / "srm")
+
+
+def test_named_sets_with_media_responses_are_refused_by_name(
+    tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = srm_flags(tmp_path, tiny_dir, f"hpdv3:{tmp_path / 'train.json'}")
+    _cpu_only(argv)
+    assert main(["rm", "train", *argv]) == 2
+    assert "hpdv3 gives images responses; this trainer reads text" in capsys.readouterr().err

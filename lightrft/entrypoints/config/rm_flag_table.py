@@ -115,9 +115,8 @@ RM_FLAGS: dict[str, Flag] = {
     "train_data": Flag(
         STR,
         **sets("data"),
-        note="a path or the original's name:path,name:path list, each file in the preference "
-        "row layout (docs/reward-models.md); the published layouts of named sets (hpdv3, "
-        "rapidata, audio-alpaca ...) are read by the reward data set loaders",
+        note="a path or the original's name:path,name:path list, each name a reward data set "
+        "(an unnamed path: preference rows); sets of media responses are refused by name",
     ),
     "eval_data": Flag(STR, **sets("eval_data")),
     "task_instruction": Flag(STR, **sets("task_instruction"), note="taken literally"),

@@ -19,14 +19,13 @@ from typing import Any, NamedTuple, TypeVar
 import structlog
 
 from lightrft.adapters.datasets import PromptFormat, PromptRenderer
-from lightrft.adapters.datasets.data_specs import parse_data_specs
 from lightrft.adapters.datasets.preferences import (
     PreferenceSpec,
     in_memory_preferences,
-    load_preferences,
     synthetic_preference_rows,
 )
 from lightrft.adapters.datasets.rendering import RenderMode
+from lightrft.adapters.datasets.reward_sets import load_reward_pairs
 from lightrft.adapters.datasets.task_instruction import TaskInstructionRenderer
 from lightrft.adapters.hf import default_model_path
 from lightrft.adapters.reward_models import (
@@ -135,11 +134,8 @@ def _read(
             instruction=data.synthetic_instruction,
         )
         return in_memory_preferences(rows, renderer, name=f"synthetic-{seed}")
-    pairs, skipped = [], 0
-    for spec in parse_data_specs(source):  # a path, or the original's name:path,name:path
-        file_pairs, file_skipped = load_preferences(spec.path, renderer, data.spec)
-        pairs.extend(file_pairs)
-        skipped += file_skipped
+    # a path, or the original's name:path,name:path list (each name a reward data set)
+    pairs, skipped = load_reward_pairs(source, renderer, data.spec, responses={"text"})
     if skipped:
         log.warning("rm.data.skipped_rows", source=source, skipped=skipped)
     if not pairs:
