@@ -207,3 +207,14 @@ def test_named_sets_with_media_responses_are_refused_by_name(
     _cpu_only(argv)
     assert main(["rm", "train", *argv]) == 2
     assert "hpdv3 gives images responses; this trainer reads text" in capsys.readouterr().err
+
+
+def test_own_flags_win_over_the_original_defaults(
+    tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--pretrain", str(tiny_dir), "--save_path", str(tmp_path / "o")]
+    options = _dry_run([*argv, "--seed", "0", "--pooling", "mean"], capsys)
+    train, heads = options["train"], options["heads"]
+    assert isinstance(train, dict) and isinstance(heads, dict)
+    assert (train["seed"], train["loss_type"], heads["pooling"]) == (0, "hps", "mean")
+    assert options["modality"] == "text"  # the tiny Llama's config.json

@@ -133,7 +133,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     _judge_arguments(train)
     flags = {dest for kind in RM_KINDS.names() for dest in RM_KINDS.get(kind).flags}
     train.set_defaults(kind_flag_defaults={dest: train.get_default(dest) for dest in flags})
-    train.set_defaults(train_defaults={a.dest: a.default for a in train._actions})
+    train.set_defaults(train_options={a.dest: tuple(a.option_strings) for a in train._actions})
     ev = sub.add_parser("eval", help="accuracy and reward-margin distribution")
     ev.add_argument("--model", required=True, help="reward model directory")
     _data_arguments(ev)
@@ -334,8 +334,9 @@ def _owner(dest: str) -> str:
 
 
 def _unset(args: argparse.Namespace, dest: str) -> bool:
-    default = args.train_defaults.get(dest)
-    return bool(getattr(args, dest, None) == default)
+    """Whether the command line does not name ``dest``'s own flag (``--seed 0`` is set)."""
+    options = args.train_options.get(dest, ())
+    return not any(w == o or w.startswith(o + "=") for w in args.argv for o in options)
 
 
 def _typed(dest: str, value: Any) -> Any:
