@@ -11,6 +11,7 @@ import torch
 
 from lightrft.adapters.reward_models import HfScalarRewardModel, RewardModelCard
 from lightrft.adapters.reward_models.card import SCORING_FILE
+from lightrft.adapters.reward_models.engine_scalar import EngineScalarRewardModel
 from lightrft.adapters.reward_models.scalar_net import ScalarRewardNet
 from lightrft.adapters.reward_models.score_heads import (
     CLIP_LOGIT_SCALE,
@@ -21,6 +22,7 @@ from lightrft.adapters.reward_models.score_heads import (
 from tests.helpers.threads import one_torch_thread
 from tests.unit.adapters.hf.hf_tiny import tiny_tokenizer
 from tests.unit.adapters.reward_models.rm_tiny import tiny_classifier
+from tests.unit.adapters.reward_models.test_scalar_reward_model import samples
 
 CPU = torch.device("cpu")
 _one_thread = pytest.fixture(autouse=True)(one_torch_thread)
@@ -164,8 +166,6 @@ def test_head_spec_is_checked() -> None:
 
 
 def test_scoring_returns_the_combination_and_each_heads_score() -> None:
-    from tests.unit.adapters.reward_models.test_scalar_reward_model import samples
-
     spec = HeadSpec(heads=("p", "q"), weights=(0.25, 0.75))
     rm = HfScalarRewardModel.for_scoring(
         tiny_classifier(seed=2), tiny_tokenizer(), CPU, card=RewardModelCard(heads=spec)
@@ -175,3 +175,9 @@ def test_scoring_returns_the_combination_and_each_heads_score() -> None:
     heads = rm.head_scores(batch)
     assert torch.allclose(result.scores, 0.25 * heads["p"] + 0.75 * heads["q"])
     assert float(result.metrics["q_mean"]) == pytest.approx(float(heads["q"].mean()))
+
+
+def test_the_engine_scorer_refuses_a_variant() -> None:
+    card = RewardModelCard(heads=HeadSpec(pooling="mean"))
+    with pytest.raises(ValueError, match="engine's pooling runner reads the last token"):
+        EngineScalarRewardModel(object(), tiny_tokenizer(), card=card)  # type: ignore[arg-type]
