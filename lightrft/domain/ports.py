@@ -184,6 +184,25 @@ class TrainableRewardModel(Protocol):
         ``multimodal``: one media payload per pair (``()``: text only)."""
         ...
 
+    @property
+    def head_names(self) -> tuple[str, ...]:
+        """The names of the score heads (one per aspect; one head for a plain model)."""
+        ...
+
+    def pair_head_scores(
+        self,
+        prompts: Sequence[str],
+        responses: Sequence[str],
+        multimodal: Sequence[Payload] = (),
+    ) -> Tensor:
+        """Each head's raw score (B, K) float32 (K = ``len(head_names)``; ``pair_scores`` is
+        their combination); autograd follows the caller."""
+        ...
+
+    def combined(self, head_scores: Tensor) -> Tensor:
+        """The heads' scores (B, K) combined into one score (B,), as ``pair_scores`` does."""
+        ...
+
 
 @runtime_checkable
 class Collective(Protocol):

@@ -311,6 +311,10 @@ class MemoryStats:
     peak_allocated: int = 0
 
 
+HEAD_VERDICTS = ("chosen", "rejected", "tie")
+"""What one score head of a preference pair is taught (:attr:`PreferencePair.head_labels`)."""
+
+
 @dataclass(frozen=True)
 class PreferencePair:
     """One preference: ``chosen`` is the better response to ``prompt`` than ``rejected``.
@@ -321,6 +325,10 @@ class PreferencePair:
     then the more harmful response): +1 unsafe, -1 safe, 0 unlabeled (no sign term).
     ``multimodal``: the prompt's media (opaque to the services, :mod:`.modality`; the prompt
     text holds one model placeholder per item), shared by both responses.
+    ``head_labels``: for a reward model with named score heads (one per aspect), the
+    aspect's verdict when it differs from the pair's: head name -> ``"chosen"``,
+    ``"rejected"`` (this aspect prefers the other response) or ``"tie"``; a head not named
+    prefers ``chosen``.
     """
 
     uid: str
@@ -331,6 +339,7 @@ class PreferencePair:
     chosen_sign: int = 0
     rejected_sign: int = 0
     multimodal: Mapping[str, Any] = field(default_factory=dict)
+    head_labels: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_non_negative("margin", self.margin)
@@ -338,4 +347,10 @@ class PreferencePair:
             if getattr(self, name) not in (-1, 0, 1):
                 raise ValueError(
                     f"{name} must be +1 (unsafe), -1 (safe) or 0, got {getattr(self, name)!r}"
+                )
+        for head, label in self.head_labels.items():
+            if label not in HEAD_VERDICTS:
+                raise ValueError(
+                    f"head_labels[{head!r}] must be one of {', '.join(HEAD_VERDICTS)}, "
+                    f"got {label!r}"
                 )

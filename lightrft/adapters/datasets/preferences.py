@@ -58,6 +58,7 @@ class PreferenceSpec:
     images_key: str | None = None  # the prompt's images (vision-language reward models)
     audios_key: str | None = None  # the prompt's audio clips (audio-language reward models)
     audio_sampling_rate: int | None = None  # every clip's rate (None: any)
+    head_labels_key: str | None = None  # per-aspect verdicts {head: A|B|C} (named-head RMs)
 
 
 def _is_chat(value: Any) -> bool:
@@ -125,6 +126,33 @@ def read_safety_signs(ref: RowRef, spec: PreferenceSpec) -> tuple[int, int]:
     return signs[0], signs[1]
 
 
+HEAD_LETTERS = {"A": "chosen", "B": "rejected", "C": "tie"}
+"""The original LightRFT's per-head labels (A: the first response, here ``chosen``, is
+better; B: the second; C: a tie), besides the words themselves."""
+
+
+def read_head_labels(ref: RowRef, spec: PreferenceSpec) -> dict[str, str]:
+    """The row's per-head verdicts (``head_labels_key``: a mapping head -> A / B / C or
+    chosen / rejected / tie); ``{}`` without the key or when the row has none."""
+    key = spec.head_labels_key
+    value = None if key is None else ref.row.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise BadRowError(ref.where, str(key), "expected a mapping head -> A/B/C in")
+    labels = {}
+    for head, label in value.items():
+        verdict = HEAD_LETTERS.get(str(label), str(label))
+        if verdict not in HEAD_LETTERS.values():
+            raise BadRowError(
+                ref.where,
+                str(key),
+                f"head {head!r}: expected A, B, C (or chosen, rejected, tie) in",
+            )
+        labels[str(head)] = verdict
+    return labels
+
+
 def preference_pairs(
     rows: Iterable[RowRef], renderer: PromptRenderer, spec: PreferenceSpec
 ) -> tuple[list[PreferencePair], int]:
@@ -140,6 +168,7 @@ def preference_pairs(
         try:
             prompt, chosen, rejected, margin = read_preference(ref, spec)
             signs = read_safety_signs(ref, spec)
+            head_labels = read_head_labels(ref, spec)
             media = multimodal_of(ref, media_spec)
             if media:
                 images, audios = len(media.get("images", ())), len(media.get("audios", ()))
@@ -149,7 +178,9 @@ def preference_pairs(
             bad.add(error)
             continue
         text = renderer.text(prompt)
-        pairs.append(PreferencePair(ref.uid, text, chosen, rejected, margin, *signs, media))
+        pairs.append(
+            PreferencePair(ref.uid, text, chosen, rejected, margin, *signs, media, head_labels)
+        )
     return pairs, bad.check()
 
 

@@ -69,6 +69,12 @@ class EngineScalarRewardModel(ColocatedModelSource):
         normalize: bool = False,
     ) -> None:
         self.card = card or RewardModelCard()
+        if not self.card.heads.plain:
+            raise ValueError(
+                f"reward model {name!r} scores with {self.card.heads} (probing layer, pooling "
+                "or named heads): the engine's pooling runner reads the last token's linear "
+                "head only; use engine: hf"
+            )
         self._normalization = scoring_normalization(self.card, normalize, name)
         self.scorer, self.tokenizer = scorer, tokenizer
         self._name = name

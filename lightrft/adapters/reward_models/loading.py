@@ -7,6 +7,7 @@ Offline only (``local_files_only=True``); ``trust_remote_code`` stays off unless
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, cast
 
@@ -73,3 +74,21 @@ def load_reward_classifier(
 def load_card(path: str | Path) -> RewardModelCard:
     """The directory's ``lightrft_reward.json``, or the defaults when it has none."""
     return RewardModelCard.load(path) or RewardModelCard()
+
+
+CHECKPOINT_MODALITIES = {
+    "qwen2_vl": "vision-language",
+    "qwen2_5_vl": "vision-language",
+    "qwen2_audio": "audio-language",
+}
+"""``config.json`` model types whose reward models read media, and their modality."""
+
+
+def checkpoint_modality(path: str | Path) -> str:
+    """The modality of the backbone in ``path`` from its ``config.json`` (``text`` for any
+    other model type, or when the file is absent)."""
+    config = Path(path).expanduser() / "config.json"
+    if not config.is_file():
+        return "text"
+    model_type = json.loads(config.read_text()).get("model_type")
+    return CHECKPOINT_MODALITIES.get(str(model_type), "text")

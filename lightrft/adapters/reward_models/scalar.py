@@ -1,10 +1,13 @@
 """``HfScalarRewardModel``: a ``RewardSource`` scoring (prompt, response) with a scalar
 reward model, and the trainable model behind ``lightrft rm train``.
 
-Shape letters: B samples. Scores are the network's output at the last attended token
-(:mod:`~lightrft.adapters.reward_models.scalar_net`), of ``prompt_text + response_text``
-tokenized as during training (:mod:`~lightrft.adapters.reward_models.encoding`), optionally
-normalized with the mean and std saved with the model.
+Shape letters: B samples, K score heads. Scores are the network's output, by default at the
+last attended token (:mod:`~lightrft.adapters.reward_models.scalar_net`; the card's
+:class:`~lightrft.adapters.reward_models.score_heads.HeadSpec` may read another layer, pool
+otherwise and have several named heads, combined by the card's weights), of
+``prompt_text + response_text`` tokenized as during training
+(:mod:`~lightrft.adapters.reward_models.encoding`), optionally normalized with the mean and
+std saved with the model.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from typing import Any, TypedDict
 
 import structlog
 import torch
+from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 from typing_extensions import Unpack
 
 from lightrft.adapters.model_parts.host_offload import HostOffload
-from lightrft.adapters.reward_models.card import RewardModelCard, ScoreNormalization
+from lightrft.adapters.reward_models.card import SCORING_FILE, RewardModelCard, ScoreNormalization
 from lightrft.adapters.reward_models.encoding import (
     PaddingSide,
     encode_pairs,
@@ -63,6 +67,8 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
         lora: add fresh LoRA adapters to the backbone (training only).
         media: the backbone family's media reader (vision- / audio-language reward models,
             :mod:`~lightrft.adapters.reward_models.media`); None: text only.
+        init_seed: seeds the fresh scoring parts (pooling, named heads) of ``card.heads``;
+            a card loaded from a directory loads their trained weights instead.
         name: the reward source's name (metrics, weights); default "reward_model".
         normalize: divide by the card's normalization (an error if it has none); default off.
         micro_batch_size: rows per forward pass when scoring; default 16.
@@ -78,6 +84,7 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
         card: RewardModelCard | None = None,
         lora: RewardLoraParams | None = None,
         media: PairMedia | None = None,
+        init_seed: int = 0,
         **scoring: Unpack[ScoringOptions],
     ) -> None:
         name = scoring.get("name", "reward_model")
@@ -89,7 +96,9 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
         self._normalization = scoring_normalization(self.card, normalize, name)
         if tokenizer.pad_token_id is None:
             raise ValueError("the reward model's tokenizer needs a pad token")
-        self.net = ScalarRewardNet(classifier, media)
+        self.net = ScalarRewardNet(classifier, media, self.card.heads, init_seed=init_seed)
+        if self.card.scoring_file is not None:
+            self._load_scoring(self.card.scoring_file)
         if lora is not None:
             add_lora(self.net.backbone, lora)
         self.tokenizer = tokenizer
@@ -157,6 +166,10 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
         """Scores (B,) float32 of ``prompt_text + completion.text`` (with the prompt's media
         for a multimodal model), normalized if asked."""
+        return self._finish(self._raw(samples))
+
+    def _raw(self, samples: Sequence[RewardSample]) -> Tensor:
+        """(B, K + 1): each head's raw score, then the combined one."""
         if self._offloaded:
             raise RuntimeError(f"reward model {self._name!r} is offloaded; call onload() first")
         prompts = [s.prompt.prompt_text for s in samples]
@@ -170,20 +183,37 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
                 raw = (
                     torch.cat(
                         [
-                            self.pair_scores(
-                                prompts[i : i + step],
-                                responses[i : i + step],
-                                payloads[i : i + step],
+                            self._with_combined(
+                                self.pair_head_scores(
+                                    prompts[i : i + step],
+                                    responses[i : i + step],
+                                    payloads[i : i + step],
+                                )
                             ).cpu()
                             for i in range(0, len(samples), self._micro_batch_size)
                         ]
                     )
                     if samples
-                    else torch.zeros(0)
+                    else torch.zeros(0, len(self.net.head_names) + 1)
                 )
         finally:
             self.net.train(was_training)
-        return scalar_result(raw, self._normalization)
+        return raw
+
+    def _with_combined(self, heads: Tensor) -> Tensor:
+        return torch.cat([heads, self.combined(heads).unsqueeze(-1)], dim=-1)
+
+    def _finish(self, raw: Tensor) -> RewardResult:
+        result = scalar_result(raw[:, -1], self._normalization)
+        if raw.shape[1] > 2 and len(raw):  # several heads: each one's mean as a metric
+            heads = {f"{n}_mean": raw[:, k].mean() for k, n in enumerate(self.net.head_names)}
+            return RewardResult(result.scores, {**result.metrics, **heads})
+        return result
+
+    def head_scores(self, samples: Sequence[RewardSample]) -> dict[str, Tensor]:
+        """Each head's raw score (B,) of ``samples``, by head name (unnormalized)."""
+        raw = self._raw(samples)
+        return {name: raw[:, k] for k, name in enumerate(self.net.head_names)}
 
     def onload(self) -> None:
         """Moves the weights to the device."""
@@ -200,14 +230,32 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
 
     # -- scoring and training ---------------------------------------------------------
 
+    @property
+    def head_names(self) -> tuple[str, ...]:
+        """The score heads' names (the columns of :meth:`pair_head_scores`)."""
+        return self.net.head_names
+
     def pair_scores(
         self,
         prompts: Sequence[str],
         responses: Sequence[str],
         multimodal: Sequence[Payload] = (),
     ) -> Tensor:
-        """Raw scores (B,) float32 of the pairs; autograd follows the caller.
-        ``multimodal``: one media payload per pair (``()``: text only)."""
+        """Raw scores (B,) float32 of the pairs (the heads' combination); autograd follows
+        the caller. ``multimodal``: one media payload per pair (``()``: text only)."""
+        return self.combined(self.pair_head_scores(prompts, responses, multimodal))
+
+    def combined(self, head_scores: Tensor) -> Tensor:
+        """The card's combination of the heads' scores: (B, K) -> (B,)."""
+        return self.net.scoring.combine(head_scores)
+
+    def pair_head_scores(
+        self,
+        prompts: Sequence[str],
+        responses: Sequence[str],
+        multimodal: Sequence[Payload] = (),
+    ) -> Tensor:
+        """Each head's raw score (B, K) float32 of the pairs; autograd follows the caller."""
         encoding = self.card.encoding
         if not any(multimodal):
             ids, mask = encode_pairs(
@@ -242,12 +290,33 @@ class HfScalarRewardModel(HostOffload, ColocatedModelSource):
         if state is not None:
             self.net.load_state_dict(dict(state))
         merged = merged_state(self.net)
-        classifier_state = {self.net.classifier_names(k): v for k, v in merged.items()}
+        scoring = {k: v.contiguous() for k, v in merged.items() if k.startswith("scoring.")}
+        classifier_state = {
+            self.net.classifier_names(k): v for k, v in merged.items() if k not in scoring
+        }
         self.net.classifier.save_pretrained(directory, state_dict=classifier_state)
         self.tokenizer.save_pretrained(directory)
+        if scoring:
+            save_file(scoring, str(directory / SCORING_FILE))
         card = RewardModelCard(
-            self.card.encoding, normalization or self.card.normalization, self.card.modality
+            self.card.encoding,
+            normalization or self.card.normalization,
+            self.card.modality,
+            self.card.heads,
         )
         card.save(directory)
         log.info("reward_model.exported", directory=str(directory))
         return directory
+
+    def _load_scoring(self, path: Path) -> None:
+        """Loads the trained pooling / heads / scales of ``card.heads`` from ``path``."""
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path} is missing: the card names scoring parts ({self.card.heads}) whose "
+                "weights it holds"
+            )
+        state = {k.removeprefix("scoring."): v for k, v in load_file(str(path)).items()}
+        try:
+            self.net.scoring.load_state_dict(state, strict=True)
+        except RuntimeError as error:
+            raise ValueError(f"{path} does not match the card's scoring parts: {error}") from None

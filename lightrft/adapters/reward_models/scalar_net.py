@@ -22,14 +22,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import torch
 from torch import Tensor, nn
 from transformers import PreTrainedModel
 
 from lightrft.adapters.model_parts.positions import position_ids_from_mask
+from lightrft.adapters.model_parts.seeds import seeded_init
 from lightrft.adapters.reward_models.media import PairMedia
+from lightrft.adapters.reward_models.score_heads import (
+    HeadSpec,
+    ScoreHeads,
+    backbone_layers,
+    probed_index,
+)
 from lightrft.domain.modality import Payload
-from lightrft.domain.preference import last_token_index
 
 HEAD_NAMES = ("score", "classifier")
 
@@ -51,18 +56,39 @@ def score_head_name(classifier: PreTrainedModel) -> str:
 
 
 class ScalarRewardNet(nn.Module):
-    """Backbone + linear head; ``forward(input_ids, attention_mask)`` gives scores (B,).
+    """Backbone + score heads; ``forward(input_ids, attention_mask)`` gives scores (B, K),
+    one column per head (K = 1 for a plain classifier).
 
     The classifier itself is kept aside (not as a submodule: its parameters are the
     backbone's and the head's) for its config and ``save_pretrained``. Parameter names are
-    ``backbone.*`` and ``head.*``; :meth:`classifier_names` maps them to the classifier's.
+    ``backbone.*``, ``head.*`` (the classifier's own head) and ``scoring.*`` (the pooling,
+    named heads and logit scales of a ``spec`` beyond the plain one,
+    :mod:`~lightrft.adapters.reward_models.score_heads`, drawn from ``init_seed``);
+    :meth:`classifier_names` maps the first two to the classifier's.
     """
 
-    def __init__(self, classifier: PreTrainedModel, media: PairMedia | None = None) -> None:
+    def __init__(
+        self,
+        classifier: PreTrainedModel,
+        media: PairMedia | None = None,
+        spec: HeadSpec | None = None,
+        *,
+        init_seed: int = 0,
+    ) -> None:
         super().__init__()
         head_name = score_head_name(classifier)
         self.backbone: nn.Module = classifier.base_model
         self.head: nn.Linear = getattr(classifier, head_name)
+        self.spec = spec or HeadSpec()
+        self.probed = (
+            None
+            if self.spec.probing_layer is None
+            else probed_index(self.spec.probing_layer, backbone_layers(classifier.config))
+        )
+        with seeded_init(init_seed, "reward_model.score_heads"):
+            self.scoring = ScoreHeads(self.spec, self.head.in_features, self.head)
+        self.scoring.to(device=self.head.weight.device, dtype=self.head.weight.dtype)
+        self.train(classifier.training)  # the fresh parts in the classifier's mode
         self._aside: dict[str, Any] = {
             "classifier": classifier,
             "head_name": head_name,
@@ -82,11 +108,15 @@ class ScalarRewardNet(nn.Module):
         media: PairMedia | None = self._aside["media"]
         return media
 
-    def forward(
+    @property
+    def head_names(self) -> tuple[str, ...]:
+        """The score heads' names, in the order of the score columns."""
+        return self.spec.names
+
+    def hidden(
         self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload] = ()
     ) -> Tensor:
-        """Scores (B,) in float32 of ``input_ids`` (B, T) under ``attention_mask`` (B, T);
-        ``payloads``: one media payload per row (``()`` when no row has media)."""
+        """The hidden states (B, T, H) the heads read: the probed layer's, else the last."""
         media = self.media
         if media is not None and any(payloads):
             kwargs = media.model_kwargs(input_ids, attention_mask, payloads)
@@ -96,11 +126,19 @@ class ScalarRewardNet(nn.Module):
                 "attention_mask": attention_mask,
                 "position_ids": position_ids_from_mask(attention_mask),
             }
-        out = self.backbone(**kwargs, use_cache=False)
-        hidden = out.last_hidden_state  # [B, T, H]
-        last = last_token_index(attention_mask)
-        pooled = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]  # [B, H]
-        return self.head(pooled).squeeze(-1).float()
+        if self.probed is None:
+            return self.backbone(**kwargs, use_cache=False).last_hidden_state
+        out = self.backbone(**kwargs, use_cache=False, output_hidden_states=True)
+        hidden: Tensor = out.hidden_states[self.probed]
+        return hidden
+
+    def forward(
+        self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload] = ()
+    ) -> Tensor:
+        """Scores (B, K) in float32 of ``input_ids`` (B, T) under ``attention_mask`` (B, T);
+        ``payloads``: one media payload per row (``()`` when no row has media)."""
+        hidden = self.hidden(input_ids, attention_mask, payloads)  # [B, T, H]
+        return self.scoring(hidden, attention_mask)
 
     def classifier_names(self, name: str) -> str:
         """``backbone.x`` -> ``<prefix>.x``, ``head.x`` -> ``<head name>.x``."""

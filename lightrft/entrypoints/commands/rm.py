@@ -17,6 +17,10 @@ Preference files are jsonl / json / parquet rows with ``prompt`` (text or chat m
 A cost model (Safe RLHF): rows whose ``chosen`` is the *more harmful* response, with each
 response's safety label (``--chosen-safe-key is_chosen_safe --rejected-safe-key
 is_rejected_safe``, booleans); the sign term makes its score > 0 read as unsafe.
+
+``rm train`` also reads the original LightRFT's reward-model trainers' flags (``--pretrain``,
+``--train_data``, ``--loss_type`` ...: :mod:`~lightrft.entrypoints.config.rm_flag_table`),
+all problems of a command line in one message; ``--dry-run`` prints the resolved options.
 """
 
 from __future__ import annotations
@@ -69,7 +73,7 @@ def _data_arguments(parser: argparse.ArgumentParser) -> None:
 def add_parser(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="rm_command", required=True)
     train = sub.add_parser("train", help="Bradley-Terry training, held-out accuracy, export")
-    train.add_argument("--output", type=Path, required=True, help="output directory")
+    train.add_argument("--output", type=Path, help="output directory (required)")
     train.add_argument("--model", help="base model directory (default: the embedded model)")
     _data_arguments(train)
     train.add_argument("--eval-data", help="held-out preference file")
@@ -80,6 +84,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--total-steps", type=int, default=None)
     train.add_argument("--lr", type=float, default=1e-5)
     train.add_argument("--margin", type=float, default=0.0)
+    _variant_arguments(train)
     train.add_argument("--max-length", type=int, default=512)
     train.add_argument("--eval-every", type=int, default=None)
     train.add_argument("--checkpoint-every", type=int, default=None)
@@ -113,15 +118,50 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         "--no-resume", action="store_true", help="start fresh (the default; kept for scripts)"
     )
     add_resume_changing(train)
+    train.add_argument(
+        "--dry-run", action="store_true", help="print the resolved options; train nothing"
+    )
+    train.add_argument(
+        "--tracker", dest="trackers", action="append", default=[], help="tensorboard or wandb"
+    )
+    train.add_argument("--wandb-project", default=None)
+    train.add_argument("--weight-decay", type=float, default=0.0)
+    train.add_argument("--betas", type=float, nargs=2, default=(0.9, 0.999))
+    train.add_argument("--zero-stage", type=int, default=None, help="--strategy deepspeed's stage")
+    train.add_argument("--max-pixels", type=int, default=None, help="image pixel bound")
     train.add_argument("--kind", choices=RM_KINDS.names(), default="scalar", help="what to train")
     _judge_arguments(train)
     flags = {dest for kind in RM_KINDS.names() for dest in RM_KINDS.get(kind).flags}
     train.set_defaults(kind_flag_defaults={dest: train.get_default(dest) for dest in flags})
+    train.set_defaults(train_options={a.dest: tuple(a.option_strings) for a in train._actions})
     ev = sub.add_parser("eval", help="accuracy and reward-margin distribution")
     ev.add_argument("--model", required=True, help="reward model directory")
     _data_arguments(ev)
     ev.add_argument("--micro-batch-size", type=int, default=16)
     ev.add_argument("--output", type=Path, help="write the report as JSON here too")
+
+
+def _variant_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("--kind scalar: loss, probing layer, pooling, heads")
+    group.add_argument(
+        "--loss-type", default="sigmoid", help="sigmoid (Bradley-Terry, with --margin), logexp, hps"
+    )
+    group.add_argument("--pooling", default="last", help="last, mean or attn")
+    group.add_argument(
+        "--probing-layer", type=int, default=None, help="read hidden_states[k] (k<0: from L)"
+    )
+    group.add_argument("--heads", default="", help="named score heads, comma-separated")
+    group.add_argument("--head-arch", choices=["linear", "mlp"], default="linear")
+    group.add_argument(
+        "--head-weights", default="", help="the heads' weights in the score (default: equal)"
+    )
+    group.add_argument(
+        "--scale-for-train", action="store_true", help="learned logit scale on training scores"
+    )
+    group.add_argument("--head-labels-key", default=None, help="per-head verdicts {head: A|B|C}")
+    group.add_argument(
+        "--task-instruction", default=None, help="system message; {prompt}: the row's prompt"
+    )
 
 
 def _judge_arguments(parser: argparse.ArgumentParser) -> None:
@@ -188,6 +228,7 @@ def _data_options(args: argparse.Namespace) -> Any:
         on_bad_row="skip" if args.skip_bad_rows else "error",
         images_key=args.images_key,
         audios_key=args.audios_key,
+        head_labels_key=getattr(args, "head_labels_key", None),
     )
     return RmDataOptions(
         data=args.data,
@@ -198,12 +239,15 @@ def _data_options(args: argparse.Namespace) -> Any:
         spec=spec,
         system_prompt=args.system_prompt,
         render=args.render,
+        task_instruction=getattr(args, "task_instruction", None),
     )
 
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
-    if rest:
-        raise ValueError(f"lightrft rm takes no key=value overrides, got {rest}")
+    if rest and args.rm_command == "train":
+        _read_original_flags(args, rest)
+    elif rest:
+        raise ValueError(f"lightrft rm eval takes no key=value overrides, got {rest}")
     if args.rm_command == "eval":
         from lightrft.entrypoints.jobs.reward_model import eval_reward_model
 
@@ -217,6 +261,11 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         return 0
     kind = RM_KINDS.get(args.kind)
     _refuse_other_kinds_flags(args)
+    if args.output is None:
+        raise ValueError("rm train needs --output (or the original's --save_path)")
+    if args.dry_run:
+        print(json.dumps(kind.options(args), indent=2, default=str))
+        return 0
     summary = kind.train(args)
     print(json.dumps(summary, indent=2))
     print(kind.report(summary))
@@ -228,43 +277,131 @@ def _refuse_other_kinds_flags(args: argparse.Namespace) -> None:
     own = set(RM_KINDS.get(args.kind).flags)
     for dest, default in args.kind_flag_defaults.items():
         if dest not in own and getattr(args, dest) != default:
-            owners = [k for k in RM_KINDS.names() if dest in RM_KINDS.get(k).flags]
             flag = "--" + dest.replace("_", "-")
-            raise ValueError(f"{flag} applies to --kind {' or '.join(owners)}, not {args.kind}")
+            raise ValueError(f"{flag} applies to --kind {_owner(dest)}, not {args.kind}")
 
 
-def _train_scalar(args: argparse.Namespace) -> dict[str, Any]:
+def _read_original_flags(args: argparse.Namespace, rest: list[str]) -> None:
+    """Applies the original trainers' flags in ``rest`` to ``args`` (their defaults for the
+    model and loss under them, for ``--kind scalar``), or raises one error listing every
+    problem (unknown flags, refused ones, flags of the other kind)."""
+    import os
+
+    from lightrft.entrypoints.config.legacy_flags import FlagError, read_args
+    from lightrft.entrypoints.config.rm_flag_table import ORIGINAL_DEFAULTS, RM_FLAGS, RM_RULES
+
+    def no_overrides(text: str) -> Any:
+        raise FlagError(f"rm train takes no key=value overrides (got ={text})")
+
+    own = set(RM_KINDS.get(args.kind).flags)
+    others = {d for k in RM_KINDS.names() for d in RM_KINDS.get(k).flags} - own
+    given = [w[2:].partition("=")[0].replace("-", "_") for w in rest if w.startswith("--")]
+    problems = [
+        f"--{name} applies to --kind {_owner(dest)}, not {args.kind}"
+        for name in dict.fromkeys(given)
+        if name in RM_FLAGS
+        for dest in [d for d in RM_FLAGS[name].keys if d in others][:1]
+    ]
+    try:
+        reading = read_args(
+            rest,
+            no_overrides,
+            table=RM_FLAGS,
+            rules=RM_RULES,
+            unknown_hint="not a flag of the original LightRFT's reward-model trainers nor of "
+            "`lightrft rm train` (lightrft rm train --help; docs/reward-models.md)",
+        )
+    except FlagError as error:
+        raise FlagError("\n".join([str(error), *problems])) from None
+    if problems:
+        raise FlagError("\n".join(problems))
+    settings = dict(reading.overrides)
+    if args.kind == "scalar":
+        unset = {d: v for d, v in ORIGINAL_DEFAULTS.items() if _unset(args, d)}
+        settings = unset | settings
+        if _unset(args, "modality") and settings.get("model"):
+            from lightrft.adapters.reward_models.loading import checkpoint_modality
+
+            # the original's SRM trainers are per modality (train_srm_vl.py, _al.py)
+            settings["modality"] = checkpoint_modality(settings["model"])
+    for dest, value in settings.items():
+        setattr(args, dest, _typed(dest, value))
+    os.environ.update(reading.environment)
+
+
+def _owner(dest: str) -> str:
+    return " or ".join(k for k in RM_KINDS.names() if dest in RM_KINDS.get(k).flags)
+
+
+def _unset(args: argparse.Namespace, dest: str) -> bool:
+    """Whether the command line does not name ``dest``'s own flag (``--seed 0`` is set)."""
+    options = args.train_options.get(dest, ())
+    return not any(w == o or w.startswith(o + "=") for w in args.argv for o in options)
+
+
+def _typed(dest: str, value: Any) -> Any:
+    """A flag's value as ``rm train``'s option holds it."""
+    if dest == "output":
+        return Path(value)
+    if dest == "trackers":
+        return list(value)
+    return value
+
+
+def _scalar_options(args: argparse.Namespace) -> Any:
+    from lightrft.adapters.reward_models.score_heads import HeadSpec
     from lightrft.application.reward_model_training import RewardTrainParams
     from lightrft.entrypoints.field_copy import copy_fields
-    from lightrft.entrypoints.jobs.reward_model import RmTrainOptions, train_reward_model
+    from lightrft.entrypoints.jobs.reward_model import RmTrainOptions
     from lightrft.entrypoints.next_command import NextCommand
 
     params = copy_fields(
         RewardTrainParams,
         args,
-        "batch_size micro_batch_size epochs total_steps margin eval_every checkpoint_every seed",
+        "batch_size micro_batch_size epochs total_steps margin loss_type eval_every "
+        "checkpoint_every seed",
     )
-    options = copy_fields(
+    heads = HeadSpec(
+        pooling=args.pooling,
+        probing_layer=args.probing_layer,
+        heads=_words(args.heads),
+        head_arch=args.head_arch,
+        scale_for_train=args.scale_for_train,
+        weights=tuple(float(w) for w in _words(args.head_weights)),
+    )
+    return copy_fields(
         RmTrainOptions,
         args,
-        "output model lr max_length strategy dtype modality lora_rank lora_alpha resume overwrite",
+        "output model lr weight_decay max_length strategy zero_stage dtype modality max_pixels "
+        "lora_rank lora_alpha resume overwrite wandb_project",
+        betas=tuple(args.betas),
+        trackers=tuple(args.trackers),
+        heads=heads,
         data=_data_options(args),
         train=params,
         train_backbone=not args.head_only,
         resume_changing=tuple(stated_keys(args)),
         next_command=NextCommand(args.argv),
     )
-    return train_reward_model(options)
 
 
-def _train_generative(args: argparse.Namespace) -> dict[str, Any]:
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(w.strip() for w in text.split(",") if w.strip())
+
+
+def _train_scalar(args: argparse.Namespace) -> dict[str, Any]:
+    from lightrft.entrypoints.jobs.reward_model import train_reward_model
+
+    return train_reward_model(_scalar_options(args))
+
+
+def _generative_options(args: argparse.Namespace) -> Any:
     from lightrft.adapters.datasets.judge_rows import JudgeRowSpec
     from lightrft.entrypoints.field_copy import copy_fields
     from lightrft.entrypoints.jobs.generative_judge import (
         JudgeDataOptions,
         JudgeFormat,
         JudgeTrainOptions,
-        train_generative_judge,
     )
     from lightrft.entrypoints.next_command import NextCommand
 
@@ -287,7 +424,7 @@ def _train_generative(args: argparse.Namespace) -> dict[str, Any]:
         max_score=args.max_score,
         max_new_tokens=args.max_new_tokens,
     )
-    options = copy_fields(
+    return copy_fields(
         JudgeTrainOptions,
         args,
         "output model batch_size micro_batch_size epochs total_steps lr max_length eval_every "
@@ -298,17 +435,30 @@ def _train_generative(args: argparse.Namespace) -> dict[str, Any]:
         resume_changing=tuple(stated_keys(args)),
         next_command=NextCommand(args.argv),
     )
-    return train_generative_judge(options)
+
+
+def _train_generative(args: argparse.Namespace) -> dict[str, Any]:
+    from lightrft.entrypoints.jobs.generative_judge import train_generative_judge
+
+    return train_generative_judge(_generative_options(args))
+
+
+def _as_json(options: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(options)
 
 
 @dataclass(frozen=True)
 class RmKind:
     """One kind of model ``rm train`` trains: the flags only it reads (argparse dests), its
-    job (parsed arguments -> summary) and the summary's one-line report."""
+    job (parsed arguments -> summary), the summary's one-line report, and its resolved
+    options (``--dry-run``)."""
 
     flags: tuple[str, ...]
     train: Callable[[argparse.Namespace], dict[str, Any]]
     report: Callable[[dict[str, Any]], str]
+    options: Callable[[argparse.Namespace], dict[str, Any]]
 
 
 RM_KINDS: Registry[RmKind] = Registry("reward-model kind")
@@ -327,8 +477,24 @@ RM_KINDS.add(
             "modality",
             "images_key",
             "audios_key",
+            "loss_type",
+            "pooling",
+            "probing_layer",
+            "heads",
+            "head_arch",
+            "head_weights",
+            "scale_for_train",
+            "head_labels_key",
+            "task_instruction",
+            "weight_decay",
+            "betas",
+            "trackers",
+            "wandb_project",
+            "zero_stage",
+            "max_pixels",
         ),
         train=_train_scalar,
+        options=lambda args: _as_json(_scalar_options(args)),
         report=lambda s: f"held-out preference accuracy: {s['eval/accuracy']:.3f}",
     ),
 )
@@ -348,6 +514,7 @@ RM_KINDS.add(
             "eval_batch_size",
         ),
         train=_train_generative,
+        options=lambda args: _as_json(_generative_options(args)),
         report=lambda s: (
             "held-out verdict accuracy: "
             f"{s['verdict_accuracy_before']:.3f} before, {s['verdict_accuracy_after']:.3f} after"

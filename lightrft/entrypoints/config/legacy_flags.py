@@ -20,12 +20,12 @@ one line each.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lightrft.entrypoints.config.legacy_flag_spec import UNSET, Flag, Kind
 from lightrft.entrypoints.config.legacy_flag_table import FLAGS
-from lightrft.entrypoints.config.legacy_rules import RULES, CommandLine, Reading
+from lightrft.entrypoints.config.legacy_rules import RULES, CommandLine, Reading, Rule
 
 __all__ = ["CommandLine", "FlagError", "known_flags", "read_args"]
 
@@ -41,10 +41,23 @@ def known_flags() -> list[str]:
     return sorted(FLAGS)
 
 
-def read_args(args: Sequence[str], parse_value: Any) -> CommandLine:
+UNKNOWN_HINT = (
+    "not a flag of the original LightRFT or OpenRLHF; use dotted key=value overrides "
+    "(`lightrft config show` lists the keys; docs/migrating.md the flags)"
+)
+
+
+def read_args(
+    args: Sequence[str],
+    parse_value: Any,
+    *,
+    table: Mapping[str, Flag] = FLAGS,
+    rules: Mapping[str, Rule] = RULES,
+    unknown_hint: str = UNKNOWN_HINT,
+) -> CommandLine:
     """Reads ``key=value`` pairs (``parse_value`` turns a value's text into a value: YAML
     rules) and flags (their values literally). Raises :class:`FlagError` listing every
-    problem."""
+    problem. ``table`` / ``rules``: another command's flags (``rm train``'s) and rules."""
     reading = Reading()
     values: dict[str, Any] = {}
     order: list[tuple[str, Any]] = []  # flags and overrides as typed (later wins)
@@ -65,7 +78,7 @@ def read_args(args: Sequence[str], parse_value: Any) -> CommandLine:
             continue
         name, sep, text = arg[2:].partition("=")
         name = name.replace("-", "_")
-        flag = FLAGS.get(name)
+        flag = table.get(name)
         if flag is None:
             unknown.append(f"--{name}")
             if not sep and i < len(items) and not items[i].startswith("--") and "=" not in items[i]:
@@ -84,11 +97,10 @@ def read_args(args: Sequence[str], parse_value: Any) -> CommandLine:
     if unknown:
         reading.problems.insert(
             0,
-            f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: not a flag "
-            "of the original LightRFT or OpenRLHF; use dotted key=value overrides "
-            "(`lightrft config show` lists the keys; docs/migrating.md the flags)",
+            f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: "
+            + unknown_hint,
         )
-    _apply(values, order, reading)
+    _apply(values, order, reading, table, rules)
     if reading.problems:
         raise FlagError("\n".join(reading.problems))
     return CommandLine(
@@ -167,17 +179,23 @@ def _number(text: str, kind: type) -> Any:
     return number
 
 
-def _apply(values: dict[str, Any], order: list[tuple[str, Any]], reading: Reading) -> None:
+def _apply(
+    values: dict[str, Any],
+    order: list[tuple[str, Any]],
+    reading: Reading,
+    table: Mapping[str, Flag] = FLAGS,
+    rules: Mapping[str, Rule] = RULES,
+) -> None:
     """The plain flags in the order typed, the rules of the rest, then the dotted overrides."""
-    rules: list[str] = []
+    used: list[str] = []
     for name, value in order:
         if name != "=":
-            flag = FLAGS[name]
+            flag = table[name]
             _apply_flag(name, flag, value, reading)
-            if flag.rule is not None and flag.rule not in rules:
-                rules.append(flag.rule)
-    for rule in rules:
-        RULES[rule](values, reading)
+            if flag.rule is not None and flag.rule not in used:
+                used.append(flag.rule)
+    for rule in used:
+        rules[rule](values, reading)
     for name, value in order:  # a dotted key=value wins over every flag
         if name == "=":
             key, parsed = value

@@ -1,5 +1,5 @@
-"""`lightrft rm train` / `lightrft rm eval`: Bradley-Terry reward-model training on preference
-data, held-out accuracy, checkpoints and resume, HF export; evaluation of a saved model.
+"""`lightrft rm train` / `lightrft rm eval`: pairwise reward-model training on preference
+data (the loss, pooling, probing layer and score heads of ``RmTrainOptions``), held-out accuracy, checkpoints and resume, HF export; evaluation of a saved model.
 
 The output directory holds ``checkpoints/``, ``metrics.jsonl``, ``history.jsonl``,
 ``summary.json`` and ``model/`` (the exported reward model, loadable by
@@ -22,10 +22,11 @@ from lightrft.adapters.datasets import PromptFormat, PromptRenderer
 from lightrft.adapters.datasets.preferences import (
     PreferenceSpec,
     in_memory_preferences,
-    load_preferences,
     synthetic_preference_rows,
 )
 from lightrft.adapters.datasets.rendering import RenderMode
+from lightrft.adapters.datasets.reward_sets import load_reward_pairs
+from lightrft.adapters.datasets.task_instruction import TaskInstructionRenderer
 from lightrft.adapters.hf import default_model_path
 from lightrft.adapters.reward_models import (
     PairEncoding,
@@ -33,6 +34,7 @@ from lightrft.adapters.reward_models import (
     RewardModelCard,
     ScoreNormalization,
 )
+from lightrft.adapters.reward_models.score_heads import HeadSpec
 from lightrft.application.reward_model_training import (
     RewardModelTrainer,
     RewardTrainParams,
@@ -79,6 +81,7 @@ class RmDataOptions(RowSourceOptions):
     synthetic_kinds: tuple[str, ...] = ("bare", "ramble", "refuse", "wrong")
     synthetic_instruction: str = ""
     spec: PreferenceSpec = field(default_factory=PreferenceSpec)
+    task_instruction: str | None = None  # the system message, {prompt}: the row's prompt
 
 
 @dataclass(frozen=True)
@@ -91,10 +94,17 @@ class RmTrainOptions:
     train: RewardTrainParams = field(default_factory=RewardTrainParams)
     lr: float = 1e-5
     max_grad_norm: float = 1.0
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    heads: HeadSpec = field(default_factory=HeadSpec)  # probing layer, pooling, score heads
     max_length: int | None = 512
     strategy: str = "single"
+    zero_stage: int | None = None  # strategy deepspeed: its ZeRO stage (None: its default)
     dtype: str = "fp32"
     modality: str = "text"  # the backbone: text, vision-language or audio-language
+    max_pixels: int | None = None  # images' pixel bound (None: the model loader's default)
+    trackers: tuple[str, ...] = ()  # besides metrics.jsonl: tensorboard, wandb
+    wandb_project: str | None = None
     lora_rank: int = 0
     lora_alpha: float = 16.0
     train_backbone: bool = True  # False: only the score head trains (a probe on frozen features)
@@ -106,9 +116,10 @@ class RmTrainOptions:
 
 
 def _renderer(tokenizer: Any, data: RmDataOptions) -> PromptRenderer:
-    return PromptRenderer(
-        tokenizer, PromptFormat(system_prompt=data.system_prompt, render=data.render)
-    )
+    prompt_format = PromptFormat(system_prompt=data.system_prompt, render=data.render)
+    if data.task_instruction is not None:
+        return TaskInstructionRenderer(tokenizer, data.task_instruction, prompt_format)
+    return PromptRenderer(tokenizer, prompt_format)
 
 
 def _read(
@@ -123,7 +134,8 @@ def _read(
             instruction=data.synthetic_instruction,
         )
         return in_memory_preferences(rows, renderer, name=f"synthetic-{seed}")
-    pairs, skipped = load_preferences(source, renderer, data.spec)
+    # a path, or the original's name:path,name:path list (each name a reward data set)
+    pairs, skipped = load_reward_pairs(source, renderer, data.spec, responses={"text"})
     if skipped:
         log.warning("rm.data.skipped_rows", source=source, skipped=skipped)
     if not pairs:
@@ -169,7 +181,12 @@ def train_reward_model(options: RmTrainOptions) -> dict[str, Any]:
     """
     path = Path(options.model) if options.model else default_model_path()
     root = RewardModelRoot(
-        copy_fields(RmBackendOptions, options, "strategy lr max_grad_norm dtype")
+        copy_fields(
+            RmBackendOptions,
+            options,
+            "strategy zero_stage lr max_grad_norm weight_decay betas dtype max_pixels trackers "
+            "wandb_project",
+        )
     )
     request = RunRequest(
         run_dir=Path(options.output),
@@ -197,7 +214,7 @@ def _train_in(
     train_pairs, eval_pairs, skipped_rows = preference_splits(tokenizer, data, seed)
     renderer = _renderer(tokenizer, options.data)
     encoding = PairEncoding(not renderer.uses_chat_template, options.max_length)
-    card = RewardModelCard(encoding, modality=options.modality)
+    card = RewardModelCard(encoding, modality=options.modality, heads=options.heads)
     lora = (
         RewardLoraParams(options.lora_rank, options.lora_alpha, init_seed=seed)
         if options.lora_rank

@@ -3,7 +3,8 @@
 Training: the backend (accelerator, collective, the strategy of ``strategy`` over the
 optimizer settings), then, once the data is read, the reward model's parts. The shared
 builders read a :class:`RunConfig`; the root makes it from the options' typed values
-(``backend.strategy``, ``optim.lr`` / ``max_grad_norm``, ``model.dtype``; every other section
+(``backend.strategy``, ``optim.lr`` / ``max_grad_norm`` / ``weight_decay`` / ``betas``,
+``model.dtype``; every other section
 at its default)."""
 
 from __future__ import annotations
@@ -46,7 +47,13 @@ class RmBackendOptions:
     strategy: str = "single"
     lr: float = 1e-5
     max_grad_norm: float = 1.0
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
     dtype: str = "fp32"
+    zero_stage: int | None = None  # strategy deepspeed: its ZeRO stage
+    max_pixels: int | None = None
+    trackers: tuple[str, ...] = ()  # besides jsonl
+    wandb_project: str | None = None
 
 
 class RewardModelRoot:
@@ -55,11 +62,28 @@ class RewardModelRoot:
 
     def __init__(self, backend: RmBackendOptions) -> None:
         register_builtins()
+        strategy: Any = backend.strategy
+        if backend.zero_stage is not None:
+            if backend.strategy != "deepspeed":
+                raise ValueError(
+                    f"zero_stage {backend.zero_stage} needs strategy deepspeed, not "
+                    f"{backend.strategy!r}"
+                )
+            strategy = {"type": "deepspeed", "zero_stage": backend.zero_stage}
+        model: dict[str, Any] = {"dtype": backend.dtype}
+        if backend.max_pixels is not None:
+            model["max_pixels"] = backend.max_pixels
         tree: dict[str, Any] = {
-            "backend": {"strategy": backend.strategy},
-            "optim": {"lr": backend.lr, "max_grad_norm": backend.max_grad_norm},
-            "model": {"dtype": backend.dtype},
+            "backend": {"strategy": strategy},
+            "optim": {
+                "lr": backend.lr,
+                "max_grad_norm": backend.max_grad_norm,
+                "weight_decay": backend.weight_decay,
+                "betas": list(backend.betas),
+            },
+            "model": model,
         }
+        self._backend = backend
         self.config = config_from_tree(RunConfig, tree)
         accelerator = models.build_accelerator(self.config)
         self.device: torch.device = models.device_of(accelerator)
@@ -89,8 +113,9 @@ class RewardModelRoot:
         *,
         init_seed: int,
     ) -> HfScalarRewardModel:
-        """The backbone in ``path`` with a fresh score head (and LoRA adapters) seeded by
-        ``init_seed``, of ``card.modality``, on this root's device."""
+        """The backbone in ``path`` with a fresh score head (the scoring parts of
+        ``card.heads``, LoRA adapters) seeded by ``init_seed``, of ``card.modality``, on this
+        root's device."""
         parts = scalar_rm_parts(
             path,
             card.modality,
@@ -101,12 +126,21 @@ class RewardModelRoot:
             init_seed=init_seed,
         )
         return HfScalarRewardModel(
-            parts.classifier, tokenizer, self.device, card=card, lora=lora, media=parts.media
+            parts.classifier,
+            tokenizer,
+            self.device,
+            card=card,
+            lora=lora,
+            media=parts.media,
+            init_seed=init_seed,
         )
 
     def outputs(self, out: Path) -> tuple[Tracker | None, CheckpointStore]:
         """The run's metrics (``metrics.jsonl``, written by rank 0) and checkpoints in ``out``."""
-        tracker = make_tracker(["jsonl"], out) if self.collective.rank == 0 else None
+        names = ["jsonl", *self._backend.trackers]
+        wandb = {"project": self._backend.wandb_project} if self._backend.wandb_project else None
+        opts = {"wandb": wandb} if wandb and "wandb" in names else {}
+        tracker = make_tracker(names, out, **opts) if self.collective.rank == 0 else None
         return tracker, LocalCheckpointStore(out / "checkpoints")
 
 
