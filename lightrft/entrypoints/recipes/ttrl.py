@@ -97,7 +97,9 @@ def run_ttrl_demo(args: argparse.Namespace, overrides: list[str]) -> int:
     """``lightrft demo ttrl``: the main job's settings, then :func:`ttrl_overrides`."""
     from lightrft.entrypoints.jobs.demo import run_grpo_demo
     from lightrft.entrypoints.recipes.resuming import resumes, with_start_choice
+    from lightrft.entrypoints.recipes.stage_checks import check_stage
 
+    check_stage("GRPO", [*DEMO_OVERRIDES, *TTRL_OVERRIDES, *overrides])  # before the export
     if resumes(overrides):  # the run continues from its own checkpoint: no start model
         return run_grpo_demo(
             with_start_choice(DEMO_OVERRIDES + TTRL_OVERRIDES, overrides), args.argv
