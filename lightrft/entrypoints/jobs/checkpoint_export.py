@@ -69,10 +69,11 @@ def export_checkpoint(
     config_file = run_dir / "config.yaml"
     if not config_file.is_file():
         raise FileNotFoundError(f"{config_file} does not exist; expected a lightrft run directory")
-    occupied = check_output_directory(out, run_dir, "--out", force=force)
     checkpoints = run_dir / "checkpoints"
     if not checkpoints.is_dir():
         raise FileNotFoundError(f"{run_dir} has no checkpoints directory")
+    _chosen_step(checkpoint_steps(checkpoints), step, run_dir)  # a missing step named first
+    occupied = check_output_directory(out, run_dir, "--out", force=force)
     with RunDirectoryLock(run_dir):  # no run writes the checkpoints while they are read
         root = CheckpointExportRoot(config_file)
         stores = [
