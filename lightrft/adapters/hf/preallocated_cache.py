@@ -116,8 +116,9 @@ def cache_bytes(config: PretrainedConfig, rows: int, capacity: int, dtype: torch
 
 def free_memory(device: torch.device) -> int | None:
     """Free bytes on ``device`` (a CUDA device's, or the host's available memory)."""
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
+    if device.type == "cuda":  # what the driver has free, plus the allocator's spare cache
+        spare = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return int(torch.cuda.mem_get_info(device)[0]) + int(spare)
     if device.type == "cpu":
         try:
             import psutil

@@ -20,6 +20,8 @@ model directory is written atomically (complete or absent), a full disk ends in
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,7 +76,7 @@ def export_checkpoint(
         raise FileNotFoundError(f"{run_dir} has no checkpoints directory")
     _chosen_step(checkpoint_steps(checkpoints), step, run_dir)  # a missing step named first
     occupied = check_output_directory(out, run_dir, "--out", force=force)
-    with RunDirectoryLock(run_dir):  # no run writes the checkpoints while they are read
+    with _run_lock(run_dir):  # no run writes the checkpoints while they are read
         root = CheckpointExportRoot(config_file)
         stores = [
             LocalCheckpointStore(root, keep_last=None) for root in checkpoint_stores(checkpoints)
@@ -94,6 +96,24 @@ def export_checkpoint(
         log.warning("checkpoints.previous_output_moved", directory=str(out), to=str(aside))
     log.info("checkpoints.exported", step=step, directory=str(out), ranks=len(stores))
     return Exported(step, out, out / "adapter" if policy.uses_lora else None)
+
+
+@contextmanager
+def _run_lock(run_dir: Path) -> Iterator[None]:
+    """The run's lock while the body runs (refused: the run is in use). A run directory this
+    process may not write (another user's, read-only storage) is read without it, logged
+    (``checkpoints.export_unlocked``): a run writing there then is not detected."""
+    lock = RunDirectoryLock(run_dir)
+    try:
+        lock.acquire()
+    except PermissionError as error:
+        log.warning("checkpoints.export_unlocked", run_dir=str(run_dir), reason=str(error))
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _write(policy: ExportablePolicy, state: dict[str, Tensor], directory: Path) -> None:
