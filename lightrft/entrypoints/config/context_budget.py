@@ -1,7 +1,7 @@
 """The run's token budget against the model's context, checked before the model loads.
 
 ``rollout.max_new_tokens`` must leave room for a prompt, and a prompt of up to a
-``data.*.max_prompt_length`` the config sets plus that many generated tokens must fit in the
+``data.*.max_prompt_length`` other than the default plus that many generated tokens must fit in the
 positions the model attends over: ``model.max_positions``,
 else the ``max_position_embeddings`` of the model's ``config.json`` (its text model's, for a
 multimodal one). A budget beyond it used to be accepted and the engine preallocated a cache
@@ -54,9 +54,10 @@ def _positions(tree: Mapping[str, Any]) -> int | None:
 def check_context_budget(config: RunConfig, model_path: Path) -> None:
     """Raises :class:`ConfigError` (one line naming the keys) when
     ``rollout.max_new_tokens`` leaves no position for a prompt, or when it plus a
-    ``data.*.max_prompt_length`` the config sets exceeds the model's positions. The default
-    prompt length (512) is a cap, not a length: beyond the model's context it is logged
-    (``budget.prompt_cap_beyond_context``), since most prompts are far shorter."""
+    ``data.*.max_prompt_length`` other than the default exceeds the model's positions. The
+    default prompt length (512) is a cap, not a length: beyond the model's context it is
+    logged (``budget.prompt_cap_beyond_context``), since most prompts are far shorter (a
+    config file a run recorded holds it too, so whether it was typed cannot tell)."""
     positions = config.model.max_positions or model_positions(model_path)
     if positions is None:
         return
@@ -76,7 +77,7 @@ def check_context_budget(config: RunConfig, model_path: Path) -> None:
         if dataset is None or dataset.max_prompt_length + new_tokens <= positions:
             continue
         prompt = dataset.max_prompt_length
-        if "max_prompt_length" not in dataset.model_fields_set:
+        if prompt == type(dataset).model_fields["max_prompt_length"].default:
             log.info(
                 "budget.prompt_cap_beyond_context",
                 key=f"{key}.max_prompt_length",

@@ -110,3 +110,15 @@ def test_a_message_over_the_context_in_tokens_leaves_the_conversation_unchanged(
     with pytest.raises(ChatInputTooLong, match=r"tokens and the model has 128 positions"):
         session.reply("a " * 150)  # within the character bound, over the context in tokens
     assert session.messages == before
+
+
+def test_a_recorded_config_with_the_default_prompt_cap_still_runs(
+    tiny_dir: Path, tmp_path: Path
+) -> None:
+    """A run's recorded config.yaml holds every key, the default 512 prompt cap included: it
+    is still a cap (resuming a tiny-model run from its recorded config was refused)."""
+    from lightrft.entrypoints.config.loading import dump_config
+
+    recorded = tmp_path / "config.yaml"
+    recorded.write_text(dump_config(load_config(None, ["rollout.max_new_tokens=4"])))
+    check_context_budget(load_config(recorded, []), tiny_dir)
