@@ -79,7 +79,7 @@ def export_checkpoint(
     with _run_lock(run_dir):  # no run writes the checkpoints while they are read
         root = CheckpointExportRoot(config_file)
         stores = [
-            LocalCheckpointStore(root, keep_last=None) for root in checkpoint_stores(checkpoints)
+            LocalCheckpointStore(path, keep_last=None) for path in checkpoint_stores(checkpoints)
         ]
         step = _chosen_step(checkpoint_steps(checkpoints), step, run_dir)
         rank_states = [
