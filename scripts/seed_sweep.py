@@ -5,8 +5,8 @@
     python scripts/seed_sweep.py --seeds 0 1 -- train.total_steps=12 optim.lr=3e-5
     python scripts/seed_sweep.py --command "lightrft train grpo --config my.yaml" --seeds 0 1
     python scripts/seed_sweep.py --job ttrl --metric eval/reward/math/accuracy --seeds 0 1 2
-        -- model.path=main-{seed}/step5_model     (one line; first, per seed S:
-        lightrft checkpoints export main-S --step 5 --out main-S/step5_model)
+        -- model.path=main-{seed}-step5_model     (one line; first, per seed S:
+        lightrft checkpoints export main-S --step 5 --out main-S-step5_model)
 
 Each seed runs as its own process (``<command> train.seed=S logging.run_dir=<out>/seed-S``
 plus the overrides after ``--``, where ``{seed}`` stands for the seed), one after the other, so the figures are what a user who

@@ -56,6 +56,19 @@ def load_newest_intact(
     )
 
 
+def load_intact(store: CheckpointStore, step: int) -> dict[str, Any]:
+    """The state of ``step`` after the checks a resume makes (checksums, then safe
+    loading); raises :class:`DamagedCheckpointError` naming each damaged file otherwise.
+    What ``lightrft checkpoints export`` reads a checkpoint with."""
+    state, problems = _try_load(store, step)
+    if problems:
+        raise DamagedCheckpointError(
+            f"the checkpoint of step {step} is damaged, it is not used: " + "; ".join(problems)
+        )
+    assert state is not None
+    return state
+
+
 def _try_load(store: CheckpointStore, step: int) -> tuple[dict[str, Any] | None, list[str]]:
     """The state of ``step`` and no problems, or ``None`` and what is wrong with it."""
     if isinstance(store, VerifiableStore):

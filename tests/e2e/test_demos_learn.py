@@ -63,7 +63,7 @@ def test_ttrl_demo_gains_without_labels(tmp_path: Path, seed: int) -> None:
     gradient). Measured 2026-11-27 (docs/results.md): seed 0 0.690 -> 0.795, seed 1 0.390 ->
     0.425, seed 2 0.764 -> 0.833."""
     _demo(tmp_path / "demo", f"train.seed={seed}")
-    start = tmp_path / "demo" / "step_5_model"
+    start = tmp_path / "step_5_model"  # outside the run directory: export refuses inside
     _cli("checkpoints", "export", str(tmp_path / "demo"), "--step", "5", "--out", str(start))
     rows = run_demo(
         tmp_path / "ttrl", "ttrl", f"train.seed={seed}", f"model.path={start}", timeout_s=3600

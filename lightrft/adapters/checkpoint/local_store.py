@@ -134,12 +134,20 @@ class LocalCheckpointStore:
         except OSError:
             free = "free space unknown"
         previous = self.latest_step()
-        kept = f"newest: step {previous}" if previous is not None else "there are none yet"
+        head = (
+            f"cannot write the checkpoint of step {step} under {self.root} "
+            f"({type(error).__name__}: {error}; {free})."
+        )
+        if previous is None:  # nothing to resume: --resume alone would be refused
+            return CheckpointWriteError(
+                error.errno,
+                f"{head} There is no earlier checkpoint, so there is nothing to resume: fix "
+                "the cause, then run the same command with --resume=auto (it starts over)",
+            )
         return CheckpointWriteError(
             error.errno,
-            f"cannot write the checkpoint of step {step} under {self.root} "
-            f"({type(error).__name__}: {error}; {free}). Earlier checkpoints are intact "
-            f"({kept}): fix the cause, then run the same command with --resume",
+            f"{head} Earlier checkpoints are intact (newest: step {previous}): fix the cause, "
+            "then run the same command with --resume",
         )
 
     def latest_step(self) -> int | None:

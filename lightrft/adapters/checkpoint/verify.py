@@ -27,7 +27,8 @@ Status = Literal["intact", "damaged", "unverified", "incomplete"]
 class CheckpointReport:
     """One checkpoint directory and what was found.
 
-    ``intact``: sizes and checksums match; ``unverified``: saved without checksums (older
+    ``intact``: sizes and checksums match and the state loads as a resume loads it (safe
+    loading); ``unverified``: saved without checksums (older
     version) but its state loads; ``damaged``: see ``problems`` (a file missing, truncated,
     changed or refused by safe loading; ``state.pt`` or ``metadata.json`` gone included);
     ``incomplete``: a save that never committed (ignored by resume, removed by the next save).
@@ -60,13 +61,23 @@ def inspect_store(root: Path) -> list[CheckpointReport]:
 
 def _inspect(store: LocalCheckpointStore, step: int) -> CheckpointReport:
     directory = store.directory(step)
-    problems = store.verify(step)
+    problems = checkpoint_problems(store, step)
     if problems:
         return CheckpointReport(directory, step, "damaged", tuple(problems))
-    if "files" in store.metadata(step):
-        return CheckpointReport(directory, step, "intact")
-    try:  # no checksums: at least check that the state is readable (memory-mapped)
-        read_state(directory / STATE_FILE, torch.device("cpu"), mmap=True)
+    status: Status = "intact" if "files" in store.metadata(step) else "unverified"
+    return CheckpointReport(directory, step, status)
+
+
+def checkpoint_problems(store: LocalCheckpointStore, step: int) -> list[str]:
+    """What a resume would refuse in the checkpoint of ``step``: files missing, truncated
+    or changed since the save (the recorded checksums), then a state that safe loading
+    (``weights_only``, as :meth:`LocalCheckpointStore.load`) refuses or cannot read, checked
+    memory-mapped so the tensor data is not read twice. Empty when a resume would load it."""
+    problems = store.verify(step)
+    if problems:
+        return problems
+    try:
+        read_state(store.directory(step) / STATE_FILE, torch.device("cpu"), mmap=True)
     except DamagedCheckpointError as error:
-        return CheckpointReport(directory, step, "damaged", (str(error),))
-    return CheckpointReport(directory, step, "unverified")
+        return [str(error)]
+    return []

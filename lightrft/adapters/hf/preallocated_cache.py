@@ -11,9 +11,16 @@ behaviour (attention over the L tokens held, rows dropped with ``reorder_cache``
 storage of a static cache: each full-attention layer writes into a (B, H, C, D) buffer and
 returns a view of its first L positions. Layers of other kinds (sliding window, linear
 attention) keep their own ``transformers`` implementation.
+
+:func:`check_cache_fits` sizes those buffers before anything is allocated and refuses, in
+one line naming ``rollout.max_new_tokens``, a cache larger than the free memory of its
+device (a mistyped budget used to take the machine's memory until the kernel killed the
+run).
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 from torch import Tensor
@@ -88,3 +95,58 @@ def preallocated_cache(config: PretrainedConfig, capacity: int) -> DynamicCache:
         for layer in cache.layers
     ]
     return cache
+
+
+class CacheBudgetError(ValueError):
+    """The preallocated KV cache would not fit in the device's free memory."""
+
+
+def cache_bytes(config: PretrainedConfig, rows: int, capacity: int, dtype: torch.dtype) -> int:
+    """Bytes of the keys and values of ``rows`` x ``capacity`` positions in every layer."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    layers = int(getattr(text, "num_hidden_layers", 0) or 0)
+    heads = int(getattr(text, "num_attention_heads", 0) or 0)
+    kv_heads = int(getattr(text, "num_key_value_heads", None) or heads)
+    head_dim = getattr(text, "head_dim", None) or (
+        int(getattr(text, "hidden_size", 0) or 0) // max(heads, 1)
+    )
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    return 2 * layers * rows * kv_heads * capacity * int(head_dim) * itemsize
+
+
+def free_memory(device: torch.device) -> int | None:
+    """Free bytes on ``device`` (a CUDA device's, or the host's available memory)."""
+    if device.type == "cuda":  # what the driver has free, plus the allocator's spare cache
+        spare = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return int(torch.cuda.mem_get_info(device)[0]) + int(spare)
+    if device.type == "cpu":
+        try:
+            import psutil
+
+            return int(psutil.virtual_memory().available)
+        except ImportError:
+            pages = os.sysconf("SC_AVPHYS_PAGES") if hasattr(os, "sysconf") else None
+            return int(pages * os.sysconf("SC_PAGE_SIZE")) if pages else None
+    return None
+
+
+def check_cache_fits(
+    config: PretrainedConfig,
+    rows: int,
+    prompt: int,
+    budget: int,
+    dtype: torch.dtype,
+    device: torch.device,
+) -> None:
+    """Raises :class:`CacheBudgetError` when the cache of ``rows`` rows of ``prompt`` +
+    ``budget`` positions exceeds the free memory of ``device`` (unknown: not checked)."""
+    free = free_memory(device)
+    need = cache_bytes(config, rows, prompt + budget, dtype)
+    if free is None or need <= free:
+        return
+    raise CacheBudgetError(
+        f"generating {budget} new tokens (rollout.max_new_tokens) after {prompt} prompt "
+        f"tokens for {rows} rows needs a {need / 2**30:.1f} GiB KV cache, and {device} has "
+        f"{free / 2**30:.1f} GiB free: lower rollout.max_new_tokens (or the rows per "
+        "generation: rollout.prompts_per_step x rollout.n_samples_per_prompt)"
+    )

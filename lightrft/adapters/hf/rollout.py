@@ -52,7 +52,7 @@ from lightrft.adapters.hf.gqa_attention import gqa_decode_attention
 from lightrft.adapters.hf.logprobs import position_ids_from_mask, suppress_tokens
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
 from lightrft.adapters.hf.packed_linear import PackedLinears, packing_available
-from lightrft.adapters.hf.preallocated_cache import preallocated_cache
+from lightrft.adapters.hf.preallocated_cache import check_cache_fits, preallocated_cache
 from lightrft.adapters.hf.quantized_rollout import QuantizedTargets
 from lightrft.adapters.hf.stop_strings import StopStringMatcher
 from lightrft.adapters.hf.weights import ModelWeights, frozen_on
@@ -331,6 +331,9 @@ class HfRolloutEngine(GuardedGenerate):
         """
         budget = sampling.max_new_tokens
         width = max(len(r) for r in rows)
+        if self._multimodal is None:
+            dtype = next(self._model.parameters()).dtype
+            check_cache_fits(self._model.config, len(rows), width, budget, dtype, self._device)
         cache = (
             preallocated_cache(self._model.config, width + budget)
             if self._multimodal is None

@@ -4,7 +4,9 @@ model directory (LoRA merged; the PEFT adapter in DIR/adapter).
 
 Exit status of verify: 0 when every checkpoint is intact (or unverified, i.e. saved without
 checksums but readable), 1 when any is damaged or there is none, 2 when RUN_DIR does not
-exist. Export: 0 done, 2 no such run, step or config.
+exist. Export: 0 done; 2 no such run, step or config, or an --out it refuses (a run
+directory, inside or holding one; not empty without --force) or the run is in use; 1 a
+damaged checkpoint (named) or a failed write (full disk).
 """
 
 from __future__ import annotations
@@ -26,7 +28,17 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     )
     export.add_argument("run_dir", type=Path, help="the run directory (logging.run_dir)")
     export.add_argument("--step", type=int, help="checkpoint step (default: the newest)")
-    export.add_argument("--out", type=Path, required=True, help="model directory to write")
+    export.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="model directory to write: new or empty, outside every run directory",
+    )
+    export.add_argument(
+        "--force",
+        action="store_true",
+        help="--out may hold something: it is moved aside to OUT.old-<UTC time> (not deleted)",
+    )
     export.set_defaults(job=_export)
 
 
@@ -45,7 +57,7 @@ def _verify(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from lightrft.entrypoints.jobs.checkpoint_export import export_checkpoint
 
-    done = export_checkpoint(args.run_dir, args.out, args.step)
+    done = export_checkpoint(args.run_dir, args.out, args.step, force=args.force)
     adapter = f" and the LoRA adapter to {done.adapter}" if done.adapter else ""
     print(f"exported step {done.step} of {args.run_dir} to {done.model}{adapter}")
     return 0

@@ -117,6 +117,14 @@ class ModelConfig(Section):
         "the unfused logits would take >= 256 MiB (long responses); on: always; off: never.",
     )
     lora: LoraConfig = Field(default_factory=LoraConfig)
+    max_positions: int | None = Field(
+        None,
+        gt=0,
+        description="Positions the model attends over (prompt + response). None: the "
+        "max_position_embeddings of its config.json. The longest data.*.max_prompt_length "
+        "plus rollout.max_new_tokens must fit, checked before the model loads; set it higher "
+        "to run a model beyond its trained context on purpose (e.g. with RoPE scaling).",
+    )
 
     @model_validator(mode="after")
     def _pixel_bounds_are_ordered(self) -> ModelConfig:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from lightrft.adapters.hf.chat import ChatInputTooLong
 from lightrft.domain.types import SamplingParams
 from lightrft.entrypoints.roots.chat import chat_parts
 
@@ -50,4 +51,7 @@ def chat(options: ChatOptions, lines: TextIO = sys.stdin, out: TextIO = sys.stdo
             session.reset()
             print("(conversation reset)", file=out)
         elif text.strip():
-            print(f"model> {session.reply(text.strip())}", file=out, flush=True)
+            try:
+                print(f"model> {session.reply(text.strip())}", file=out, flush=True)
+            except ChatInputTooLong as refused:  # one line; the conversation goes on
+                print(f"lightrft: refused: {refused}", file=out, flush=True)

@@ -18,7 +18,6 @@ import structlog
 from lightrft.adapters.datasets.sft_rows import SftDataset, SftStats
 from lightrft.adapters.tracking.progress import ProgressTracker
 from lightrft.application.sft_trainer import SftParams, SftTrainer
-from lightrft.entrypoints.config.loading import dump_config
 from lightrft.entrypoints.config.sft_run_config import SftRunConfig
 from lightrft.entrypoints.field_copy import copy_fields
 from lightrft.entrypoints.jobs.training import export_policy
@@ -27,7 +26,12 @@ from lightrft.entrypoints.roots.model_run import ModelRunRoot
 from lightrft.entrypoints.roots.sft import sft_inputs, sft_root
 from lightrft.entrypoints.run_dir.directory import trim_logs_after
 from lightrft.entrypoints.run_dir.final_export import FinalState
-from lightrft.entrypoints.run_dir.guard import RunStart, config_request, guard_run_directory
+from lightrft.entrypoints.run_dir.guard import (
+    RunStart,
+    config_request,
+    guard_run_directory,
+    recorded_config_text,
+)
 from lightrft.entrypoints.run_dir.identity import SFT_IDENTITY
 
 log = structlog.get_logger(__name__)
@@ -108,7 +112,7 @@ def _sft_in(
     try:
         if start.resumes and trainer.resume() and main:
             trim_logs_after(run_dir, trainer.step)
-        start.record(trainer.step, dump_config(config))
+        start.record(trainer.step, recorded_config_text(config))
         history = trainer.run(resume=False)
     finally:
         tracker.close()

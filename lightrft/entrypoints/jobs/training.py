@@ -14,7 +14,6 @@ from lightrft.adapters.tracking.token_text import TokenTextTracker
 from lightrft.application.cycle import RLCycle
 from lightrft.application.phases import Phase
 from lightrft.entrypoints.config import RunConfig
-from lightrft.entrypoints.config.loading import dump_config
 from lightrft.entrypoints.data_report import prompt_counts, report_prompt_counts
 from lightrft.entrypoints.graceful_stop import GracefulStop
 from lightrft.entrypoints.logging_setup import apply_config_logging
@@ -24,7 +23,12 @@ from lightrft.entrypoints.roots.tokenizer import Tokenizer
 from lightrft.entrypoints.roots.training import TrainingRoot, training_root
 from lightrft.entrypoints.run_dir.directory import trim_logs_after
 from lightrft.entrypoints.run_dir.final_export import FinalState, write_final
-from lightrft.entrypoints.run_dir.guard import RunStart, config_request, guard_run_directory
+from lightrft.entrypoints.run_dir.guard import (
+    RunStart,
+    config_request,
+    guard_run_directory,
+    recorded_config_text,
+)
 from lightrft.entrypoints.run_dir.identity import RL_IDENTITY
 
 log = structlog.get_logger(__name__)
@@ -100,7 +104,7 @@ def _train_in(
                 trim_logs_after(run_dir, cycle.state.step)
         if main:  # step 0 of metrics.jsonl once, not again on resume
             report_prompt_counts(counts, tracker if not start.resumes else None)
-        start.record(cycle.state.step, dump_config(config))
+        start.record(cycle.state.step, recorded_config_text(config))
         with GracefulStop(collective) as stop:
             history = cycle.run(resume=False, should_stop=stop.requested)
     finally:

@@ -34,6 +34,7 @@ from typing import Any
 from lightrft.adapters.datasets.tool_arithmetic import SYSTEM_PROMPT, tool_problems, warm_up_traces
 from lightrft.entrypoints.config.loading import load_config, load_sft_config
 from lightrft.entrypoints.recipes.registry import DemoRecipe
+from lightrft.entrypoints.recipes.stage_checks import check_stage, demo_run_dir
 from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
 
 ENVIRONMENT = "{type: tools, tools: [calculator], extractors: [answer_is, last_number]}"
@@ -109,8 +110,25 @@ def _eval_rows(run_dir: Path) -> list[dict[str, Any]]:
     return [row for row in map(json.loads, lines) if "eval/accuracy" in row]
 
 
+def _rl_words(options: AgentDemoOptions, overrides: Sequence[str]) -> list[str]:
+    """The RL stage's settings: the SFT warm-up's model (at its path once it ran), then the
+    user's overrides."""
+    out = options.run_dir
+    return [
+        *episode_overrides(options, out / "train.jsonl", out / "heldout.jsonl"),
+        *RL_OVERRIDES,
+        f"model.path={out / 'sft' / 'final_model'}",
+        f"logging.run_dir={out / 'rl'}",
+        f"train.seed={options.seed}",
+        *overrides,
+    ]
+
+
 def run_agent_demo(options: AgentDemoOptions, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """Runs the three stages in the guarded run directory; returns (and writes) the summary."""
+    """Runs the three stages in the guarded run directory; returns (and writes) the summary.
+    Every override is checked first (the RL stage's config), before a previous demo is moved
+    aside and before the base evaluation and the SFT warm-up run."""
+    check_stage("RL", _rl_words(options, overrides))
     with guard_run_directory(fresh_run_request(options.run_dir, options.overwrite)):
         return _run_stages(options, overrides)
 
@@ -130,6 +148,7 @@ def _run_stages(options: AgentDemoOptions, overrides: Sequence[str]) -> dict[str
     traces = warm_up_traces(warm_up_rows, options.sft_tool_fraction, seed=options.seed)
     traces_path = _write_jsonl(out / "tool_traces.jsonl", traces)
     shared = episode_overrides(options, train_path, eval_path)
+    rl_config = check_stage("RL", _rl_words(options, overrides))
     times: dict[str, float] = {}
 
     start = time.monotonic()
@@ -161,18 +180,6 @@ def _run_stages(options: AgentDemoOptions, overrides: Sequence[str]) -> dict[str
     times["sft_s"] = time.monotonic() - start
 
     start = time.monotonic()
-    rl_config = load_config(
-        None,
-        [
-            *shared,
-            *RL_OVERRIDES,
-            f"model.path={out / 'sft' / 'final_model'}",
-            f"logging.run_dir={out / 'rl'}",
-            f"train.seed={options.seed}",
-            *overrides,
-        ],
-        algorithm="grpo",
-    )
     train(rl_config)
     times["rl_s"] = time.monotonic() - start
     render_report(out / "rl")
@@ -213,10 +220,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace, overrides: list[str]) -> int:
     # the seed and the run directory are the demo's own (its stages live under it)
     seed = [int(o.split("=", 1)[1]) for o in overrides if o.startswith("train.seed=")]
-    run_dir = [Path(o.split("=", 1)[1]) for o in overrides if o.startswith("logging.run_dir=")]
-    rest = [o for o in overrides if not o.startswith(("train.seed=", "logging.run_dir="))]
+    run_dir, rest = demo_run_dir(overrides, args.run_dir, AgentDemoOptions.run_dir)
+    rest = [o for o in rest if not o.startswith("train.seed=")]
     options = AgentDemoOptions(
-        run_dir=(run_dir or [args.run_dir or AgentDemoOptions.run_dir])[-1],
+        run_dir=run_dir,
         seed=(seed or [0])[-1],
         overwrite=True,  # like the other demos: running it again moves the old run aside
     )

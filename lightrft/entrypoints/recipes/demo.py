@@ -10,6 +10,7 @@ from lightrft.entrypoints.recipes.registry import DemoRecipe
 DEMO_OVERRIDES = [
     "logging.run_dir=runs/demo",
     # running the demo again starts over: the previous one moves to runs/demo.old-<UTC time>
+    # (`lightrft demo --resume` continues it instead: recipes/resuming.py)
     "logging.overwrite=true",
     # built-in arithmetic word problems; the model is asked for the bare number
     "data.train.difficulty=1",
@@ -63,8 +64,9 @@ MAIN_JOB_MODEL = f"{MAIN_JOB_RUN}/final_model"
 def run_main_job(args: argparse.Namespace, overrides: list[str]) -> int:
     """``lightrft demo [grpo]``: :data:`DEMO_OVERRIDES`, then ``overrides``."""
     from lightrft.entrypoints.jobs.demo import run_grpo_demo
+    from lightrft.entrypoints.recipes.resuming import with_start_choice
 
-    return run_grpo_demo(DEMO_OVERRIDES + overrides, args.argv)
+    return run_grpo_demo(with_start_choice(DEMO_OVERRIDES, overrides), args.argv)
 
 
 RECIPE = DemoRecipe(

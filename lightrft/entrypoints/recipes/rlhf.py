@@ -31,6 +31,7 @@ from lightrft.application.reward_model_training import RewardTrainParams
 from lightrft.entrypoints.config.loading import last_override, load_config
 from lightrft.entrypoints.next_command import NextCommand
 from lightrft.entrypoints.recipes.registry import DemoRecipe
+from lightrft.entrypoints.recipes.stage_checks import check_stage, demo_run_dir
 from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
 
 if TYPE_CHECKING:
@@ -210,6 +211,25 @@ def _before_after(run_dir: Path) -> dict[str, Any]:
     }
 
 
+def _grpo_words(
+    stage_dir: Path, rm_source: dict[str, Any], with_rule: bool, overrides: Sequence[str]
+) -> list[str]:
+    return [
+        *GRPO_OVERRIDES,
+        f"logging.run_dir={stage_dir}",
+        _sources(rm_source, with_rule),
+        *overrides,
+    ]
+
+
+def check_rlhf_demo(options: RlhfDemoOptions, overrides: Sequence[str]) -> None:
+    """Every override, checked before the reward model trains (both GRPO stages' configs,
+    the reward model at the path it will have)."""
+    rm = {"type": "scalar_rm", "path": str(options.rm_model or options.run_dir / "rm")}
+    for name, with_rule in (("grpo_rm", False), ("grpo_rm_rule", True)):
+        check_stage(name, _grpo_words(options.run_dir / name, rm, with_rule, overrides))
+
+
 def _grpo_stage(
     name: str,
     rm_source: dict[str, Any],
@@ -220,16 +240,7 @@ def _grpo_stage(
     from lightrft.entrypoints.jobs.training import train
 
     stage_dir, next_command = options.run_dir / name, options.next_command
-    config = load_config(
-        None,
-        [
-            *GRPO_OVERRIDES,
-            f"logging.run_dir={stage_dir}",
-            _sources(rm_source, with_rule),
-            *overrides,
-        ],
-        algorithm="grpo",
-    )
+    config = load_config(None, _grpo_words(stage_dir, rm_source, with_rule, overrides), "grpo")
     started = time.perf_counter()
     summary = train(config, next_command=next_command)
     return {
@@ -246,6 +257,7 @@ def run_rlhf_demo(options: RlhfDemoOptions, overrides: Sequence[str] = ()) -> di
     (:mod:`~lightrft.entrypoints.run_dir.guard`): locked for the whole demo, and a previous demo
     there is refused unless ``overwrite`` moves it aside.
     """
+    check_rlhf_demo(options, overrides)
     with guard_run_directory(fresh_run_request(options.run_dir, options.overwrite)):
         return _run_stages(options, overrides)
 
@@ -311,8 +323,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, overrides: list[str]) -> int:
+    run_dir, overrides = demo_run_dir(overrides, args.run_dir, RlhfDemoOptions.run_dir)
     options = RlhfDemoOptions(
-        run_dir=args.run_dir or RlhfDemoOptions.run_dir,
+        run_dir=run_dir,
         rm_train_backbone=args.rm_full,
         serve_rm=args.serve_rm,
         rm_model=args.rm_model,

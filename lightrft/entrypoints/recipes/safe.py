@@ -34,7 +34,7 @@ import structlog
 
 from lightrft.adapters.datasets.preferences import PreferenceSpec
 from lightrft.adapters.datasets.safety_preferences import NAME_PATTERN, cost_rows, helpfulness_rows
-from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.config.loading import ConfigError, load_config
 from lightrft.entrypoints.recipes.registry import DemoRecipe
 from lightrft.entrypoints.recipes.rlhf import GRPO_OVERRIDES as RLHF_GRPO_OVERRIDES
 from lightrft.entrypoints.recipes.rlhf import (
@@ -47,6 +47,7 @@ from lightrft.entrypoints.recipes.rlhf import (
     rm_train_options,
     seed_of,
 )
+from lightrft.entrypoints.recipes.stage_checks import check_stage, demo_run_dir
 from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
 
 log = structlog.get_logger(__name__)
@@ -136,24 +137,36 @@ def _constraint(options: SafeDemoOptions) -> list[str]:
     return ["reward.constraints=" + json.dumps([constraint])]
 
 
+def _grpo_words(
+    models: dict[str, Any], options: SafeDemoOptions, overrides: Sequence[str]
+) -> list[str]:
+    return [
+        *GRPO_OVERRIDES,
+        f"train.seed={options.seed}",
+        f"logging.run_dir={options.run_dir / 'grpo'}",
+        _sources(models["helpful"]["path"], models["cost"]["path"]),
+        *_constraint(options),
+        *overrides,
+    ]
+
+
+def check_safe_demo(options: SafeDemoOptions, overrides: Sequence[str]) -> None:
+    """Every flag and override, checked before the first stage (the GRPO stage's config
+    with the models' paths to be)."""
+    models = {
+        name: {"path": str(given or options.run_dir / name)}
+        for name, given in (("helpful", options.helpful_model), ("cost", options.cost_model))
+    }
+    check_stage("GRPO", _grpo_words(models, options, overrides))
+
+
 def _grpo_stage(
     models: dict[str, Any], options: SafeDemoOptions, overrides: Sequence[str]
 ) -> dict[str, Any]:
     from lightrft.entrypoints.jobs.training import train
 
     stage_dir = options.run_dir / "grpo"
-    config = load_config(
-        None,
-        [
-            *GRPO_OVERRIDES,
-            f"train.seed={options.seed}",
-            f"logging.run_dir={stage_dir}",
-            _sources(models["helpful"]["path"], models["cost"]["path"]),
-            *_constraint(options),
-            *overrides,
-        ],
-        algorithm="grpo",
-    )
+    config = load_config(None, _grpo_words(models, options, overrides), algorithm="grpo")
     started = time.perf_counter()
     train(config, next_command=options.next_command)
     rows = metric_rows(stage_dir)
@@ -177,6 +190,7 @@ def _grpo_stage(
 
 def run_safe_demo(options: SafeDemoOptions, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """Trains both models (unless given), then GRPO; returns (and writes) the summary."""
+    check_safe_demo(options, overrides)
     with guard_run_directory(fresh_run_request(options.run_dir, options.overwrite)):
         return _run_stages(options, overrides)
 
@@ -234,8 +248,13 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, overrides: list[str]) -> int:
+    if not args.no_constraint and not 0.0 <= args.cost_limit <= 1.0:  # NaN included
+        raise ConfigError(
+            f"--cost-limit {args.cost_limit}: the largest allowed violation rate must lie in [0, 1]"
+        )
+    run_dir, overrides = demo_run_dir(overrides, args.run_dir, SafeDemoOptions.run_dir)
     options = SafeDemoOptions(
-        run_dir=args.run_dir or SafeDemoOptions.run_dir,
+        run_dir=run_dir,
         seed=seed_of(overrides),
         constrained=not args.no_constraint,
         limit=args.cost_limit,

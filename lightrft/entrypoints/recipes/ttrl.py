@@ -12,8 +12,10 @@ from lightrft.entrypoints.recipes.registry import DemoRecipe
 START_STEP = 5
 """The main job's checkpoint TTRL continues from."""
 
-START_MODEL = f"{MAIN_JOB_RUN}/step_{START_STEP}_model"
-"""Where that checkpoint is exported (by ``lightrft demo ttrl`` when it is missing)."""
+START_MODEL = f"{MAIN_JOB_RUN}_step_{START_STEP}_model"
+"""Where that checkpoint is exported (by ``lightrft demo ttrl`` when it is missing or older
+than the checkpoint): beside the main job's run directory, since an export never writes
+into a run directory."""
 
 TTRL_OVERRIDES = [
     "logging.run_dir=runs/demo_ttrl",
@@ -59,7 +61,7 @@ def ttrl_overrides(rest: list[str]) -> list[str]:
     exist is refused (TTRL continues from a trained model)."""
     overrides = TTRL_OVERRIDES + rest
     model = [o.split("=", 1)[1] for o in overrides if o.startswith("model.path=")][-1]
-    if not Path(model).exists() and model == START_MODEL:
+    if model == START_MODEL and _stale(Path(model)):
         _export_start_model()
     if not Path(model).exists():
         raise FileNotFoundError(
@@ -67,6 +69,15 @@ def ttrl_overrides(rest: list[str]) -> list[str]:
             "run `lightrft demo` first, or give model.path=DIR"
         )
     return overrides
+
+
+def _stale(model: Path) -> bool:
+    """Whether the start model is missing or older than the main job's step-5 checkpoint
+    (the main job ran again since it was exported)."""
+    checkpoint = Path(MAIN_JOB_RUN) / "checkpoints" / f"step_{START_STEP:08d}"
+    if not model.exists():
+        return True
+    return checkpoint.is_dir() and checkpoint.stat().st_mtime > model.stat().st_mtime
 
 
 def _export_start_model() -> None:
@@ -77,14 +88,22 @@ def _export_start_model() -> None:
     checkpoints = Path(MAIN_JOB_RUN) / "checkpoints"
     if START_STEP not in checkpoint_steps(checkpoints):
         return
-    done = export_checkpoint(Path(MAIN_JOB_RUN), Path(START_MODEL), START_STEP)
+    # a stale export of an earlier main job is moved aside (START_MODEL.old-<UTC time>)
+    done = export_checkpoint(Path(MAIN_JOB_RUN), Path(START_MODEL), START_STEP, force=True)
     print(f"lightrft demo ttrl: exported step {done.step} of {MAIN_JOB_RUN} to {done.model}")
 
 
 def run_ttrl_demo(args: argparse.Namespace, overrides: list[str]) -> int:
     """``lightrft demo ttrl``: the main job's settings, then :func:`ttrl_overrides`."""
     from lightrft.entrypoints.jobs.demo import run_grpo_demo
+    from lightrft.entrypoints.recipes.resuming import resumes, with_start_choice
+    from lightrft.entrypoints.recipes.stage_checks import check_stage
 
+    check_stage("GRPO", [*DEMO_OVERRIDES, *TTRL_OVERRIDES, *overrides])  # before the export
+    if resumes(overrides):  # the run continues from its own checkpoint: no start model
+        return run_grpo_demo(
+            with_start_choice(DEMO_OVERRIDES + TTRL_OVERRIDES, overrides), args.argv
+        )
     return run_grpo_demo(DEMO_OVERRIDES + ttrl_overrides(overrides), args.argv)
 
 

@@ -4,12 +4,14 @@ around it (the training prompts, the reward sources it closes), from a :class:`R
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from lightrft.application.cycle import RLCycle
 from lightrft.domain.ports import PromptSource, RewardSource
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
+from lightrft.entrypoints.config.context_budget import check_context_budget
 from lightrft.entrypoints.roots.model_run import ModelRunRoot
 
 
@@ -31,5 +33,8 @@ class TrainingRoot(ModelRunRoot):
 
 def training_root(config: RunConfig, **overrides: Any) -> TrainingRoot:
     """The root of ``config``'s run; ``overrides``: container providers replaced by objects
-    (see :func:`~lightrft.entrypoints.api.build_container`)."""
+    (see :func:`~lightrft.entrypoints.api.build_container`). The token budget is checked
+    against the model's context first, before anything is built."""
+    if config.model.path:  # the embedded model (8192 positions) is not converted for this
+        check_context_budget(config, Path(config.model.path))
     return TrainingRoot(build_container(config, **overrides))

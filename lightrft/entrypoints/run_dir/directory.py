@@ -191,16 +191,22 @@ def decide_start(run_dir: Path, resume: ResumeChoice, overwrite: bool) -> Start:
 
 def move_aside(run_dir: Path) -> Path:
     """Moves every entry of ``run_dir`` but the lock files to ``RUN_DIR.old-<UTC time>``."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    target = run_dir.with_name(f"{run_dir.name}.old-{stamp}")
-    suffix = 1
-    while target.exists():
-        suffix += 1
-        target = run_dir.with_name(f"{run_dir.name}.old-{stamp}-{suffix}")
+    target = set_aside_path(run_dir)
     target.mkdir(parents=True)
     for entry in run_dir.iterdir():
         if entry.name not in (LOCK_FILE, OWNER_FILE):
             os.rename(entry, target / entry.name)
+    return target
+
+
+def set_aside_path(path: Path) -> Path:
+    """A free ``PATH.old-<UTC time>[-N]`` sibling of ``path`` (where its contents go)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.old-{stamp}")
+    suffix = 1
+    while target.exists():
+        suffix += 1
+        target = path.with_name(f"{path.name}.old-{stamp}-{suffix}")
     return target
 
 

@@ -20,6 +20,7 @@ import torch
 
 from lightrft.domain.ports import Collective
 from lightrft.entrypoints.config import RunConfig
+from lightrft.entrypoints.config.loading import dump_config
 from lightrft.entrypoints.run_dir.directory import (
     ResumeChoice,
     RunDirectoryError,
@@ -90,6 +91,23 @@ def config_request(config: RunConfig, keys: IdentityKeys) -> RunRequest:
         fingerprint=identity,
         resume_changing=tuple(config.checkpoint.resume_changing),
     )
+
+
+def recorded_config_text(config: RunConfig) -> str:
+    """The config file a start or resume records: the run's settings without this command's
+    start actions (``logging.overwrite``, ``checkpoint.resume`` / ``resume_changing`` as
+    their defaults), so the file continues the run as it is:
+    ``lightrft train ALGO --config RUN/config.yaml --resume`` (a recorded
+    ``overwrite: true`` would contradict ``--resume``)."""
+    neutral = config.model_copy(
+        update={
+            "logging": config.logging.model_copy(update={"overwrite": False}),
+            "checkpoint": config.checkpoint.model_copy(
+                update={"resume": False, "resume_changing": []}
+            ),
+        }
+    )
+    return dump_config(neutral)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ or resume::
      "changed": {"optim.lr": [1e-06, 5e-06]}, "stated": ["optim.lr"], "fingerprint": {...}}
 
 The last row's fingerprint is what the next resume is compared with
-(:mod:`identity`). A directory written before this record existed has only its
+(:mod:`identity`); a key it lacks (one compared only since that row was written, such as
+``rollout.mode``) is read from that row's config file. A directory written before this record existed has only its
 ``config.yaml``; its keys are compared then, the weights cannot be.
 """
 
@@ -38,9 +39,19 @@ def recorded_fingerprint(run_dir: Path, keys: IdentityKeys) -> Fingerprint | Non
     run's ``config.yaml`` when it has no history; ``None`` when neither can be read."""
     rows = read_history(run_dir)
     if rows and isinstance(rows[-1].get("fingerprint"), dict):
-        return dict(rows[-1]["fingerprint"])
+        recorded = dict(rows[-1]["fingerprint"])
+        config = rows[-1].get("config")
+        if not isinstance(config, str):
+            return recorded
+        # keys compared since that row was written: the values its config file ran with
+        return {**(_config_identity(Path(run_dir) / Path(config).name, keys) or {}), **recorded}
+    return _config_identity(Path(run_dir) / FIRST_CONFIG, keys)
+
+
+def _config_identity(path: Path, keys: IdentityKeys) -> Fingerprint | None:
+    """The identity ``keys`` select from the config file at ``path``; ``None`` if unreadable."""
     try:
-        tree = yaml.safe_load((Path(run_dir) / FIRST_CONFIG).read_text(encoding="utf-8"))
+        tree = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         return None
     return keys.select(flatten(tree)) if isinstance(tree, dict) else None

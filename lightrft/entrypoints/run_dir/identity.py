@@ -43,6 +43,7 @@ _MODEL_PERFORMANCE = (
     "model.prefix_sharing",
     "model.logprob_chunk_size",
     "model.fused_lm_head",
+    "model.max_positions",  # a check's bound, not a setting of the model
 )
 
 
@@ -56,21 +57,31 @@ class IdentityKeys:
 
     include: tuple[str, ...]
     exclude: tuple[str, ...] = ()
+    whole: tuple[str, ...] = ()
+    """Keys compared as one value with everything below them: an optional section (``None``
+    or a component's fields), so that switching it on or off is a change of one key that
+    both sides hold (``rollout.environment: null -> {type: tools, ...}``)."""
 
     def select(self, flat: Mapping[str, Any]) -> Fingerprint:
         """The entries of ``flat`` this identity compares, as JSON values."""
-        return {key: _json(value) for key, value in sorted(flat.items()) if self.compares(key)}
+        found = {key: _json(value) for key, value in sorted(flat.items()) if self.compares(key)}
+        for key in self.whole:
+            below = {k[len(key) + 1 :]: v for k, v in flat.items() if k.startswith(key + ".")}
+            found[key] = _json(below) if below else _json(flat.get(key))
+        return dict(sorted(found.items()))
 
     def compares(self, key: str) -> bool:
         """Whether ``key`` is part of the identity (``model.weights`` always is)."""
-        if key == WEIGHTS_KEY:
+        if key == WEIGHTS_KEY or key in self.whole:
             return True
+        if any(key.startswith(whole + ".") for whole in self.whole):
+            return False
         included = any(fnmatchcase(key, pattern) for pattern in self.include)
         return included and not any(fnmatchcase(key, pattern) for pattern in self.exclude)
 
     def describe(self) -> str:
         """The compared keys for a message, e.g. ``optim.*, ... (not: ...)``."""
-        text = ", ".join((*self.include, WEIGHTS_KEY))
+        text = ", ".join((*self.include, *self.whole, WEIGHTS_KEY))
         return text + (f" (except {', '.join(self.exclude)})" if self.exclude else "")
 
 
@@ -91,6 +102,10 @@ RL_IDENTITY = IdentityKeys(
         "rollout.dynamic_sampling",
         "rollout.max_sampling_rounds",
         "rollout.fp8",
+        "rollout.mode",
+        "rollout.max_staleness",
+        "rollout.max_turns",
+        "rollout.agent.*",
         "train.epochs",
         "train.mini_batch_size",
         "train.shuffle",
@@ -107,10 +122,13 @@ RL_IDENTITY = IdentityKeys(
         "reward.stop_on_failures",
         "reward.failure_threshold",
         "reward.failure_patience",
+        "rollout.agent.straggler_wait_s",
     ),
+    whole=("rollout.environment",),
 )
-"""``lightrft train`` / ``demo``: what changes the RL optimisation. Not compared: the run
-length (``train.total_steps``: a resume may extend a run), how a batch is split
+"""``lightrft train`` / ``demo``: what changes the RL optimisation, the rollout regime
+(``rollout.mode`` and its staleness) and the episodes (environment, turns, agent) included.
+Not compared: the run length (``train.total_steps``: a resume may extend a run), how a batch is split
 (``train.micro_batch_size``, token budgets), engines, backends, logging, evaluation."""
 
 SFT_IDENTITY = IdentityKeys(

@@ -99,15 +99,18 @@ def test_ttrl_demo_needs_the_main_jobs_model(tmp_path: Path, monkeypatch: object
 
 
 def test_ttrl_demo_exports_its_starting_model_once(tmp_path: Path, monkeypatch: object) -> None:
-    """The main job's step-5 checkpoint becomes runs/demo/step_5_model before TTRL starts,
-    and an existing export is used as it is."""
+    """The main job's step-5 checkpoint becomes runs/demo_step_5_model (outside the run
+    directory: an export never writes into one) before TTRL starts, and an existing export
+    is used as it is."""
     import lightrft.entrypoints.jobs.checkpoint_export as export_job
     from lightrft.entrypoints.jobs.checkpoint_export import Exported
     from lightrft.entrypoints.recipes.ttrl import ttrl_overrides
 
     calls: list[tuple[Path, Path, int | None]] = []
 
-    def fake_export(run_dir: Path, out: Path, step: int | None = None) -> Exported:
+    def fake_export(
+        run_dir: Path, out: Path, step: int | None = None, *, force: bool = False
+    ) -> Exported:
         calls.append((run_dir, out, step))
         out.mkdir(parents=True)
         return Exported(step=step or 0, model=out, adapter=None)
@@ -118,6 +121,7 @@ def test_ttrl_demo_exports_its_starting_model_once(tmp_path: Path, monkeypatch: 
         (tmp_path / "runs" / "demo" / "checkpoints" / f"step_{step:08d}").mkdir(parents=True)
     overrides = ttrl_overrides(["train.seed=1"])
     assert calls == [(Path("runs/demo"), Path(START_MODEL), 5)]
+    assert Path("runs/demo") not in Path(START_MODEL).parents
     assert overrides[-1] == "train.seed=1" and (tmp_path / START_MODEL).is_dir()
     ttrl_overrides([])
     assert len(calls) == 1

@@ -132,3 +132,50 @@ def test_a_full_disk_elsewhere_claims_no_checkpoint() -> None:
     text = describe(OSError(errno.ENOSPC, "No space left on device", "runs/a/metrics.jsonl"))
     assert "writing runs/a/metrics.jsonl" in text and "checkpoints verify" in text
     assert "intact" not in text  # there may be none
+
+
+def _safetensors_full_disk(directory: Path) -> None:
+    """``save_pretrained`` on a full disk: safetensors raises its own error, not OSError."""
+    from safetensors import SafetensorError
+
+    (directory / "config.json").write_text("{}")
+    raise SafetensorError(
+        "Error while serializing: I/O error: No space left on device (os error 28)"
+    )
+
+
+def test_a_safetensors_full_disk_is_the_same_one_message(tmp_path: Path) -> None:
+    """EDGE_CASES RD17 / F14b: SafetensorError is not an OSError; it escaped as a traceback."""
+    final, _ = _final(tmp_path, 10, steps=(5,))
+    with pytest.raises(ExportFailedError) as info:
+        write_final(tmp_path / "final_model", _safetensors_full_disk, final.secure(), NEXT)
+    message = str(info.value)
+    assert "No space left on device" in message and "\n" not in message
+    assert message.endswith("run: lightrft train grpo --run-dir r --resume")
+    assert _entries(tmp_path) == ["checkpoints"]  # nothing half-written, no temporary left
+
+
+def test_a_failed_first_checkpoint_does_not_advise_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RD17: with no checkpoint at all, "run the same command with --resume" was refused
+    ("nothing to resume")."""
+
+    def full(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("[enforce fail] write: No space left on device")
+
+    monkeypatch.setattr(torch, "save", full)
+    store = LocalCheckpointStore(tmp_path / "checkpoints")
+    with pytest.raises(CheckpointWriteError) as info:
+        store.save(3, {"step": 3})
+    message = str(info.value.strerror)
+    assert "nothing to resume" in message and message.endswith(
+        "with --resume=auto (it starts over)"
+    )
+    store_with_one = LocalCheckpointStore(tmp_path / "other")
+    monkeypatch.undo()
+    store_with_one.save(1, {"step": 1})
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(CheckpointWriteError) as info:
+        store_with_one.save(2, {"step": 2})
+    assert str(info.value.strerror).endswith("then run the same command with --resume")

@@ -202,3 +202,27 @@ def test_any_failure_of_rank_0_reaches_the_other_ranks_instead_of_hanging_them(
             f"RunDirectoryError: rank 0 refused run directory {tmp_path / 'run'}: see its log",
         ]
     ]
+
+
+def test_a_key_compared_since_the_last_record_is_read_from_its_config_file(
+    tmp_path: Path,
+) -> None:
+    """RD22 on a run recorded before rollout.mode was compared: its history fingerprint
+    lacks the key, the config file of that row says what the run ran with."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(
+        yaml.safe_dump({"optim": {"lr": 1e-6}, "rollout": {"mode": "sync"}})
+    )
+    row = {"event": "start", "step": 0, "config": "config.yaml", "fingerprint": {"optim.lr": 1e-6}}
+    (run / "history.jsonl").write_text(json.dumps(row) + "\n")
+    _trained(run, 3)
+    request = RunRequest(
+        run_dir=run,
+        resume=True,
+        overwrite=False,
+        keys=IdentityKeys(include=("optim.*", "rollout.mode")),
+        fingerprint=lambda: {"optim.lr": 1e-6, "rollout.mode": "async"},
+    )
+    with pytest.raises(ResumeIdentityError, match=r'rollout.mode: "sync" -> "async"'):
+        decide(request)

@@ -167,3 +167,26 @@ def test_a_run_recorded_before_the_loss_temperature_key_resumes_with_the_loss_it
     assert changes(
         _rl("rollout.temperature=0.6"), _rl("rollout.temperature=0.6", f"{key}=1.0")
     ) == {key: ("sampling", 1.0)}
+
+
+def test_switching_to_async_rollouts_is_a_change_of_the_run() -> None:
+    """EDGE_CASES RD22: a sync run resumed with rollout.mode=async rollout.max_staleness=2
+    trained off-policy with `changed: {}` recorded."""
+    found = changes(_rl(), _rl("rollout.mode=async", "rollout.max_staleness=2"))
+    assert found["rollout.mode"] == ("sync", "async")
+    assert found["rollout.max_staleness"][1] == 2
+
+
+def test_switching_to_multi_turn_episodes_is_a_change_of_the_run() -> None:
+    """EDGE_CASES RD23: a single-turn run resumed as a multi-turn agent was accepted."""
+    old = _rl()
+    new = _rl("rollout.environment=tools", "rollout.max_turns=3")
+    found = changes(old, new)
+    assert found["rollout.max_turns"] == (1, 3)
+    assert found["rollout.environment"][0] is None
+    assert found["rollout.environment"][1]["type"] == "tools"
+    assert list(changes(new, _rl("rollout.environment=tools", "rollout.max_turns=3"))) == []
+    assert "rollout.agent.max_response_tokens" in changes(
+        old, _rl("rollout.agent.max_response_tokens=64")
+    )
+    assert changes(old, _rl("rollout.agent.straggler_wait_s=1")) == {}  # scheduling only

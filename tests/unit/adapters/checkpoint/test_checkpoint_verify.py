@@ -132,3 +132,23 @@ def test_a_tampered_state_is_refused_in_one_line_naming_the_file(tmp_path: Path)
     assert "weights_only` set to `False`" not in message and "trusted source" not in message
     (report,) = [r for r in inspect_store(store.root) if r.step == 2]
     assert report.status == "damaged" and report.problems == (message,)
+
+
+def test_a_tampered_state_with_matching_checksums_is_damaged_not_intact(tmp_path: Path) -> None:
+    """EDGE_CASES RD18v: the checksums in metadata.json rewritten to match the tampered
+    state; verify used to call it intact (it only compared checksums) though resume refuses
+    it. Verify loads the state as resume does."""
+    from lightrft.adapters.checkpoint.manifest import build_manifest
+
+    store = _store_with_two(tmp_path)
+    state = _tamper(store, 2)
+    meta = store.directory(2) / "metadata.json"
+    record = json.loads(meta.read_text())
+    record["files"] = build_manifest(store.directory(2), exclude=("metadata.json",))
+    meta.write_text(json.dumps(record))
+    assert store.verify(2) == []  # the checksums match: only safe loading finds it
+    reports = {r.step: r for r in inspect_store(store.root)}
+    assert reports[1].status == "intact"
+    assert reports[2].status == "damaged"
+    (problem,) = reports[2].problems
+    assert problem.startswith(f"{state} holds objects that safe loading refuses")
