@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -148,15 +149,18 @@ class RunConfig(Section):
             seed=self.train.seed,
         )
 
-    def optimizer_params(self) -> OptimizerParams:
+    def optimizer_params(self, role: Literal["policy", "critic"] = "policy") -> OptimizerParams:
+        """The optimizer of the ``role`` model: the same schedule for both, the critic's
+        peak learning rate ``optim.critic_lr`` when set (else ``optim.lr``)."""
         steps = self._optimizer_steps()
         ratio = self.optim.warmup_ratio
         warmup = self.optim.warmup_steps if ratio is None else math.ceil(ratio * steps)
+        critic_lr = self.optim.critic_lr if role == "critic" else None
         return params_from(
             OptimizerParams,
             self.optim,
             defaults="eps",
-            resolved={"warmup_steps": warmup},
+            resolved={"warmup_steps": warmup, "lr": critic_lr or self.optim.lr},
             total_steps=steps,
         )
 

@@ -568,6 +568,12 @@ class TrainConfig(Section):
 
 class OptimConfig(Section):
     lr: float = Field(1e-6, gt=0, description="Peak learning rate.")
+    critic_lr: float | None = Field(
+        None,
+        gt=0,
+        description="Peak learning rate of the critic's optimizer (PPO's value model; the "
+        "original LightRFT's --critic_learning_rate). null: optim.lr.",
+    )
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
     betas: tuple[float, float] = Field((0.9, 0.999), description="AdamW betas.")
     max_grad_norm: float | None = Field(1.0, gt=0, description="Gradient clipping norm.")
