@@ -39,6 +39,7 @@ from lightrft.entrypoints.config.components import (
 )
 from lightrft.entrypoints.config.constraint_section import ConstraintConfig
 from lightrft.entrypoints.config.health_section import HealthConfig
+from lightrft.entrypoints.config.model_modality import MODALITIES, choose_modality
 from lightrft.entrypoints.config.off_policy_section import OffPolicyFields
 from lightrft.entrypoints.config.registered_name import registered_name
 from lightrft.entrypoints.config.switches import AutoOnOff, AutoOrBool
@@ -59,12 +60,15 @@ class LoraConfig(Section):
 
 
 class ModelConfig(Section):
-    modality: Literal["text", "vision-language", "audio-language", "omni"] = Field(
-        "text",
+    modality: Literal["auto", "text", "vision-language", "audio-language", "omni"] = Field(
+        "auto",
         description="What the model reads besides text; selects the model loader "
-        "(policy, reference, critic, tokenizer/processor). vision-language: Qwen2-VL / "
-        "Qwen2.5-VL; audio-language: Qwen2-Audio; omni: a saved Qwen2.5-Omni thinker "
-        "(images and audio, both in one row if wanted).",
+        "(policy, reference, critic, tokenizer/processor). auto: the checkpoint's, from its "
+        "config.json (resolved when the config is read; text for the embedded model and for a "
+        "path that cannot be read); "
+        "text: text only, whatever the checkpoint (the original's --text_only); "
+        "vision-language: Qwen2-VL / Qwen2.5-VL; audio-language: Qwen2-Audio; omni: a "
+        "saved Qwen2.5-Omni thinker (images and audio, both in one row if wanted).",
     )
     min_pixels: int = Field(
         28 * 28 * 4, gt=0, description="vision-language, omni: images are resized to at least this."
@@ -117,6 +121,15 @@ class ModelConfig(Section):
         "the unfused logits would take >= 256 MiB (long responses); on: always; off: never.",
     )
     lora: LoraConfig = Field(default_factory=LoraConfig)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _modality_of_the_checkpoint(cls, data: Any, handler: Any) -> ModelConfig:
+        """``auto`` resolved from ``path``'s checkpoint; a modality it contradicts refused."""
+        if not isinstance(data, dict) or data.get("modality", "auto") not in MODALITIES:
+            return handler(data)  # type: ignore[no-any-return]
+        modality = choose_modality(data.get("modality", "auto"), data.get("path"))
+        return handler({**data, "modality": modality})  # type: ignore[no-any-return]
 
     @model_validator(mode="after")
     def _pixel_bounds_are_ordered(self) -> ModelConfig:
