@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from lightrft.adapters.datasets.hf_prompt_dataset import HfPromptDataset, load_table
-from lightrft.adapters.datasets.prompt_rows import BadRowPolicy, RowSpec
+from lightrft.adapters.datasets.math_rows import preprocessed_prompts
+from lightrft.adapters.datasets.prompt_rows import BadRowPolicy
 from lightrft.adapters.datasets.rendering import PromptFormat
 
 BENCHMARK_KEYS = ("prompt", "final_answer")
@@ -56,13 +57,14 @@ def benchmark_prompts(
     name: str | None = None,
 ) -> HfPromptDataset:
     """A benchmark file as an :class:`HfPromptDataset`."""
-    spec = RowSpec(
-        input_key="prompt",
-        reference_key="reference",
+    return preprocessed_prompts(
+        path,
+        tokenizer,
+        benchmark_row,
+        prompt_format=prompt_format,
         on_bad_row=on_bad_row,
-        preprocess=benchmark_row,
+        name=name,
     )
-    return HfPromptDataset(path, tokenizer, spec=spec, prompt_format=prompt_format, name=name)
 
 
 def choice_letters(path: str | os.PathLike[str]) -> list[str]:
