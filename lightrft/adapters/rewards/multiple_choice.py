@@ -34,7 +34,8 @@ class MultipleChoiceGrader:
     def choice(self, response: str) -> str | None:
         """The letter ``response`` chose, or None."""
         for pattern in (_BOXED, _STATED):
-            found = [m.upper() for m in pattern.findall(response) if m.upper() in self.letters]
+            found = [str(m).upper() for m in pattern.findall(response)]
+            found = [letter for letter in found if letter in self.letters]
             if found:
                 return found[-1]
         alone = _ALONE.match(response.strip())
