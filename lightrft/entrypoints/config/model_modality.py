@@ -32,10 +32,12 @@ def choose_modality(requested: str, path: Any) -> str:
     (``auto``: text when the checkpoint cannot be read). Raises ``ValueError`` (one line,
     naming the key and the checkpoint) when ``requested`` is a multimodal modality the
     checkpoint does not hold."""
+    if requested == "text":  # forced (--text_only): the checkpoint is not read
+        return requested
     found = _checkpoint_of(path)
     if requested == "auto":
         return found.modality if found else "text"
-    if found is not None and requested not in ("text", found.modality):
+    if found is not None and requested != found.modality:
         from lightrft.adapters.hf.checkpoint_modality import FAMILIES_OF
 
         raise ValueError(
@@ -46,13 +48,24 @@ def choose_modality(requested: str, path: Any) -> str:
     return requested
 
 
-def _checkpoint_of(path: Any) -> CheckpointModality | None:
-    from lightrft.adapters.hf.checkpoint_modality import CheckpointModality, checkpoint_modality
+class _EmbeddedModel:
+    """The checkpoint of ``model.path: null``: the embedded SmolLM2, a text model (known
+    without reading it, or importing the HF adapters)."""
 
+    modality = "text"
+
+    def describe(self) -> str:
+        return f"{DEFAULT_MODEL} holds a text model (a GGUF file)"
+
+
+def _checkpoint_of(path: Any) -> CheckpointModality | _EmbeddedModel | None:
     if path is None:
-        return CheckpointModality("text", "gguf", DEFAULT_MODEL)
+        return _EmbeddedModel()
     if not isinstance(path, str) or not path:
         return None  # the field's own validation names it
+    # imported here: the HF adapters (transformers) load only for a config naming a model
+    from lightrft.adapters.hf.checkpoint_modality import checkpoint_modality
+
     return checkpoint_modality(path)
 
 
@@ -70,11 +83,25 @@ def media_keys_problem(modality: str, path: Any, datasets: dict[str, Any]) -> st
     of the sections ``datasets``, by key) while ``auto`` found a text model in ``path``;
     None when there is none. (An explicit ``text``, ``--text_only``, is the user's choice:
     the engine then refuses a row that does carry media.)"""
-    from lightrft.adapters.hf.checkpoint_modality import FAMILIES_OF
-
-    found = _checkpoint_of(path) if modality == "text" else None
+    if modality != "text":
+        return None
+    given = [
+        (f"{name}.{key}", getattr(dataset, key), media, reader)
+        for name, dataset in datasets.items()
+        if dataset is not None
+        for key, media, reader in MEDIA_KEYS
+        if getattr(dataset, key)
+    ]
+    found = _checkpoint_of(path) if given else None
     if found is None:
         return None
+    from lightrft.adapters.hf.checkpoint_modality import FAMILIES_OF
+
+    key, column, media, reader = given[0]
+    return (
+        f"{key}={column} gives the rows {media} but {found.describe()}, so model.modality "
+        f"auto is text: point model.path at a {FAMILIES_OF[reader]} checkpoint or drop {key}"
+    )
     for name, dataset in datasets.items():
         if dataset is None:
             continue
