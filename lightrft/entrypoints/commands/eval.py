@@ -89,9 +89,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     suite.add_argument("--no-records", action="store_true", help="omit per-prompt records")
     suite.add_argument("--no-progress", action="store_true", help="no progress bar")
     engine = parser.add_argument_group("the original's engine flags (as config overrides)")
-    engine.add_argument("--use_vllm", action="store_true", help="rollout.engine=vllm")
+    engine.add_argument("--use_vllm", "--use-vllm", action="store_true", help="rollout.engine=vllm")
     engine.add_argument(
         "--vllm_tensor_parallel_size",
+        "--vllm-tensor-parallel-size",
         type=int,
         default=None,
         help="rollout.engine.tensor_parallel_size (with --use_vllm)",
