@@ -6,11 +6,11 @@
 #     interactive, -i   type a message a line; /reset forgets, /exit or Ctrl-D ends (default)
 #     greedy, -g        the same with greedy decoding (--temperature 0)
 #     creative, -c      the same with sampling at temperature 1.0, top-p 0.9
-#     batch, -b FILE    answering a JSON file of questions: not built here (`lightrft chat` is
-#                       interactive only); pipe the questions one a line instead
+#     batch, -b FILE [OUT]  answering a JSON list of {"query", "images", "expected"}, each
+#                       alone; the results go to OUT (default results.json)
 #     help, -h
-# MODEL_PATH: default the embedded SmolLM2-135M-Instruct. Input may be piped. Image inputs of
-# the original's chat are not read by `lightrft chat`.
+# MODEL_PATH: default the embedded SmolLM2-135M-Instruct. Input may be piped. A
+# vision-language model takes images (--image FILE, /image PATH, a batch item's "images").
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../common.sh"
@@ -23,8 +23,14 @@ case "$MODE" in
   greedy | -g) lightrft_run chat "${MODEL[@]}" --temperature 0 "$@" ;;
   creative | -c) lightrft_run chat "${MODEL[@]}" --temperature 1.0 --top-p 0.9 "$@" ;;
   batch | -b)
-    echo "chat.sh batch: not built here (lightrft chat has no batch-file mode); pipe the questions, one a line: MODE interactive" >&2
-    exit 2
+    if [ $# -lt 1 ]; then
+      echo "usage: chat.sh batch FILE [OUTPUT_FILE]" >&2
+      exit 2
+    fi
+    BATCH_FILE=$1
+    OUTPUT_FILE=${2:-results.json}
+    shift $(($# < 2 ? $# : 2))
+    lightrft_run chat "${MODEL[@]}" --batch "$BATCH_FILE" --output "$OUTPUT_FILE" "$@"
     ;;
   help | -h | --help) sed -n '2,13p' "$0" | cut -c3- ;;
   *)

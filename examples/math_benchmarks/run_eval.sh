@@ -3,13 +3,14 @@
 # math_benchmarks/run_eval.sh (same arguments and environment).
 #
 #   DATA_ROOT=/data/eval_data bash examples/math_benchmarks/run_eval.sh MODEL_PATH [BENCHMARK ...]
-#       BENCHMARK: a file DATA_ROOT/<name>.json or .jsonl (default: math500 aime2024 gpqa_diamond)
+#       BENCHMARK: DATA_ROOT/<name>.json (.jsonl) or DATA_ROOT/eval_data/<name>.json, in the
+#       original's layout ({"prompt": [{"from", "value"}], "final_answer", "choices"})
+#       (default: math500 aime2024 gpqa_diamond)
 #       MAX_TOKENS (8192), TEMPERATURE (0.0: greedy), TOP_P (0.95), BATCH_SIZE (1),
-#       OUTPUT_DIR (./eval_results: eval.json there)
-# Runs `lightrft eval --data FILE ...`, which grades GSM8K-style (#### answer), MATH-style
-# (\boxed{} answer) and Geo3K files. Not built here: the original's benchmark JSON layout
-# ({"prompt": [{"from", "value"}], "final_answer"}) and multiple-choice grading (GPQA-Diamond);
-# USE_VLLM / VLLM_TENSOR_PARALLEL_SIZE (evaluation generates with Hugging Face here).
+#       OUTPUT_DIR (./eval_results: eval.json there), USE_VLLM=1 (rollout.engine=vllm) with
+#       VLLM_TENSOR_PARALLEL_SIZE (1)
+# Runs `lightrft eval --benchmarks NAME ...`: open answers graded as math answers, GPQA's
+# multiple choice by the chosen letter.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../common.sh"
@@ -22,17 +23,11 @@ fi
 read -r -a BENCHMARKS <<< "${*:-${BENCHMARKS:-math500 aime2024 gpqa_diamond}}"
 DATA_ROOT=${DATA_ROOT:-/path/to/eval_data}
 OUTPUT_DIR=${OUTPUT_DIR:-./eval_results}
-FILES=()
-for name in "${BENCHMARKS[@]}"; do
-  for candidate in "$DATA_ROOT/$name.json" "$DATA_ROOT/$name.jsonl" "$DATA_ROOT/$name"; do
-    if [ -e "$candidate" ]; then FILES+=("$candidate"); continue 2; fi
-  done
-  FILES+=("$DATA_ROOT/$name.json")  # absent: lightrft eval names it
-done
+VLLM=()
 if [ "${USE_VLLM:-0}" = 1 ]; then
-  echo "run_eval.sh: USE_VLLM is not built here; evaluating with Hugging Face generation" >&2
+  VLLM=(--use-vllm --vllm-tensor-parallel-size "${VLLM_TENSOR_PARALLEL_SIZE:-1}")
 fi
 [ "${LIGHTRFT_DRY_RUN:-0}" = 1 ] || mkdir -p "$OUTPUT_DIR"
-lightrft_run eval --model "$MODEL_PATH" --data "${FILES[@]}" \
+lightrft_run eval --model "$MODEL_PATH" --benchmarks "${BENCHMARKS[@]}" --data-root "$DATA_ROOT" \
   --max-new-tokens "${MAX_TOKENS:-8192}" --temperature "${TEMPERATURE:-0.0}" \
-  --top-p "${TOP_P:-0.95}" --batch-size "${BATCH_SIZE:-1}" --output "$OUTPUT_DIR/eval.json"
+  --top-p "${TOP_P:-0.95}" --batch-size "${BATCH_SIZE:-1}" --output-dir "$OUTPUT_DIR" "${VLLM[@]}"

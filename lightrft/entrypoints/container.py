@@ -60,7 +60,7 @@ class Container(containers.DeclarativeContainer):
     policy_strategy = providers.Singleton(models.build_strategy, context, policy.provided.module)
     critic_strategy = providers.Singleton(
         lambda context, critic: models.build_strategy(
-            context, None if critic is None else critic.module
+            context, None if critic is None else critic.module, role="critic"
         ),
         context,
         critic,

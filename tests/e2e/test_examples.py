@@ -94,9 +94,15 @@ def test_the_other_scripts_pass_only_their_commands_flags(script: str) -> None:
     assert flags and flags <= known, flags - known
 
 
-def test_chat_batch_mode_is_refused_naming_what_is_missing() -> None:
-    done = run_example("chat/chat.sh", "batch", "questions.json", check=False)
-    assert done.returncode == 2 and "no batch-file mode" in done.stderr
+def test_chat_batch_mode_passes_the_file_and_the_output() -> None:
+    done = run_example("chat/chat.sh", "batch", "questions.json", LIGHTRFT_DRY_RUN="1")
+    words = printed_command(done.stdout)
+    assert words[:1] == ["chat"] and words[-4:] == [
+        "--batch",
+        "questions.json",
+        "--output",
+        "results.json",
+    ]
 
 
 # --- one step on a CPU (slow) ---------------------------------------------------------------

@@ -55,10 +55,23 @@ def boxed_answer_prompts(
     name: str | None = None,
 ) -> HfPromptDataset:
     """A MATH-style file as an :class:`HfPromptDataset`."""
+    preprocess = BoxedAnswerPreprocessor(solution_answer, instruction)
+    return preprocessed_prompts(
+        path, tokenizer, preprocess, prompt_format=prompt_format, on_bad_row=on_bad_row, name=name
+    )
+
+
+def preprocessed_prompts(
+    path: str | os.PathLike[str],
+    tokenizer: Any,
+    preprocess: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+    *,
+    prompt_format: PromptFormat | None = None,
+    on_bad_row: BadRowPolicy = "error",
+    name: str | None = None,
+) -> HfPromptDataset:
+    """The rows of ``path`` mapped by ``preprocess`` to ``{"prompt", "reference"}``."""
     spec = RowSpec(
-        input_key="prompt",
-        reference_key="reference",
-        on_bad_row=on_bad_row,
-        preprocess=BoxedAnswerPreprocessor(solution_answer, instruction),
+        input_key="prompt", reference_key="reference", on_bad_row=on_bad_row, preprocess=preprocess
     )
     return HfPromptDataset(path, tokenizer, spec=spec, prompt_format=prompt_format, name=name)

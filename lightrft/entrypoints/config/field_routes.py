@@ -44,6 +44,7 @@ NOT_COPIED: Mapping[str, str] = {
     "reward.unknown_label": "RewardShapingParams.recipes (the recipe book's fallback)",
     "train.health": "HealthParams.thresholds",
     "optim.warmup_ratio": "OptimizerParams.warmup_steps (a fraction of the optimizer steps)",
+    "optim.critic_lr": "OptimizerParams.lr of the critic's strategy (optimizer_params('critic'))",
     "eval.every": "CycleParams.eval_every",
     "eval.max_prompts": "CycleParams.eval_max_prompts",
     "eval.n_samples": "CycleParams.eval_sampling.n",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -15,6 +16,7 @@ from lightrft.domain.policy_losses import POLICY_LOSSES
 from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_CAP
 from lightrft.domain.types import OptimizerParams, SamplingParams
 from lightrft.entrypoints.config.components import ComponentSection
+from lightrft.entrypoints.config.model_modality import media_keys_problem, requested_modality
 from lightrft.entrypoints.config.reward_recipes import recipe_book, recipe_sections
 from lightrft.entrypoints.config.sections import (
     AlgorithmConfig,
@@ -58,6 +60,18 @@ class RunConfig(Section):
         default_factory=TeacherConfig,
         description="Teacher models of on-policy distillation (algorithm.advantage_estimator opd).",
     )
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _media_rows_need_a_media_model(cls, data: Any, handler: Any) -> RunConfig:
+        """Rows given images or audio while ``model.modality: auto`` found a text model."""
+        config: RunConfig = handler(data)
+        if requested_modality(data) == "auto":
+            datasets = {"data.train": config.data.train, "data.eval": config.data.eval}
+            problem = media_keys_problem(config.model.modality, config.model.path, datasets)
+            if problem is not None:
+                raise ValueError(problem)
+        return config
 
     @model_validator(mode="after")
     def _cross_checks(self) -> RunConfig:
@@ -148,15 +162,18 @@ class RunConfig(Section):
             seed=self.train.seed,
         )
 
-    def optimizer_params(self) -> OptimizerParams:
+    def optimizer_params(self, role: Literal["policy", "critic"] = "policy") -> OptimizerParams:
+        """The optimizer of the ``role`` model: the same schedule for both, the critic's
+        peak learning rate ``optim.critic_lr`` when set (else ``optim.lr``)."""
         steps = self._optimizer_steps()
         ratio = self.optim.warmup_ratio
         warmup = self.optim.warmup_steps if ratio is None else math.ceil(ratio * steps)
+        critic_lr = self.optim.critic_lr if role == "critic" else None
         return params_from(
             OptimizerParams,
             self.optim,
             defaults="eps",
-            resolved={"warmup_steps": warmup},
+            resolved={"warmup_steps": warmup, "lr": critic_lr or self.optim.lr},
             total_steps=steps,
         )
 

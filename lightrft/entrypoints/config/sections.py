@@ -39,6 +39,7 @@ from lightrft.entrypoints.config.components import (
 )
 from lightrft.entrypoints.config.constraint_section import ConstraintConfig
 from lightrft.entrypoints.config.health_section import HealthConfig
+from lightrft.entrypoints.config.model_modality import MODALITIES, choose_modality
 from lightrft.entrypoints.config.off_policy_section import OffPolicyFields
 from lightrft.entrypoints.config.registered_name import registered_name
 from lightrft.entrypoints.config.switches import AutoOnOff, AutoOrBool
@@ -59,12 +60,15 @@ class LoraConfig(Section):
 
 
 class ModelConfig(Section):
-    modality: Literal["text", "vision-language", "audio-language", "omni"] = Field(
-        "text",
+    modality: Literal["auto", "text", "vision-language", "audio-language", "omni"] = Field(
+        "auto",
         description="What the model reads besides text; selects the model loader "
-        "(policy, reference, critic, tokenizer/processor). vision-language: Qwen2-VL / "
-        "Qwen2.5-VL; audio-language: Qwen2-Audio; omni: a saved Qwen2.5-Omni thinker "
-        "(images and audio, both in one row if wanted).",
+        "(policy, reference, critic, tokenizer/processor). auto: the checkpoint's, from its "
+        "config.json (resolved when the config is read; text for the embedded model and for a "
+        "path that cannot be read); "
+        "text: text only, whatever the checkpoint (the original's --text_only); "
+        "vision-language: Qwen2-VL / Qwen2.5-VL; audio-language: Qwen2-Audio; omni: a "
+        "saved Qwen2.5-Omni thinker (images and audio, both in one row if wanted).",
     )
     min_pixels: int = Field(
         28 * 28 * 4, gt=0, description="vision-language, omni: images are resized to at least this."
@@ -125,6 +129,15 @@ class ModelConfig(Section):
         "plus rollout.max_new_tokens must fit, checked before the model loads; set it higher "
         "to run a model beyond its trained context on purpose (e.g. with RoPE scaling).",
     )
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _modality_of_the_checkpoint(cls, data: Any, handler: Any) -> ModelConfig:
+        """``auto`` resolved from ``path``'s checkpoint; a modality it contradicts refused."""
+        if not isinstance(data, dict) or data.get("modality", "auto") not in MODALITIES:
+            return handler(data)  # type: ignore[no-any-return]
+        modality = choose_modality(data.get("modality", "auto"), data.get("path"))
+        return handler({**data, "modality": modality})  # type: ignore[no-any-return]
 
     @model_validator(mode="after")
     def _pixel_bounds_are_ordered(self) -> ModelConfig:
@@ -576,6 +589,12 @@ class TrainConfig(Section):
 
 class OptimConfig(Section):
     lr: float = Field(1e-6, gt=0, description="Peak learning rate.")
+    critic_lr: float | None = Field(
+        None,
+        gt=0,
+        description="Peak learning rate of the critic's optimizer (PPO's value model; the "
+        "original LightRFT's --critic_learning_rate). null: optim.lr.",
+    )
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
     betas: tuple[float, float] = Field((0.9, 0.999), description="AdamW betas.")
     max_grad_norm: float | None = Field(1.0, gt=0, description="Gradient clipping norm.")

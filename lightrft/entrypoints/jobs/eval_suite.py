@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from lightrft.adapters.rewards import MathAnswerGrader
 from lightrft.application.eval_suite import EvalSuite, FileResult, SuiteParams
-from lightrft.domain.ports import PromptSource
+from lightrft.domain.ports import AnswerGrader, PromptSource
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.sections import DatasetConfig
 from lightrft.entrypoints.eval_report import save_eval_report
@@ -37,6 +37,7 @@ def evaluate_files(
     """Evaluates ``config.model`` on every file; writes and returns the report."""
     root = eval_root(config)
     sources = {path: _prompts(root, config, path, file_format) for path in files}
+    graders = {path: _grader(root, path, file_format) for path in files}
     engine = root.engine()
     if not engine.is_awake:
         engine.wake_up()
@@ -46,7 +47,7 @@ def evaluate_files(
             len(prompts) if params.max_prompts is None else min(params.max_prompts, len(prompts))
         )
         with tqdm(total=total, desc=path.name, unit="prompt", disable=not progress) as bar:
-            suite = EvalSuite(engine, MathAnswerGrader(), params, on_prompts=bar.update)
+            suite = EvalSuite(engine, graders[path], params, on_prompts=bar.update)
             started = time.perf_counter()
             result = suite.evaluate(path.stem, prompts)
         results[str(path)] = _file_entry(result, time.perf_counter() - started, keep_records)
@@ -71,6 +72,11 @@ def _prompts(root: EvalRoot, config: RunConfig, path: Path, file_format: str) ->
     if str(path) != BUILTIN:
         return root.file_prompts(path, file_format, eval_prompt_format(config))
     return root.dataset_prompts(config.data.eval or DatasetConfig())
+
+
+def _grader(root: EvalRoot, path: Path, file_format: str) -> AnswerGrader:
+    """The file's grader; ``builtin`` prompts are math answers."""
+    return MathAnswerGrader() if str(path) == BUILTIN else root.file_grader(path, file_format)
 
 
 def _file_entry(result: FileResult, seconds: float, keep_records: bool) -> dict[str, Any]:

@@ -9,13 +9,13 @@ from typing import cast
 
 from lightrft.adapters.datasets.rendering import PromptFormat
 from lightrft.application.cycle import CycleSettings
-from lightrft.domain.ports import PromptSource, RewardSource, RolloutEngine
+from lightrft.domain.ports import AnswerGrader, PromptSource, RewardSource, RolloutEngine
 from lightrft.entrypoints.api import build_container
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.sections import DatasetConfig
 from lightrft.entrypoints.container import Container
 from lightrft.entrypoints.wiring.data import placeholders_of, prompt_format_of
-from lightrft.entrypoints.wiring.eval_files import eval_file_prompts
+from lightrft.entrypoints.wiring.eval_files import eval_file_grader, eval_file_prompts
 from lightrft.entrypoints.wiring.models import build_prompt_source, encoded_prompts
 from lightrft.entrypoints.wiring.registries import BuildContext
 
@@ -55,6 +55,11 @@ class EvalRoot:
         )
         assert source is not None
         return source
+
+    def file_grader(self, path: Path, file_format: str) -> AnswerGrader:
+        """How the answers to the file ``path`` are graded (a multiple-choice file: by the
+        chosen letter; every other: as math answers)."""
+        return eval_file_grader(path, file_format)
 
     def dataset_prompts(self, dataset: DatasetConfig) -> PromptSource:
         """The prompts of the config section ``dataset`` (read as ``data.eval``)."""

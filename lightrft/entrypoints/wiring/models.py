@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 import torch
@@ -241,10 +241,17 @@ def build_engine(context: BuildContext) -> RolloutEngine:
     return build(ENGINES, context.config.rollout.engine, context)  # type: ignore[no-any-return]
 
 
-def build_strategy(context: BuildContext, module: torch.nn.Module | None) -> Strategy | None:
-    """The training backend for ``module`` (prepared), or None when there is no module."""
+def build_strategy(
+    context: BuildContext,
+    module: torch.nn.Module | None,
+    role: Literal["policy", "critic"] = "policy",
+) -> Strategy | None:
+    """The training backend for ``module`` (prepared), or None when there is no module;
+    ``role``: the model it trains (the critic's optimizer takes ``optim.critic_lr``)."""
     if module is None:
         return None
-    strategy: Strategy = build(STRATEGIES, context.config.backend.strategy, context)
+    strategy: Strategy = build(
+        STRATEGIES, context.config.backend.strategy, replace(context, role=role)
+    )
     strategy.prepare(module)
     return strategy

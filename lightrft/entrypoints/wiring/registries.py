@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -31,6 +31,7 @@ from lightrft.domain.ports import (
     Strategy,
 )
 from lightrft.domain.registry import Registry
+from lightrft.domain.types import OptimizerParams
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.config.components import (
     ENGINE_CONFIGS,
@@ -45,13 +46,19 @@ from lightrft.entrypoints.config.components import (
 
 @dataclass(frozen=True)
 class BuildContext:
-    """What every builder may use. ``policy`` builds (once) and returns the run's policy."""
+    """What every builder may use. ``policy`` builds (once) and returns the run's policy;
+    ``role``: which model a strategy builder trains (its optimizer's learning rate)."""
 
     config: RunConfig
     model_path: Path
     device: torch.device
     tokenizer: Any
     policy: Callable[[], Policy]
+    role: Literal["policy", "critic"] = "policy"
+
+    def optimizer_params(self) -> OptimizerParams:
+        """The optimizer of the model being built (the critic's: ``optim.critic_lr``)."""
+        return self.config.optimizer_params(self.role)
 
 
 EngineBuilder = Callable[[Any, BuildContext], RolloutEngine]

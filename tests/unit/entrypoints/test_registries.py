@@ -49,9 +49,11 @@ def test_every_config_tag_has_a_builder_and_back(configs, builders) -> None:  # 
 
 
 def test_modality_choices_equal_model_loaders() -> None:
-    assert set(get_args(ModelConfig.model_fields["modality"].annotation)) == set(
-        MODEL_LOADERS.names()
-    )
+    # auto: resolved from the checkpoint to one of the loaders' modalities
+    assert set(get_args(ModelConfig.model_fields["modality"].annotation)) == {
+        *MODEL_LOADERS.names(),
+        "auto",
+    }
 
 
 @pytest.mark.parametrize(
