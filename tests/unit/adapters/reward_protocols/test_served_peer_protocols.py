@@ -58,9 +58,13 @@ class Spelled:
             images = s.prompt.multimodal.get("images") or []
             with self.lock:
                 self.seen.append(
-                    (s.prompt.prompt_text, s.completion.text, s.prompt.reference,
-                     [image.size for image in images])
-                )  # fmt: skip
+                    (
+                        s.prompt.prompt_text,
+                        s.completion.text,
+                        s.prompt.reference,
+                        [image.size for image in images],
+                    )
+                )
             values.append(float(s.completion.text) + 100.0 * len(images))
         return RewardResult(torch.tensor(values), {"batch": torch.tensor(float(len(samples)))})
 
@@ -87,10 +91,16 @@ def test_an_openrlhf_client_gets_rewards_in_order(served: tuple[str, Spelled]) -
     }
     answer = httpx.post(f"{url}/get_reward", json=body, headers=BEARER)
     assert answer.status_code == 200
-    assert answer.json() == {"rewards": [1.5, -2.0, 7.0], "scores": [1.5, -2.0, 7.0],
-                             "extra_logs": {}}  # fmt: skip
-    assert source.seen == [("Q0: ", "1.5", "1.5", []), ("Q1: ", "-2", None, []),
-                           ("Q2: ", "7", "7", [])]  # fmt: skip
+    assert answer.json() == {
+        "rewards": [1.5, -2.0, 7.0],
+        "scores": [1.5, -2.0, 7.0],
+        "extra_logs": {},
+    }
+    assert source.seen == [
+        ("Q0: ", "1.5", "1.5", []),
+        ("Q1: ", "-2", None, []),
+        ("Q2: ", "7", "7", []),
+    ]
     # the prefixed path answers the same; OpenRLHF before v0.5 sent the queries alone
     alone = httpx.post(f"{url}/openrlhf/get_reward", json={"query": ["3"]}, headers=BEARER)
     assert alone.json()["rewards"] == [3.0] and source.seen[-1] == ("", "3", None, [])
@@ -133,23 +143,44 @@ def test_an_original_client_gets_rewards_and_its_images_reach_the_source(
 @pytest.mark.parametrize(
     ("path", "body", "message"),
     [
-        ("/get_reward", {"query": ["a 1", "b 2"], "prompts": ["a ", "c "]},
-         "invalid openrlhf request: query[1] does not start with prompts[1]"),
-        ("/get_reward", {"queries": ["a 1"]}, "invalid openrlhf request: 'query' must be a "
-         "non-empty list, got null"),
-        ("/get_reward", {"query": ["a 1"], "labels": ["x", "y"]},
-         "invalid openrlhf request: 'labels' has 2 entries for 1 queries"),
-        ("/openrlhf/get_reward", {"query": ["a 1", 5]},
-         "invalid openrlhf request: query[1] must be a string, got int"),
-        ("/original/get_reward", {"queries": ["a 1"], "images": [[7]]},
-         "invalid original request: images[0] must be a list of base64 strings or null"),
-        ("/original/get_reward", [1, 2], "invalid original request: expected a JSON object "
-         "with 'queries'"),
+        (
+            "/get_reward",
+            {"query": ["a 1", "b 2"], "prompts": ["a ", "c "]},
+            "invalid openrlhf request: query[1] does not start with prompts[1]",
+        ),
+        (
+            "/get_reward",
+            {"queries": ["a 1"]},
+            "invalid openrlhf request: 'query' must be a non-empty list, got null",
+        ),
+        (
+            "/get_reward",
+            {"query": ["a 1"], "labels": ["x", "y"]},
+            "invalid openrlhf request: 'labels' has 2 entries for 1 queries",
+        ),
+        (
+            "/openrlhf/get_reward",
+            {"query": ["a 1", 5]},
+            "invalid openrlhf request: query[1] must be a string, got int",
+        ),
+        (
+            "/original/get_reward",
+            {"queries": ["a 1"], "images": [[7]]},
+            "invalid original request: images[0] must be a list of base64 strings or null",
+        ),
+        (
+            "/original/get_reward",
+            [1, 2],
+            "invalid original request: expected a JSON object with 'queries'",
+        ),
         ("/original/get_reward", b"{not json", "invalid original request: the body is not JSON"),
-        ("/original/get_reward", {"queries": ["x"], "images": [["%%%"]]},
-         "samples.0.images.0.base64: invalid base64"),
+        (
+            "/original/get_reward",
+            {"queries": ["x"], "images": [["%%%"]]},
+            "samples.0.images.0.base64: invalid base64",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_malformed_body_is_a_422_with_one_line(
     served: tuple[str, Spelled], path: str, body: Any, message: str
 ) -> None:
@@ -174,15 +205,17 @@ def test_the_limits_of_score_hold_on_the_peer_paths(served: tuple[str, Spelled])
     assert media.status_code == 413 and source.seen == []
 
 
-@pytest.mark.parametrize(("protocol", "path"), [("openrlhf", "/get_reward"),
-                                                ("original", "/original/get_reward")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("protocol", "path"), [("openrlhf", "/get_reward"), ("original", "/original/get_reward")]
+)
 def test_our_remote_source_round_trips_a_scalar_rm_through_each_protocol(
     protocol: str, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A scalar RM served: its rewards over the peer protocol equal in-process scoring bit
     for bit (it reads prompt + response text, which the query carries)."""
-    rm = HfScalarRewardModel(tiny_classifier(seed=4), tiny_tokenizer(), torch.device("cpu"),
-                             name="rm")  # fmt: skip
+    rm = HfScalarRewardModel(
+        tiny_classifier(seed=4), tiny_tokenizer(), torch.device("cpu"), name="rm"
+    )
     batch = [
         RewardSample(
             PromptRecord(f"u{i}", f"question {i}: ", (5, 6), reference=str(i)),
@@ -194,9 +227,11 @@ def test_our_remote_source_round_trips_a_scalar_rm_through_each_protocol(
     monkeypatch.setenv("PEER_TOKEN", TOKEN)
     with BackgroundServer(create_app(rm, token=TOKEN, peers=SERVED_PATHS)) as server:
         section = RemoteRewardConfig(
-            type="remote", url=f"{server.url}{path}", protocol=protocol,
+            type="remote",
+            url=f"{server.url}{path}",
+            protocol=protocol,
             token_env="PEER_TOKEN",
-        )  # fmt: skip
+        )
         remote = build_remote(section, None).score(batch)  # type: ignore[arg-type]
         monkeypatch.setenv("PEER_TOKEN", "not-the-token")
         refused = build_remote(section.model_copy(update={"max_attempts": 1}), None)  # type: ignore[arg-type]
@@ -220,13 +255,24 @@ def test_serve_reward_s_app_answers_openrlhf_with_the_configured_source(
     prompts = ["What is 2+2? ", "What is 3*3? "]
     responses = ["The answer is \\boxed{4}", "The answer is \\boxed{8}"]
     labels = ["4", "9"]
-    expected = build_served_source(config, None).score([
-        RewardSample(PromptRecord(str(i), p, (1,), reference=r), Completion(0, (), t, "stop"))
-        for i, (p, t, r) in enumerate(zip(prompts, responses, labels, strict=True))
-    ]).scores.tolist()  # fmt: skip
+    expected = (
+        build_served_source(config, None)
+        .score(
+            [
+                RewardSample(
+                    PromptRecord(str(i), p, (1,), reference=r), Completion(0, (), t, "stop")
+                )
+                for i, (p, t, r) in enumerate(zip(prompts, responses, labels, strict=True))
+            ]
+        )
+        .scores.tolist()
+    )
     assert expected[0] > expected[1]  # one right, one wrong
     with BackgroundServer(build_app(config, ServeOptions())) as server:
-        body = {"query": [p + t for p, t in zip(prompts, responses, strict=True)],
-                "prompts": prompts, "labels": labels}  # fmt: skip
+        body = {
+            "query": [p + t for p, t in zip(prompts, responses, strict=True)],
+            "prompts": prompts,
+            "labels": labels,
+        }
         answer = httpx.post(f"{server.url}/get_reward?token={TOKEN}", json=body)
     assert answer.status_code == 200 and answer.json()["rewards"] == expected
