@@ -28,7 +28,7 @@ from __future__ import annotations
 import base64
 import io
 import json
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -57,9 +57,11 @@ class WireFormat(ABC):
     served_paths: ClassVar[tuple[str, ...]]
     """Where ``serve-reward`` answers this format."""
 
-    @abstractmethod
     def body(self, samples: Sequence[RewardSample]) -> dict[str, Any]:
         """The JSON body that asks for the scores of ``samples``."""
+        queries, prompts, references = texts(samples)
+        queries_key, references_key = self.keys
+        return {queries_key: queries, "prompts": prompts, references_key: references}
 
     def read(self, answer: Any, count: int) -> tuple[list[Any], dict[str, float]]:
         """(``count`` raw rewards, metrics) of the answer; ``ValueError`` with a one-line
@@ -74,7 +76,8 @@ class WireFormat(ABC):
             raise ValueError(f"expected a JSON object with {queries_key!r}")
         queries = _strings(body, queries_key, None)
         count = len(queries)
-        prompts = _strings(body, "prompts", count) if "prompts" in body else [""] * count
+        given = body.get("prompts") is not None
+        prompts = _strings(body, "prompts", count) if given else [""] * count
         for i, (query, prompt) in enumerate(zip(queries, prompts, strict=True)):
             if not query.startswith(prompt):
                 raise ValueError(f"{queries_key}[{i}] does not start with prompts[{i}]")
@@ -110,10 +113,6 @@ class OpenRlhfWire(WireFormat):
     keys = ("query", "labels")
     served_paths = ("/get_reward", "/openrlhf/get_reward")  # /get_reward: OpenRLHF's serve_rm
 
-    def body(self, samples: Sequence[RewardSample]) -> dict[str, Any]:
-        queries, prompts, labels = texts(samples)
-        return {"query": queries, "prompts": prompts, "labels": labels}
-
     def answer(self, scores: list[float]) -> dict[str, Any]:
         """OpenRLHF's serve_rm answer: ``scores`` (its dynamic-filtering score) are the
         rewards, ``extra_logs`` empty (the source's metrics are per batch, not per sample)."""
@@ -126,8 +125,7 @@ class OriginalWire(WireFormat):
     served_paths = ("/original/get_reward",)
 
     def body(self, samples: Sequence[RewardSample]) -> dict[str, Any]:
-        queries, prompts, references = texts(samples)
-        body: dict[str, Any] = {"queries": queries, "prompts": prompts, "references": references}
+        body = super().body(samples)
         images = [sample.prompt.multimodal.get("images") for sample in samples]
         if any(images):
             body["images"] = [[jpeg_base64(image) for image in i] if i else None for i in images]

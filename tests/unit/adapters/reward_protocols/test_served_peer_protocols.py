@@ -6,7 +6,7 @@ Authorization header and reads ``{"rewards"}``; the original LightRFT's ``remote
 POSTs ``{"queries", "prompts", "references"}`` and ``"images"`` as base64 JPEGs), and our own
 ``remote`` source with ``protocol: openrlhf | original``. The served source records what it
 was given, so the split of a query into prompt and response is checked, and scores each
-sample by the number its response spells."""
+sample by the number its response ends with."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import torch
 from PIL import Image
 
 from lightrft.adapters.reward_models import HfScalarRewardModel
-from lightrft.adapters.reward_protocols import SERVED_PATHS
+from lightrft.adapters.reward_protocols import SERVED_PATHS, RemoteScoringError
 from lightrft.adapters.reward_service import BackgroundServer, create_app
 from lightrft.adapters.reward_service.media import MediaLimits, RequestMedia
 from lightrft.domain.types import Completion, PromptRecord, RewardResult, RewardSample
@@ -43,7 +43,7 @@ BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
 
 class Spelled:
-    """Scores a sample by the number its response spells, plus 100 per image it carries;
+    """Scores a sample by the number its response ends with, plus 100 per image it carries;
     keeps (prompt, response, reference, image sizes) of every sample."""
 
     name, reads_media = "spelled", True
@@ -65,7 +65,7 @@ class Spelled:
                         [image.size for image in images],
                     )
                 )
-            values.append(float(s.completion.text) + 100.0 * len(images))
+            values.append(float(s.completion.text.split()[-1]) + 100.0 * len(images))
         return RewardResult(torch.tensor(values), {"batch": torch.tensor(float(len(samples)))})
 
     def onload(self) -> None: ...
@@ -104,6 +104,9 @@ def test_an_openrlhf_client_gets_rewards_in_order(served: tuple[str, Spelled]) -
     # the prefixed path answers the same; OpenRLHF before v0.5 sent the queries alone
     alone = httpx.post(f"{url}/openrlhf/get_reward", json={"query": ["3"]}, headers=BEARER)
     assert alone.json()["rewards"] == [3.0] and source.seen[-1] == ("", "3", None, [])
+    nulls = {"query": ["q 5"], "prompts": None, "labels": None}
+    assert httpx.post(f"{url}/get_reward", json=nulls, headers=BEARER).json()["rewards"] == [5.0]
+    assert source.seen[-1] == ("", "q 5", None, [])
 
 
 def test_an_unchanged_openrlhf_trainer_sends_the_token_in_its_url(
@@ -235,7 +238,7 @@ def test_our_remote_source_round_trips_a_scalar_rm_through_each_protocol(
         remote = build_remote(section, None).score(batch)  # type: ignore[arg-type]
         monkeypatch.setenv("PEER_TOKEN", "not-the-token")
         refused = build_remote(section.model_copy(update={"max_attempts": 1}), None)  # type: ignore[arg-type]
-        with pytest.raises(Exception, match="401"):
+        with pytest.raises(RemoteScoringError, match="401"):
             refused.score(batch[:1])
     # one request, so the model pads the batch as in-process; float32 -> JSON -> float is
     # exact: equal once back in the model's dtype
