@@ -33,16 +33,26 @@ response that ends it early (its client left)."""
 
 
 class PeerTexts(Protocol):
-    prompts: list[str]
-    responses: list[str]
-    references: list[str | None]
-    images: list[list[str] | None]
+    """A peer's request as texts, one entry per sample (base64 images, or None)."""
+
+    @property
+    def prompts(self) -> list[str]: ...
+
+    @property
+    def responses(self) -> list[str]: ...
+
+    @property
+    def references(self) -> list[str | None]: ...
+
+    @property
+    def images(self) -> list[list[str] | None]: ...
 
 
 class PeerFormat(Protocol):
     """What the service needs of a peer's wire format."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def parse(self, body: Any) -> PeerTexts: ...
 
