@@ -3,7 +3,9 @@ long, and where it may listen.
 
 :class:`AccessGuard` is a plain ASGI middleware (it passes ``receive`` through, so the
 handlers see client disconnects): every HTTP request needs ``Authorization: Bearer
-<token>`` when a token is set (compared in constant time; 401 otherwise), and a declared
+<token>`` when a token is set (compared in constant time; 401 otherwise; on the
+``url_token_paths``, for clients that cannot send a header, ``?token=<token>`` in the URL
+counts too), and a declared
 ``Content-Length`` over the limit gets 413 before the body is read. The body must arrive
 within ``body_timeout_s`` of the headers (else 408 and the connection is closed), and a client
 that disconnects before its body is read is one log line (``service.client_disconnected``),
@@ -25,7 +27,9 @@ import hmac
 import ipaddress
 import threading
 import time
+from collections.abc import Collection
 from typing import Any
+from urllib.parse import parse_qs
 
 import structlog
 from starlette.requests import ClientDisconnect
@@ -136,9 +140,11 @@ class AccessGuard:
         token: str | None,
         max_request_bytes: int,
         body_timeout_s: float = BODY_TIMEOUT_S,
+        url_token_paths: Collection[str] = (),
     ) -> None:
         self.app = app
         self.token = token
+        self.url_token_paths = frozenset(url_token_paths)
         self.max_request_bytes = max_request_bytes
         self.body_timeout_s = body_timeout_s
 
@@ -147,7 +153,9 @@ class AccessGuard:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if self.token is not None and not authorized(headers.get("authorization", ""), self.token):
+        if self.token is not None and not (
+            authorized(headers.get("authorization", ""), self.token) or self._url_token(scope)
+        ):
             response = JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401)
             await response(scope, receive, send)
             return
@@ -157,6 +165,13 @@ class AccessGuard:
             await JSONResponse({"detail": detail}, status_code=413)(scope, receive, send)
             return
         await self._with_body_deadline(scope, receive, send)
+
+    def _url_token(self, scope: Any) -> bool:
+        """Whether the URL carries the token as ``?token=`` on a path that allows it."""
+        if self.token is None or scope.get("path") not in self.url_token_paths:
+            return False
+        given = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [""])
+        return hmac.compare_digest(given[-1].encode(), self.token.encode())
 
     async def _with_body_deadline(self, scope: Any, receive: Any, send: Any) -> None:
         loop = asyncio.get_running_loop()

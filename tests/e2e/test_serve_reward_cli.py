@@ -1,4 +1,5 @@
-"""`lightrft serve-reward` as a process, a token set, and the `remote` reward source type;
+"""`lightrft serve-reward` as a process, a token set, the `remote` reward source type and an
+OpenRLHF client's request;
 serving without a token is refused unless --no-auth on loopback."""
 
 from __future__ import annotations
@@ -81,6 +82,11 @@ def test_serve_reward_process_with_token_and_remote_source(tmp_path: Path) -> No
         remote = build_remote(config.reward.typed_sources[0], None)  # type: ignore[arg-type]
         expected = FormatReward().score(_samples()).scores
         assert remote.score(_samples()).scores.tolist() == expected.tolist()
+        # an OpenRLHF trainer's request (no header: the token in its --remote_rm_url)
+        body = {"query": [f"p{t}" for t in TEXTS], "prompts": ["p"] * len(TEXTS)}
+        assert httpx.post(f"{url}/get_reward", json=body).status_code == 401
+        answer = httpx.post(f"{url}/get_reward?token=t0ken", json=body).json()
+        assert answer["rewards"] == expected.tolist()
     finally:
         os.environ.pop("TEST_RM_TOKEN", None)
         proc.terminate()

@@ -1,9 +1,12 @@
 """The HTTP reward service: any ``RewardSource`` behind FastAPI, run by uvicorn.
 
 ``create_app(source)`` builds the app: ``POST /score`` (micro-batched across concurrent
-requests, :mod:`~lightrft.adapters.reward_service.batcher`) and ``GET /health``. With a
-``token`` every request must carry ``Authorization: Bearer <token>`` (compared in constant
-time), else 401 (:mod:`~lightrft.adapters.service_access`). Bodies are counted while
+requests, :mod:`~lightrft.adapters.reward_service.batcher`), ``GET /health``, and ``peers``:
+path -> another framework's wire format answered there, scored the same way
+(:mod:`~lightrft.adapters.reward_service.peer_routes`). With a ``token`` every request must
+carry ``Authorization: Bearer <token>`` (compared in constant time), else 401
+(:mod:`~lightrft.adapters.service_access`); on a peer's path ``?token=<token>`` in the URL
+does too, since those clients send no header. Bodies are counted while
 they stream in: at ``max_request_bytes`` the request gets 413 and the rest is never read
 (chunked bodies included; a declared ``Content-Length`` over the limit is refused before
 reading); more than ``max_batch`` samples get 413 too; a malformed body gets 422 naming the
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -38,6 +41,7 @@ from pydantic import ValidationError
 
 from lightrft.adapters.reward_service.batcher import MicroBatcher
 from lightrft.adapters.reward_service.media import MediaError, MediaLimits, RequestMedia
+from lightrft.adapters.reward_service.peer_routes import Parsed, PeerFormat, peer_endpoint
 from lightrft.adapters.reward_service.protocol import ScoreRequest, ScoreResponse
 from lightrft.adapters.reward_service.request_memo import RequestMemo
 from lightrft.adapters.service_access import (
@@ -64,6 +68,7 @@ def create_app(
     media: RequestMedia | None = None,
     header_timeout_s: float = HEADER_TIMEOUT_S,
     body_timeout_s: float = BODY_TIMEOUT_S,
+    peers: Mapping[str, PeerFormat] | None = None,
 ) -> FastAPI:
     """The FastAPI app serving ``source`` (see the module docstring)."""
     if not (header_timeout_s > 0 and body_timeout_s > 0):
@@ -95,41 +100,40 @@ def create_app(
         token=token,
         max_request_bytes=max_request_bytes,
         body_timeout_s=body_timeout_s,
+        url_token_paths=frozenset(peers or ()),
     )
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
         return {"status": "ok", "source": source.name}
 
-    @app.post("/score", response_model=None)
-    async def score(request: Request) -> ScoreResponse | Response:
+    async def scored(
+        request: Request, parse: Callable[[bytes], Parsed]
+    ) -> tuple[list[float], dict[str, float]] | Response:
+        """A request's scores and metrics (the body read under the limit, then ``parse``d),
+        or the 499 of a client that left; errors as the module docstring says."""
         body = await _read_body(request, max_request_bytes)
-        try:
-            parsed = ScoreRequest.model_validate_json(body)
-        except ValidationError as error:
-            raise HTTPException(422, _first_error(error)) from None
-        if len(parsed.samples) > max_batch:
-            raise HTTPException(
-                413, f"{len(parsed.samples)} samples exceed the limit of {max_batch}"
-            )
+        wire, request_id = parse(body)
+        if len(wire) > max_batch:
+            raise HTTPException(413, f"{len(wire)} samples exceed the limit of {max_batch}")
         try:  # file reads and decoding off the event loop (text requests stay on it)
-            carries = any(s.images or s.audios for s in parsed.samples)
+            carries = any(s.images or s.audios for s in wire)
             payloads = (
-                await asyncio.to_thread(media.payloads, parsed.samples, reads_media)
+                await asyncio.to_thread(media.payloads, wire, reads_media)
                 if carries
-                else [{} for _ in parsed.samples]
+                else [{} for _ in wire]
             )
         except MediaError as error:
             raise HTTPException(error.status, str(error)) from None
-        samples = [s.to_sample(p) for s, p in zip(parsed.samples, payloads, strict=True)]
+        samples = [s.to_sample(p) for s, p in zip(wire, payloads, strict=True)]
         started = time.perf_counter()
-        key = memo.key(parsed.request_id, body)
+        key = memo.key(request_id, body)
         scoring = asyncio.ensure_future(memo.run(key, lambda: batcher.submit(samples)))
         gone = asyncio.ensure_future(_disconnect(request))
         await asyncio.wait({scoring, gone}, return_when=asyncio.FIRST_COMPLETED)
         if not scoring.done():  # the client left: its samples are not scored
             scoring.cancel()
-            log.info("reward_service.abandoned", samples=len(parsed.samples))
+            log.info("reward_service.abandoned", samples=len(wire))
             return Response(status_code=499)
         gone.cancel()
         try:
@@ -141,9 +145,28 @@ def create_app(
         log.debug(
             "reward_service.scored", samples=len(scores), seconds=time.perf_counter() - started
         )
-        return ScoreResponse(scores=scores, metrics=metrics)
+        return scores, metrics
+
+    @app.post("/score", response_model=None)
+    async def score(request: Request) -> ScoreResponse | Response:
+        outcome = await scored(request, _score_request)
+        if isinstance(outcome, Response):
+            return outcome
+        return ScoreResponse(scores=outcome[0], metrics=outcome[1])
+
+    for path, peer in (peers or {}).items():
+        app.add_api_route(path, peer_endpoint(peer, scored), methods=["POST"], response_model=None)
 
     return app
+
+
+def _score_request(body: bytes) -> Parsed:
+    """``/score``'s samples and request id; 422 naming the field when malformed."""
+    try:
+        parsed = ScoreRequest.model_validate_json(body)
+    except ValidationError as error:
+        raise HTTPException(422, _first_error(error)) from None
+    return parsed.samples, parsed.request_id
 
 
 async def _read_body(request: Request, limit: int) -> bytes:

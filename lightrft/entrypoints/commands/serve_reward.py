@@ -7,6 +7,8 @@ The source comes from ``reward.sources`` (e.g. ``'reward.sources=[{type: scalar_
 runs/rm/model}]'``). Binds 127.0.0.1 unless told otherwise. Every request needs the bearer
 token in ``$LIGHTRFT_REWARD_TOKEN`` (or the variable named by ``--token-env``); without one
 the command refuses to start, unless ``--no-auth`` is given and the host is loopback.
+OpenRLHF's and the original LightRFT's reward clients are answered on ``/get_reward`` and
+``/original/get_reward`` (the token as ``?token=`` in the URL, since they send no header).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
+    from lightrft.adapters.reward_protocols import SERVED_PATHS
     from lightrft.adapters.reward_service import serve
     from lightrft.entrypoints.config.loading import load_config
     from lightrft.entrypoints.field_copy import copy_fields
@@ -70,6 +73,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         micro_batch_samples=args.micro_batch,
     )
     app = build_app(load_config(args.config, rest), options)
-    print(f"serving on http://{options.host}:{options.port} (/score, /health)", flush=True)
+    paths = ", ".join(["/score", "/health", *SERVED_PATHS])
+    print(f"serving on http://{options.host}:{options.port} ({paths})", flush=True)
     serve(app, host=options.host, port=options.port)
     return 0

@@ -246,8 +246,9 @@ def ckpt_path(values: Values, out: Reading) -> None:
 
 
 def reward(values: Values, out: Reading) -> None:
-    """--reward_pretrain: reward models by label (a JSON object), one for every row (a path),
-    or none (``{}``); --remote_rm_url: a reward server speaking the original's protocol, or a
+    """--reward_pretrain: reward models by label (a JSON object; the model of a path is the
+    source ``rm_<first label with that path>``, so labels sharing a path share one model), one
+    for every row (a path), or none (``{}``); --remote_rm_url: a reward server speaking the original's protocol, or a
     ``.py`` file whose ``reward_func(queries, prompts, labels)`` scores (as in the original
     and OpenRLHF)."""
     text = values.get("reward_pretrain")
@@ -258,11 +259,15 @@ def reward(values: Values, out: Reading) -> None:
         except json.JSONDecodeError:
             parsed = text
         if isinstance(parsed, dict):
+            names: dict[str, str] = {}  # path -> source name: one model per path, loaded once
             for label, path in parsed.items():
                 if not isinstance(path, str):
                     out.refuse("reward_pretrain", f"label {label!r}: expected a path")
                     continue
-                out.overrides[f"reward.recipes.{label}"] = [{"type": "scalar_rm", "path": path}]
+                name = names.setdefault(path, f"rm_{label}")
+                out.overrides[f"reward.recipes.{label}"] = [
+                    {"type": "scalar_rm", "name": name, "path": path}
+                ]
         elif isinstance(parsed, str):
             sources.append({"type": "scalar_rm", "path": parsed})
         else:

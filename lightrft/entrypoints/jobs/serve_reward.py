@@ -5,6 +5,12 @@ Authenticated by default: without a token (``$LIGHTRFT_REWARD_TOKEN``, or the va
 host is a loopback address; a non-loopback host without a token is always refused. Both are
 one-line configuration errors (exit status 2), raised before the source is built.
 
+Besides ``/score`` the service answers other frameworks' reward clients on their own paths
+(``SERVED_PATHS`` of :mod:`lightrft.adapters.reward_protocols`): OpenRLHF's on
+``/get_reward`` (where its ``serve_rm`` listens) and ``/openrlhf/get_reward``, the original
+LightRFT's on ``/original/get_reward``; those clients send no header, so there the token may
+come as ``?token=`` in the URL.
+
 Requests may carry images and audio for a source that reads them (a vision- or
 audio-language ``scalar_rm``): base64 always, local paths only under ``media_root``; each item
 at most ``max_media_bytes``, at most ``max_media_items`` per request
@@ -100,6 +106,7 @@ def service_token(options: ServeOptions) -> str | None:
 
 def build_app(config: RunConfig, options: ServeOptions) -> Any:
     """The FastAPI app of ``options.source`` (token: :func:`service_token`, checked first)."""
+    from lightrft.adapters.reward_protocols import SERVED_PATHS
     from lightrft.adapters.reward_service import create_app
     from lightrft.adapters.reward_service.media import MediaLimits, RequestMedia
 
@@ -120,6 +127,7 @@ def build_app(config: RunConfig, options: ServeOptions) -> Any:
         media=RequestMedia(limits, decode_media),
         header_timeout_s=options.header_timeout_s,
         body_timeout_s=options.body_timeout_s,
+        peers=SERVED_PATHS,
     )
 
 

@@ -135,8 +135,11 @@ def test_ppo_geo3k_critic_and_gae(tmp_path: Path) -> None:
 def test_reward_models_by_label(tmp_path: Path) -> None:
     o = read(script_args("prm_kg", **paths(tmp_path))).overrides
     rm = str(tmp_path / "rm")
-    assert o["reward.recipes.safety"] == [{"type": "scalar_rm", "path": f"{rm}/safe_orm"}]
-    assert o["reward.recipes.general"] == [{"type": "scalar_rm", "path": f"{rm}/knowledge_orm"}]
+    safety = {"type": "scalar_rm", "name": "rm_safety", "path": f"{rm}/safe_orm"}
+    assert o["reward.recipes.safety"] == [safety]
+    # knowledge, normal and general name one model: the source of the first label using it
+    knowledge = {"type": "scalar_rm", "name": "rm_knowledge", "path": f"{rm}/knowledge_orm"}
+    assert o["reward.recipes.general"] == o["reward.recipes.normal"] == [knowledge]
     assert o["data.train.reference_key"] == "chosen"
     assert o["rollout.engine.media_per_prompt"] == {"image": 1}  # vLLM (implied engine)
 
