@@ -26,9 +26,10 @@ def split_of(dataset: DatasetConfig, section: str) -> str:
 
 
 def read_dataset(
-    dataset: DatasetConfig, section: str, read_file: Callable[[Path], PromptSource]
+    dataset: DatasetConfig, section: str, read_file: Callable[[Path, str | None], PromptSource]
 ) -> PromptSource:
-    """The prompts of ``dataset.path``; ``read_file`` reads one file or saved directory."""
+    """The prompts of ``dataset.path``; ``read_file(path, name)`` reads one file or saved
+    directory of the entry ``name:path`` (``name`` None for an unnamed path)."""
     if dataset.path is None:
         raise ValueError(f"{section}.path is not set")
     split = split_of(dataset, section)
@@ -41,7 +42,7 @@ def read_dataset(
             paths = split_paths(spec.path, split)
         except SplitNotFoundError as error:
             raise SplitNotFoundError(f"{error}; set {section}.split") from None
-        parts = [read_file(path) for path in paths]
+        parts = [read_file(path, spec.name) for path in paths]
         sources.append(parts[0] if len(parts) == 1 else ConcatenatedPromptSource(parts))
     names = [spec.name for spec in specs]
     return mix_prompt_sources(sources, names, dataset.sampling_probs, seed=dataset.seed)

@@ -13,11 +13,13 @@ from lightrft.adapters.rewards import (
     PythonFunctionReward,
     ThinkBoxedRule,
 )
+from lightrft.adapters.reward_models.judge_agreement import JudgeAgreementReward
 from lightrft.domain.ports import RewardSource
 from lightrft.entrypoints.config.reward_configs import (
     AvqaRuleConfig,
     ChoiceRewardConfig,
     FormatRewardConfig,
+    JudgeAgreementConfig,
     LengthRewardConfig,
     MajorityVoteRewardConfig,
     MathRewardConfig,
@@ -78,6 +80,17 @@ def build_think_boxed(section: ThinkBoxedRuleConfig, context: BuildContext) -> T
 
 def build_answer_tag(section: AvqaRuleConfig, context: BuildContext) -> AnswerTagRule:
     return AnswerTagRule(name=section.label)
+
+
+def build_judge_agreement(
+    section: JudgeAgreementConfig, context: BuildContext
+) -> JudgeAgreementReward:
+    return JudgeAgreementReward(
+        name=section.label,
+        labels=tuple(section.labels),
+        format_weight=section.format_weight,
+        think_tag=section.think_tag,
+    )
 
 
 def build_rewards(context: BuildContext) -> list[RewardSource]:
