@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lightrft.adapters.reward_models.judge_agreement import JudgeAgreementReward
 from lightrft.adapters.rewards import (
     AnswerTagRule,
     ChoiceAnswerReward,
@@ -13,7 +14,6 @@ from lightrft.adapters.rewards import (
     PythonFunctionReward,
     ThinkBoxedRule,
 )
-from lightrft.adapters.reward_models.judge_agreement import JudgeAgreementReward
 from lightrft.domain.ports import RewardSource
 from lightrft.entrypoints.config.reward_configs import (
     AvqaRuleConfig,
