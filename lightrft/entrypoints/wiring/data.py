@@ -165,6 +165,9 @@ def _judge_pairs(
     return InMemoryPromptSource(rows, tokenizer, spec=spec, prompt_format=fmt, name=path.stem)
 
 
+_judge_pairs.split_folders = False  # type: ignore[attr-defined]
+
+
 def placeholders_of(media: MediaRequirements | None) -> MediaPlaceholders:
     """The placeholder tokens rows are checked against (none for a text model)."""
     if media is None:
@@ -203,7 +206,10 @@ def build_prompts(
         return BUILTIN_TASKS.get(dataset.builtin)(dataset, tokenizer, fmt)
     read_rows, marks = ROW_FORMATS.get(dataset.preprocessor), placeholders_of(media)
     source = read_dataset(
-        dataset, section, lambda path, name: read_rows(path, dataset, tokenizer, fmt, marks, name)
+        dataset,
+        section,
+        lambda path, name: read_rows(path, dataset, tokenizer, fmt, marks, name),
+        split_folders=getattr(read_rows, "split_folders", True),
     )
     if dataset.max_samples is not None and dataset.max_samples < len(source):
         return _Truncated(source, dataset.max_samples)

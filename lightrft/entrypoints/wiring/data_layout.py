@@ -26,10 +26,16 @@ def split_of(dataset: DatasetConfig, section: str) -> str:
 
 
 def read_dataset(
-    dataset: DatasetConfig, section: str, read_file: Callable[[Path, str | None], PromptSource]
+    dataset: DatasetConfig,
+    section: str,
+    read_file: Callable[[Path, str | None], PromptSource],
+    *,
+    split_folders: bool = True,
 ) -> PromptSource:
     """The prompts of ``dataset.path``; ``read_file(path, name)`` reads one file or saved
-    directory of the entry ``name:path`` (``name`` None for an unnamed path)."""
+    directory of the entry ``name:path`` (``name`` None for an unnamed path).
+    ``split_folders=False``: a directory is given to ``read_file`` whole (a reader of
+    published data-set layouts), not as its split's files."""
     if dataset.path is None:
         raise ValueError(f"{section}.path is not set")
     split = split_of(dataset, section)
@@ -39,7 +45,7 @@ def read_dataset(
         if not spec.path.exists():
             raise FileNotFoundError(f"dataset {spec.path} does not exist")
         try:
-            paths = split_paths(spec.path, split)
+            paths = split_paths(spec.path, split) if split_folders else [spec.path]
         except SplitNotFoundError as error:
             raise SplitNotFoundError(f"{error}; set {section}.split") from None
         parts = [read_file(path, spec.name) for path in paths]
