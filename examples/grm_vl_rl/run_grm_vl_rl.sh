@@ -2,13 +2,21 @@
 # GRPO of a vision-language judge (RL with verifiable rewards on preference pairs), the
 # counterpart of the original LightRFT's grm_vl_rl/run_grm_vl_rl.sh, with its flags.
 #
-#   MODEL_PATH=/models/Qwen2.5-VL-7B-Instruct DATA_PATH=/data/pairs/train.parquet bash examples/grm_vl_rl/run_grm_vl_rl.sh
+#   MODEL_PATH=/models/Qwen2.5-VL-7B-Instruct DATA_PATH=/data/HPDv3/train.json bash examples/grm_vl_rl/run_grm_vl_rl.sh
 #
-# GPU-ONLY AND UNVERIFIED; what differs from the original:
-# - the original's rows are video pairs (rapidata image-to-video); video rows are not read
-#   here (--fps and --limit_mm_video_per_prompt are accepted and change nothing), so DATA_PATH
-#   must hold image rows in the original's layout (prompt messages, images, a label whose
-#   recipe scores the judge's verdict: reward.recipes.<label>, docs/reward-models.md);
+# The pairs of DATA_NAME:DATA_PATH (a reward data set of docs/reward-models.md, image or
+# text responses) become pairwise judge prompts (data.train.preprocessor=judge_pairs: both
+# responses shown, their images in place), and the judge_agreement reward scores the
+# judge's [[A]] / [[B]] verdict against the human preference plus a <think> block before it
+# (the original's accuracy + format). docs/reward-models.md, "Judges trained by RL".
+#
+# GPU-ONLY AND UNVERIFIED at this size (the same path runs on a tiny model in
+# tests/e2e/test_judge_rl.py); what differs from the original:
+# - the original's rows are video pairs (rapidata image-to-video); video pairs are refused
+#   (video input is other work; --fps and --limit_mm_video_per_prompt change nothing), so
+#   DATA_NAME defaults to hpdv3, image pairs;
+# - the verdict is [[A]] / [[B]] (the label parser of generative_rm), not the original's
+#   <answer>Image 1 is better</answer>;
 # - --system_prompt_path examples/grm_vl_rl/system_prompts.yaml (one system prompt per task
 #   type) is left out: one system prompt serves every row here (SYSTEM_PROMPT below).
 # Environment (all optional): MODEL_PATH, DATA_PATH, DATA_NAME (the source's name in the
@@ -19,14 +27,16 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../common.sh"
 
 MODEL_PATH=${MODEL_PATH:-/path/to/Qwen2.5-VL-7B-Instruct}
-DATA_PATH=${DATA_PATH:-/path/to/pairs/train.parquet}
+DATA_PATH=${DATA_PATH:-/path/to/HPDv3/train.json}
 EXPERIMENT_NAME=${EXPERIMENT_NAME:-LightRFT-GRM-VL-GRPO}
 SAVE_PATH=${SAVE_PATH:-results/$EXPERIMENT_NAME/$EXPERIMENT_NAME-$STAMP}
-SYSTEM_PROMPT=${SYSTEM_PROMPT:-'You compare two generated results for the same request. Reason inside <think></think>, then name the better one inside <answer></answer>.'}
+SYSTEM_PROMPT=${SYSTEM_PROMPT:-'You compare two generated results for the same request. Reason inside <think></think>, then give your verdict: [[A]] if the first is better, [[B]] if the second is.'}
 
 lightrft_train grpo \
   --pretrain "$MODEL_PATH" \
   model.modality=vision-language \
+  data.train.preprocessor=judge_pairs \
+  'reward.sources=[{type: judge_agreement}]' \
   --save_trajectories \
   --fsdp \
   --use_kl_loss \
@@ -49,7 +59,7 @@ lightrft_train grpo \
   --actor_learning_rate 1e-6 \
   --init_kl_coef 0.001 \
   --kl_estimator k3 \
-  --prompt_data "${DATA_NAME:-rapidata-i2v}:$DATA_PATH" \
+  --prompt_data "${DATA_NAME:-hpdv3}:$DATA_PATH" \
   --flash_attn \
   --gradient_checkpointing \
   --save_steps 20 \

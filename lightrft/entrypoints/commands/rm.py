@@ -139,6 +139,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     _data_arguments(ev)
     ev.add_argument("--micro-batch-size", type=int, default=16)
     ev.add_argument("--output", type=Path, help="write the report as JSON here too")
+    from lightrft.entrypoints.commands.rm_rejection import add_rejection_sample
+
+    add_rejection_sample(sub)
 
 
 def _variant_arguments(parser: argparse.ArgumentParser) -> None:
@@ -244,6 +247,10 @@ def _data_options(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace, rest: list[str]) -> int:
+    if args.rm_command == "rejection-sample":
+        from lightrft.entrypoints.commands.rm_rejection import run_rejection_sample
+
+        return run_rejection_sample(args, rest)
     if rest and args.rm_command == "train":
         _read_original_flags(args, rest)
     elif rest:

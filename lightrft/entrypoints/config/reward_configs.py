@@ -142,6 +142,24 @@ class AvqaRuleConfig(RewardSourceSection):
     type: Literal["avqa_rule"] = "avqa_rule"
 
 
+@register_config(REWARD_SOURCE_CONFIGS, "judge_agreement")
+class JudgeAgreementConfig(RewardSourceSection):
+    """A judge trained by RL (the original's grm_vl_rl): accuracy of its [[X]] verdict against
+    the preference label (the prompt's reference) + format_weight x a <think> block before
+    it."""
+
+    type: Literal["judge_agreement"] = "judge_agreement"
+    labels: list[str] = Field(
+        default_factory=lambda: ["A", "B"],
+        min_length=2,
+        description="Verdict labels, response 1's first (the references judge_pairs writes).",
+    )
+    format_weight: float = Field(
+        1.0, ge=0, description="Weight of the format check (the original's 1.0)."
+    )
+    think_tag: str = Field("think", description="Tag of the reasoning block before the verdict.")
+
+
 @register_config(REWARD_SOURCE_CONFIGS, "geo3k_rule")
 class Geo3kRuleConfig(ThinkBoxedRuleConfig):
     """The original's geo3k_rule: the same scoring as gsm8k_rule."""

@@ -178,11 +178,13 @@ class DatasetConfig(Section):
     instruction: str | None = Field(
         None, description="Text appended to each question (None: the task's default)."
     )
-    preprocessor: Literal["none", "gsm8k", "geo3k"] = Field(
+    preprocessor: Literal["none", "gsm8k", "geo3k", "judge_pairs"] = Field(
         "none",
         description="gsm8k: 'question' -> prompt, answer after '####' -> reference; geo3k: "
         "'problem' (<image> marks the diagram) + a \\boxed{} instruction -> prompt, 'images' "
-        "-> the diagrams, 'answer' -> reference (a vision-language model).",
+        "-> the diagrams, 'answer' -> reference (a vision-language model); judge_pairs: "
+        "preference pairs (rows or a reward data set 'hpdv3:path', ...) as pairwise judge "
+        "prompts, reference the preferred side's verdict A or B (score with judge_agreement).",
     )
     input_key: str = Field("prompt", description="Column holding the prompt text or messages.")
     images_key: str | None = Field(

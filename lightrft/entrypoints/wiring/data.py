@@ -19,6 +19,8 @@ from lightrft.adapters.datasets import (
     tone_prompts,
     visual_prompts,
 )
+from lightrft.adapters.datasets.in_memory import InMemoryPromptSource
+from lightrft.adapters.datasets.judge_pairs import load_judge_pairs
 from lightrft.adapters.datasets.placeholders import MediaPlaceholders
 from lightrft.adapters.hf.multimodal_inputs import MediaRequirements
 from lightrft.domain.ports import PromptSource
@@ -81,15 +83,23 @@ def _beeps(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptS
     return clip_rows_source(rows, tokenizer, fmt, rate, name=f"beeps-{dataset.seed}")
 
 
-RowFormat = Callable[[Path, DatasetConfig, Any, PromptFormat, MediaPlaceholders], PromptSource]
+RowFormat = Callable[
+    [Path, DatasetConfig, Any, PromptFormat, MediaPlaceholders, str | None], PromptSource
+]
 ROW_FORMATS: Registry[RowFormat] = Registry("row preprocessor (data.*.preprocessor)")
 """How a dataset file's rows become prompts, by ``data.*.preprocessor``; each builder gets
-the file, the section, the tokenizer, the prompt format and the model's placeholders."""
+the file, the section, the tokenizer, the prompt format, the model's placeholders and the
+name the path has in a ``name:path`` list (None: unnamed)."""
 
 
 @ROW_FORMATS.register("none")
 def _columns(
-    path: Path, dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat, marks: MediaPlaceholders
+    path: Path,
+    dataset: DatasetConfig,
+    tokenizer: Any,
+    fmt: PromptFormat,
+    marks: MediaPlaceholders,
+    name: str | None = None,
 ) -> PromptSource:
     spec = copy_fields(
         RowSpec,
@@ -102,7 +112,12 @@ def _columns(
 
 @ROW_FORMATS.register("gsm8k")
 def _gsm8k(
-    path: Path, dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat, marks: MediaPlaceholders
+    path: Path,
+    dataset: DatasetConfig,
+    tokenizer: Any,
+    fmt: PromptFormat,
+    marks: MediaPlaceholders,
+    name: str | None = None,
 ) -> PromptSource:
     extra = {} if dataset.instruction is None else {"instruction": dataset.instruction}
     return gsm8k_prompts(path, tokenizer, prompt_format=fmt, on_bad_row=dataset.on_bad_row, **extra)
@@ -110,7 +125,12 @@ def _gsm8k(
 
 @ROW_FORMATS.register("geo3k")
 def _geo3k(
-    path: Path, dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat, marks: MediaPlaceholders
+    path: Path,
+    dataset: DatasetConfig,
+    tokenizer: Any,
+    fmt: PromptFormat,
+    marks: MediaPlaceholders,
+    name: str | None = None,
 ) -> PromptSource:
     extra = {} if dataset.instruction is None else {"instruction": dataset.instruction}
     return geo3k_prompts(
@@ -121,6 +141,31 @@ def _geo3k(
         on_bad_row=dataset.on_bad_row,
         **extra,
     )
+
+
+@ROW_FORMATS.register("judge_pairs")
+def _judge_pairs(
+    path: Path,
+    dataset: DatasetConfig,
+    tokenizer: Any,
+    fmt: PromptFormat,
+    marks: MediaPlaceholders,
+    name: str | None = None,
+) -> PromptSource:
+    rows, _ = load_judge_pairs(
+        f"{name}:{path}" if name else str(path), tokenizer, seed=dataset.seed
+    )
+    images = any("images" in row for row in rows)
+    spec = RowSpec(
+        images_key="images" if images else None,
+        on_bad_row=dataset.on_bad_row,
+        placeholders=marks,
+        label_key=dataset.label_key,
+    )
+    return InMemoryPromptSource(rows, tokenizer, spec=spec, prompt_format=fmt, name=path.stem)
+
+
+_judge_pairs.split_folders = False  # type: ignore[attr-defined]
 
 
 def placeholders_of(media: MediaRequirements | None) -> MediaPlaceholders:
@@ -161,7 +206,10 @@ def build_prompts(
         return BUILTIN_TASKS.get(dataset.builtin)(dataset, tokenizer, fmt)
     read_rows, marks = ROW_FORMATS.get(dataset.preprocessor), placeholders_of(media)
     source = read_dataset(
-        dataset, section, lambda path: read_rows(path, dataset, tokenizer, fmt, marks)
+        dataset,
+        section,
+        lambda path, name: read_rows(path, dataset, tokenizer, fmt, marks, name),
+        split_folders=getattr(read_rows, "split_folders", True),
     )
     if dataset.max_samples is not None and dataset.max_samples < len(source):
         return _Truncated(source, dataset.max_samples)

@@ -26,9 +26,16 @@ def split_of(dataset: DatasetConfig, section: str) -> str:
 
 
 def read_dataset(
-    dataset: DatasetConfig, section: str, read_file: Callable[[Path], PromptSource]
+    dataset: DatasetConfig,
+    section: str,
+    read_file: Callable[[Path, str | None], PromptSource],
+    *,
+    split_folders: bool = True,
 ) -> PromptSource:
-    """The prompts of ``dataset.path``; ``read_file`` reads one file or saved directory."""
+    """The prompts of ``dataset.path``; ``read_file(path, name)`` reads one file or saved
+    directory of the entry ``name:path`` (``name`` None for an unnamed path).
+    ``split_folders=False``: a directory is given to ``read_file`` whole (a reader of
+    published data-set layouts), not as its split's files."""
     if dataset.path is None:
         raise ValueError(f"{section}.path is not set")
     split = split_of(dataset, section)
@@ -38,10 +45,10 @@ def read_dataset(
         if not spec.path.exists():
             raise FileNotFoundError(f"dataset {spec.path} does not exist")
         try:
-            paths = split_paths(spec.path, split)
+            paths = split_paths(spec.path, split) if split_folders else [spec.path]
         except SplitNotFoundError as error:
             raise SplitNotFoundError(f"{error}; set {section}.split") from None
-        parts = [read_file(path) for path in paths]
+        parts = [read_file(path, spec.name) for path in paths]
         sources.append(parts[0] if len(parts) == 1 else ConcatenatedPromptSource(parts))
     names = [spec.name for spec in specs]
     return mix_prompt_sources(sources, names, dataset.sampling_probs, seed=dataset.seed)

@@ -54,6 +54,7 @@ BUILTINS: tuple[tuple[Registry[Any], str, Any], ...] = (
     (REWARD_SOURCES, "gsm8k_rule", reward_sources.build_think_boxed),
     (REWARD_SOURCES, "geo3k_rule", reward_sources.build_think_boxed),
     (REWARD_SOURCES, "avqa_rule", reward_sources.build_answer_tag),
+    (REWARD_SOURCES, "judge_agreement", reward_sources.build_judge_agreement),
     (REWARD_SOURCES, "scalar_rm", reward_model_builders.build_scalar_rm),
     (REWARD_SOURCES, "remote", reward_model_builders.build_remote),
     (REWARD_SOURCES, "unit_tests", reward_model_builders.build_unit_tests),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lightrft.adapters.reward_models.judge_agreement import JudgeAgreementReward
 from lightrft.adapters.rewards import (
     AnswerTagRule,
     ChoiceAnswerReward,
@@ -18,6 +19,7 @@ from lightrft.entrypoints.config.reward_configs import (
     AvqaRuleConfig,
     ChoiceRewardConfig,
     FormatRewardConfig,
+    JudgeAgreementConfig,
     LengthRewardConfig,
     MajorityVoteRewardConfig,
     MathRewardConfig,
@@ -78,6 +80,17 @@ def build_think_boxed(section: ThinkBoxedRuleConfig, context: BuildContext) -> T
 
 def build_answer_tag(section: AvqaRuleConfig, context: BuildContext) -> AnswerTagRule:
     return AnswerTagRule(name=section.label)
+
+
+def build_judge_agreement(
+    section: JudgeAgreementConfig, context: BuildContext
+) -> JudgeAgreementReward:
+    return JudgeAgreementReward(
+        name=section.label,
+        labels=tuple(section.labels),
+        format_weight=section.format_weight,
+        think_tag=section.think_tag,
+    )
 
 
 def build_rewards(context: BuildContext) -> list[RewardSource]:
