@@ -11,7 +11,7 @@ exception of a class whose module was never imported cannot have been raised, so
 classes are read from ``sys.modules`` when an error is classified (:func:`user_errors`).
 A full disk reported by a library that does not raise ``OSError`` (safetensors'
 ``SafetensorError``) is mapped where the files are written, see
-:mod:`lightrft.adapters.checkpoint.write_errors`.
+:func:`lightrft.adapters.checkpoint.directory_swap.io_error`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ INPUT_ERRORS: tuple[type[BaseException] | tuple[str, str], ...] = (
     ValueError,
     KeyError,
     ImportError,
-    RecursionError,  # a data line nested too deep for the parser (named by its reader)
 )
 RUN_ERRORS: tuple[type[BaseException] | tuple[str, str], ...] = (
     ("lightrft.domain.checkpoint_health", "DamagedCheckpointError"),
@@ -99,7 +98,8 @@ def describe(exc: BaseException) -> str:
         where = f" writing {exc.filename}" if exc.filename else ""
         return (
             f"no space left on device{where}. Free some space; `lightrft checkpoints verify "
-            "RUN_DIR` lists the checkpoints the run can continue from with --resume"
+            "RUN_DIR` lists the checkpoints the run can continue from with --resume (with "
+            "none, start it again with --overwrite)"
         )
     if isinstance(exc, OSError) and not str(exc).strip():
         return type(exc).__name__
