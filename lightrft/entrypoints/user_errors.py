@@ -41,6 +41,7 @@ RUN_ERRORS: tuple[type[BaseException] | tuple[str, str], ...] = (
     ("lightrft.domain.checkpoint_health", "NoIntactCheckpointError"),
     ("lightrft.application.reward_failures", "RewardSourceFailingError"),
     ("lightrft.domain.async_errors", "ProducerDiedError"),
+    ("lightrft.application.policy_optimizer", "NonFiniteWeightsError"),
     OSError,
 )
 
