@@ -218,7 +218,8 @@ class PolicyOptimizer:
 
     def _check_weights_finite(self, step: int, lr: float) -> None:
         """Raises :class:`NonFiniteWeightsError` (on every rank together) when the update
-        left a weight inf or NaN on any rank: one max-abs reduction per parameter, one sync."""
+        left a weight inf or NaN on any rank: one max-abs reduction per parameter, one sync.
+        ``step`` is the state's (from 0); the message numbers it as the metrics do."""
         named = [(n, p) for n, p in self.policy.module.named_parameters() if p.numel()]
         first_bad: str | None = None
         if named:
@@ -231,7 +232,7 @@ class PolicyOptimizer:
             where = f" ({first_bad} first)" if first_bad else ""
             raise NonFiniteWeightsError(
                 f"the policy's weights are not finite (inf or NaN) after the optimizer step of "
-                f"training step {step} on {bad_ranks} rank(s){where}: the update diverged. "
+                f"training step {step + 1} on {bad_ranks} rank(s){where}: the update diverged. "
                 f"Lower optim.lr (the step used {lr:g}); earlier checkpoints are untouched"
             )
 

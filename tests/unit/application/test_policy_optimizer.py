@@ -164,7 +164,7 @@ def test_weights_made_non_finite_by_an_update_name_optim_lr() -> None:
     from lightrft.application.policy_optimizer import NonFiniteWeightsError
 
     policy, optimizer = _optimizer_at(1e308)
-    with pytest.raises(NonFiniteWeightsError, match=r"training step 3 .*Lower optim\.lr"):
+    with pytest.raises(NonFiniteWeightsError, match=r"training step 4 .*Lower optim\.lr"):
         optimizer.train(grouped_experience(), kl_coef=0.0, step=3)
     assert not all(bool(torch.isfinite(p).all()) for p in policy.module.parameters())
 
