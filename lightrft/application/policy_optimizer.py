@@ -66,6 +66,11 @@ class TrainResult:
         return self.skipped_steps < self.optimizer_steps
 
 
+class NonFiniteWeightsError(RuntimeError):
+    """An optimizer step left the policy's weights inf or NaN (a learning rate far too
+    large); raised at the step, before a later forward fails far from the cause."""
+
+
 class PolicyOptimizer:
     """Trains the policy (and the critic, for GAE) on one experience batch."""
 
@@ -99,6 +104,8 @@ class PolicyOptimizer:
             order = self._order(b, step, epoch)
             for rows in split_by_count(order, mini):
                 metrics, stepped = self._mini_batch(experience, rows, kl_coef)
+                if stepped:
+                    self._check_weights_finite(step, metrics["train/lr"])
                 steps, skipped = steps + 1, skipped + (not stepped)
                 for key, value in metrics.items():
                     sums[key] += value
@@ -208,6 +215,26 @@ class PolicyOptimizer:
             critic_step = self.critic_strategy.step(skip_reason=skip_reason)
             result["critic/grad_norm"] = critic_step.grad_norm
         return result, not step_result.skipped
+
+    def _check_weights_finite(self, step: int, lr: float) -> None:
+        """Raises :class:`NonFiniteWeightsError` (on every rank together) when the update
+        left a weight inf or NaN on any rank: one max-abs reduction per parameter, one sync.
+        ``step`` is the state's (from 0); the message numbers it as the metrics do."""
+        named = [(n, p) for n, p in self.policy.module.named_parameters() if p.numel()]
+        first_bad: str | None = None
+        if named:
+            peaks = [p.detach().abs().amax().float() for _, p in named]
+            finite = torch.isfinite(torch.stack([peak.to(peaks[0].device) for peak in peaks]))
+            if not bool(finite.all()):
+                first_bad = named[int((~finite).nonzero()[0])][0]
+        bad_ranks = int(self.collective.all_reduce_sum(torch.tensor([float(bool(first_bad))]))[0])
+        if bad_ranks:
+            where = f" ({first_bad} first)" if first_bad else ""
+            raise NonFiniteWeightsError(
+                f"the policy's weights are not finite (inf or NaN) after the optimizer step of "
+                f"training step {step + 1} on {bad_ranks} rank(s){where}: the update diverged. "
+                f"Lower optim.lr (the step used {lr:g}); earlier checkpoints are untouched"
+            )
 
     def _agreed_skip_reason(self, loss: Tensor) -> str | None:
         """A reason to skip the step if the loss is not finite on any rank, else None."""

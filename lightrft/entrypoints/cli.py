@@ -12,7 +12,8 @@ Each subcommand is a module of :mod:`lightrft.entrypoints.commands`. Overrides a
 ``key=value`` pairs (``optim.lr=1e-5``) or LightRFT/OpenRLHF flags (``--n_samples_per_prompt
 8``). Every problem with a config exits with status 2 and a message naming the key; errors a
 user can act on print no traceback unless ``--debug`` (or ``LIGHTRFT_DEBUG=1``), see
-:mod:`lightrft.entrypoints.user_errors`.
+:mod:`lightrft.entrypoints.user_errors`. Building the parser imports no torch (the command
+modules import their jobs inside ``run``), so ``--help`` answers at once.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from types import ModuleType
 
 from lightrft.domain.registry import Registry
 from lightrft.entrypoints.commands import load_commands
-from lightrft.entrypoints.user_errors import USER_ERRORS, debug_requested, report_error
+from lightrft.entrypoints.user_errors import debug_requested, is_user_error, report_error
 
 
 def _parser(commands: Registry[ModuleType]) -> argparse.ArgumentParser:
@@ -52,7 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         configure_logging(json_logs=args.json_logs)
         return int(commands.get(args.command).run(args, rest))
-    except USER_ERRORS as exc:
+    except Exception as exc:
+        if not is_user_error(exc):
+            raise
         return report_error(exc, debug=debug)
 
 

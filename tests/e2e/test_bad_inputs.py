@@ -511,7 +511,7 @@ def test_run_dir_stale_lock_is_ignored(cli: Cli) -> None:
 
 
 def test_run_dir_holds_a_previous_run(cli: Cli) -> None:
-    assert cli.train("train.total_steps=1")[0] == 0
+    assert cli.train("train.total_steps=1", "checkpoint.every=1")[0] == 0
     before = (cli.run_dir / "metrics.jsonl").read_text()
     err = _clean(*cli.train()[::2])
     assert "holds a previous run" in err and "--resume" in err and "--overwrite" in err

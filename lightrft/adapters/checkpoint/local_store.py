@@ -44,7 +44,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 
+from lightrft.adapters.checkpoint.directory_swap import io_error
 from lightrft.adapters.checkpoint.fs_sync import fsync_dir, fsync_tree
 from lightrft.adapters.checkpoint.manifest import HASH_NAME, build_manifest, check_manifest
 from lightrft.adapters.checkpoint.safe_state import check_weights_only_safe
@@ -123,6 +125,9 @@ class LocalCheckpointStore:
         except OSError as error:
             shutil.rmtree(tmp, ignore_errors=True)
             raise self._write_error(step, error) from error
+        except SafetensorError as error:  # a full disk in an extra writer's safetensors
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise self._write_error(step, io_error(error)) from error
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

@@ -38,6 +38,7 @@ class BadRowsError(BadRowError):
         first = errors[0]
         super().__init__(first.where, first.key, first.problem)
         self.errors, self.count = tuple(errors), count
+        self.args = first.args
         if count > 1:
             lines = [f"{count} bad rows:", *(f"  {error}" for error in errors)]
             if count > len(errors):

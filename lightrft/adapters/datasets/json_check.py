@@ -2,10 +2,12 @@
 reads it (its own errors say "An error occurred while generating the dataset").
 
 A JSON-lines file is read line by line: a line that is not UTF-8, not JSON, or not a JSON
-object is a bad line. With ``on_bad_row="error"`` the first one is reported (file, line,
-what was expected, how many more there are); with ``"skip"`` their numbers are returned so
-the reader leaves them out and counts them with the skipped rows. An empty file, a blank
-one, and a ``.json`` array that does not parse are always errors.
+object (or nested too deep for the parser: a ``RecursionError``) is a bad line. With
+``on_bad_row="error"`` one :class:`~lightrft.adapters.datasets.bad_rows.BadRowsError` names
+every bad line (the first :data:`~lightrft.adapters.datasets.bad_rows.MAX_LISTED`, then how
+many more); with ``"skip"`` their numbers are returned so the reader leaves them out and
+counts them with the skipped rows. An empty file, a blank one, and a ``.json`` array that
+does not parse are always errors.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lightrft.adapters.datasets.bad_rows import BadRowPolicy
+from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
 
 _JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+_TOO_DEEP = "JSON nested too deep to parse (RecursionError)"
 _EXPECTED = 'one JSON object per line, e.g. {"prompt": "...", "reference": "..."}'
 
 
@@ -35,11 +38,19 @@ def check_json_file(file: Path, on_bad_row: BadRowPolicy = "error") -> list[int]
         _check_array(file)
         return []
     bad = bad_lines(file)
-    if bad and on_bad_row == "error":
-        (number, problem), more = bad[0], len(bad) - 1
-        also = f" ({more} more bad line{'s' if more > 1 else ''} after it)" if more else ""
-        raise ValueError(f"{file} line {number} {problem}: expected {_EXPECTED}{also}")
+    log = BadRows(on_bad_row)
+    for number, problem in bad:
+        log.add(BadLineError(f"{file} line {number}", f"{problem}: expected {_EXPECTED}"))
+    log.check()
     return [number for number, _ in bad]
+
+
+class BadLineError(BadRowError):
+    """A JSON-lines line that is not a JSON object; the message names the file and line."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(where, "", problem)
+        self.args = (f"{where} {problem}",)
 
 
 def _check_array(file: Path) -> None:
@@ -49,6 +60,8 @@ def _check_array(file: Path) -> None:
         raise ValueError(f"{file} is not UTF-8 text (byte {error.start})") from None
     except ValueError as error:
         raise ValueError(f"{file} is not valid JSON: {error}") from None
+    except RecursionError:
+        raise ValueError(f"{file} is {_TOO_DEEP}") from None
 
 
 def bad_lines(file: Path) -> list[tuple[int, str]]:
@@ -73,6 +86,8 @@ def _line_problem(raw: bytes) -> str | None:
         row = json.loads(line)
     except ValueError as error:
         return f"is not valid JSON ({error})"
+    except RecursionError:
+        return f"is {_TOO_DEEP}"
     if not isinstance(row, dict):
         return f"is a JSON {_JSON_TYPES.get(type(row), 'null')}, not an object"
     return None

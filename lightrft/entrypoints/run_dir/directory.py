@@ -173,18 +173,23 @@ def decide_start(run_dir: Path, resume: ResumeChoice, overwrite: bool) -> Start:
             moved = move_aside(run_dir)
             log.warning("run_dir.moved_aside", run_dir=str(run_dir), to=str(moved))
         return "fresh"
+    aside = f"--overwrite to move it aside to {run_dir.name}.old-<time> and start anew"
+    if resume is True and previous.exists:  # a run without a checkpoint: only a new start
+        raise RunDirectoryError(
+            f"nothing to resume in {run_dir}: it holds no checkpoint (it holds "
+            f"{', '.join(previous.entries)}); pass {aside}, or choose another run directory"
+        )
     if resume is True:
         raise RunDirectoryError(
-            f"nothing to resume in {run_dir}: it holds no checkpoint"
-            + (f" (it holds {', '.join(previous.entries)})" if previous.exists else "")
-            + "; check the path, start without --resume, or pass --resume=auto to start "
-            "fresh whenever there is nothing to resume"
+            f"nothing to resume in {run_dir}: it holds no checkpoint; check the path, start "
+            "without --resume, or pass --resume=auto to start fresh whenever there is "
+            "nothing to resume"
         )
     if previous.exists:
+        cont = "--resume to continue it, " if previous.checkpoint_steps else ""
         raise RunDirectoryError(
             f"run directory {run_dir} holds a previous run ({previous.describe()}); pass "
-            "--resume to continue it, --overwrite to move it aside to "
-            f"{run_dir.name}.old-<time> and start anew, or choose another run directory"
+            f"{cont}{aside}, or choose another run directory"
         )
     return "fresh"
 

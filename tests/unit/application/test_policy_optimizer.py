@@ -142,3 +142,33 @@ def test_micro_batches_hold_groups_together_and_give_the_one_micro_batch_gradien
     assert len(grads) == len(expected)
     for got, want in zip(grads, expected, strict=True):
         torch.testing.assert_close(got, want, atol=1e-7, rtol=1e-5)
+
+
+def _optimizer_at(lr: float) -> tuple[FakePolicy, PolicyOptimizer]:
+    policy = FakePolicy(seed=0)
+    strategy = FakeStrategy(OptimizerParams(lr=lr, warmup_steps=0))
+    strategy.prepare(policy.module)
+    optimizer = PolicyOptimizer(
+        policy=policy,
+        strategy=strategy,
+        collective=FakeCollective(),
+        algorithm=AlgorithmParams(),
+        train=TrainParams(),
+    )
+    return policy, optimizer
+
+
+def test_weights_made_non_finite_by_an_update_name_optim_lr() -> None:
+    """EC C33: optim.lr=1e308 made the weights inf; the run failed a step later with an
+    IndexError in the decoder, the cause unnamed."""
+    from lightrft.application.policy_optimizer import NonFiniteWeightsError
+
+    policy, optimizer = _optimizer_at(1e308)
+    with pytest.raises(NonFiniteWeightsError, match=r"training step 4 .*Lower optim\.lr"):
+        optimizer.train(grouped_experience(), kl_coef=0.0, step=3)
+    assert not all(bool(torch.isfinite(p).all()) for p in policy.module.parameters())
+
+
+def test_a_large_but_sound_update_passes_the_weight_check() -> None:
+    _, optimizer = _optimizer_at(1e-1)
+    assert optimizer.train(grouped_experience(), kl_coef=0.0, step=0).updated_policy

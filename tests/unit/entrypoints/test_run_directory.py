@@ -145,3 +145,18 @@ def test_trimming_drops_rows_after_the_checkpoint_and_a_torn_line(tmp_path: Path
     ]
     assert kept == [0, 1, 2]
     assert (tmp_path / "samples.jsonl").read_text() == '{"step": 2, "prompt": "a"}\n'
+
+
+def test_advice_offers_resume_only_when_there_is_a_checkpoint(tmp_path: Path) -> None:
+    """EC RD02: a run without a checkpoint was offered --resume, and --resume was answered
+    with 'start without --resume', the refusal the user came from."""
+    run = tmp_path / "run"
+    _previous_run(run, checkpoint_steps=())
+    with pytest.raises(RunDirectoryError) as fresh:
+        decide_start(run, resume=False, overwrite=False)
+    assert "no checkpoint" in str(fresh.value) and "--resume" not in str(fresh.value)
+    assert "--overwrite" in str(fresh.value)
+    with pytest.raises(RunDirectoryError) as resumed:
+        decide_start(run, resume=True, overwrite=False)
+    assert "nothing to resume" in str(resumed.value) and "--overwrite" in str(resumed.value)
+    assert "without --resume" not in str(resumed.value)

@@ -252,10 +252,43 @@ def test_bad_lines_are_named_or_skipped_and_counted(tmp_path: Path) -> None:
         b'{"prompt": "a", "reference": "1"}\n{oops\n\n'
         b'{"prompt": "b", "reference": "2", "note": "x"}\n\xff\xfe\n[1]\n'
     )
-    with pytest.raises(ValueError, match=r"lines.jsonl line 2 is not valid JSON") as info:
+    with pytest.raises(
+        ValueError, match=r"^3 bad rows:\n  .*lines.jsonl line 2 is not valid"
+    ) as info:
         read_table(path)
-    assert str(info.value).endswith("(2 more bad lines after it)")
+    listed = str(info.value).splitlines()[1:]  # every bad line named, in file order (EC D12)
+    assert [line.split(" line ")[1].split(" ")[0] for line in listed] == ["2", "5", "6"]
+    assert "line 5 is not UTF-8 text" in listed[1] and "line 6 is a JSON array" in listed[2]
     table = read_table(path, on_bad_row="skip")
     assert table.skipped_lines == 3  # lines 2, 5 (not UTF-8) and 6 (an array); 3 is blank
     assert table.rows.column_names == ["prompt", "reference", "note"]  # every row's keys
     assert [row["note"] for row in table.rows] == [None, "x"]
+
+
+def test_a_line_nested_too_deep_is_a_bad_line_and_skip_mode_skips_it(tmp_path: Path) -> None:
+    """EC D24/D24b: 100,000 nested arrays made the parser raise RecursionError (a traceback,
+    and skip mode did not skip it)."""
+    from lightrft.adapters.datasets.hf_prompt_dataset import read_table
+
+    path = tmp_path / "deep.jsonl"
+    deep = b"[" * 100_000 + b"]" * 100_000
+    path.write_bytes(b'{"prompt": "a", "reference": "1"}\n' + deep + b"\n")
+    with pytest.raises(ValueError, match=r"deep.jsonl line 2 is JSON nested too deep") as info:
+        read_table(path)
+    assert "\n" not in str(info.value)  # one bad line: its own one-line message
+    table = read_table(path, on_bad_row="skip")
+    assert table.skipped_lines == 1 and [row["prompt"] for row in table.rows] == ["a"]
+
+
+def test_many_bad_lines_list_the_first_twenty_then_a_count(tmp_path: Path) -> None:
+    from lightrft.adapters.datasets.bad_rows import MAX_LISTED
+    from lightrft.adapters.datasets.hf_prompt_dataset import read_table
+
+    path = tmp_path / "many.jsonl"
+    path.write_text('{"prompt": "a", "reference": "1"}\n' + "oops\n" * 25)
+    with pytest.raises(ValueError) as info:
+        read_table(path)
+    lines = str(info.value).splitlines()
+    assert lines[0] == "25 bad rows:" and len(lines) == 1 + MAX_LISTED + 1
+    assert "many.jsonl line 2 " in lines[1] and "many.jsonl line 21 " in lines[MAX_LISTED]
+    assert lines[-1] == "  ... and 5 more"
