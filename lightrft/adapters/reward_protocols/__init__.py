@@ -4,7 +4,7 @@ shared remote-source base with its deadlines, retries and token header (:mod:`pe
 the same formats read from the server's end, answered by ``serve-reward`` on
 ``SERVED_PATHS``."""
 
-from lightrft.adapters.reward_parts.remote_source import RemoteScoringError
+from lightrft.adapters.http_client.remote_source import RemoteScoringError
 from lightrft.adapters.reward_protocols.peer_remote import PeerRemoteRewardSource
 from lightrft.adapters.reward_protocols.wire_formats import (
     SERVED_PATHS,

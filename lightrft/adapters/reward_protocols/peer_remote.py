@@ -3,7 +3,7 @@
 Each request POSTs its :class:`~lightrft.adapters.reward_protocols.wire_formats.WireFormat`'s
 body to ``url`` itself (the endpoint, e.g. ``http://host:5000/get_reward``) and reads the
 answer by that format; deadlines, retries, the token header, failures and metrics are those
-of every remote source (:class:`~lightrft.adapters.reward_parts.remote_source.BatchedRemoteSource`),
+of every remote source (:class:`~lightrft.adapters.http_client.remote_source.BatchedRemoteSource`),
 plus the server's ``extra_logs`` as ``extra_<name>``. An answer must hold one finite number
 per sample; a malformed one is one line naming the URL, never retried.
 """
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from lightrft.adapters.http_client.remote_source import Answer, BatchedRemoteSource
 from lightrft.adapters.http_client.retry import CallFailed
-from lightrft.adapters.reward_parts.remote_source import Answer, BatchedRemoteSource
 from lightrft.adapters.reward_protocols.wire_formats import WireFormat
 from lightrft.domain.types import RewardSample
 

@@ -21,12 +21,12 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from lightrft.adapters.http_client.retry import CallFailed
-from lightrft.adapters.reward_parts.remote_source import (
+from lightrft.adapters.http_client.remote_source import (
     Answer,
     BatchedRemoteSource,
     RemoteScoringError,
 )
+from lightrft.adapters.http_client.retry import CallFailed
 from lightrft.adapters.reward_service.protocol import wire_samples
 from lightrft.domain.types import RewardSample
 
@@ -38,7 +38,7 @@ class RemoteRewardError(RemoteScoringError):
 
 class RemoteRewardSource(BatchedRemoteSource):
     """Scores by POSTing to ``<url>/score`` (see the module docstring); keyword options as
-    :class:`~lightrft.adapters.reward_parts.remote_source.BatchedRemoteSource`'s."""
+    :class:`~lightrft.adapters.http_client.remote_source.BatchedRemoteSource`'s."""
 
     def __init__(self, url: str, *, name: str = "remote", **options: Any) -> None:
         super().__init__(

@@ -60,7 +60,11 @@ def geo3k_eval_source(path: Path) -> EncodedPromptSource:
 
 def test_the_preprocessor_choices_are_the_registry() -> None:
     literal = DatasetConfig.model_fields["preprocessor"].annotation
-    assert set(get_args(literal)) == set(ROW_FORMATS.choices()) == {"none", "gsm8k", "geo3k", "judge_pairs"}
+    assert (
+        set(get_args(literal))
+        == set(ROW_FORMATS.choices())
+        == {"none", "gsm8k", "geo3k", "judge_pairs"}
+    )
 
 
 def test_preprocessor_geo3k_builds_checked_prompts(tmp_path: Path) -> None:
