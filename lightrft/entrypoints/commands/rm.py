@@ -115,6 +115,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     add_resume_changing(train)
     train.add_argument("--kind", choices=RM_KINDS.names(), default="scalar", help="what to train")
     _judge_arguments(train)
+    _process_arguments(train)
     flags = {dest for kind in RM_KINDS.names() for dest in RM_KINDS.get(kind).flags}
     train.set_defaults(kind_flag_defaults={dest: train.get_default(dest) for dest in flags})
     ev = sub.add_parser("eval", help="accuracy and reward-margin distribution")
@@ -146,6 +147,23 @@ def _judge_arguments(parser: argparse.ArgumentParser) -> None:
     judge.add_argument("--max-new-tokens", type=int, default=256, help="verdict length limit")
     judge.add_argument(
         "--eval-batch-size", type=int, default=32, help="held-out rows per verdict batch"
+    )
+
+
+def _process_arguments(parser: argparse.ArgumentParser) -> None:
+    prm = parser.add_argument_group("--kind process (a process reward model)")
+    prm.add_argument(
+        "--separator", default="\n\n", help="string closing every step (e.g. '<step>', 'ки')"
+    )
+    prm.add_argument("--positive-token", default="+", help="label token of a good step")
+    prm.add_argument("--negative-token", default="-", help="label token of a bad step")
+    prm.add_argument("--steps-key", default="steps", help="column of the step texts")
+    prm.add_argument("--labels-key", default="labels", help="column of the step labels")
+    prm.add_argument("--ratings-key", default="ratings", help="PRM800K-style ratings 1/0/-1")
+    prm.add_argument("--input-key", default="input", help="tagged text (Math-Shepherd layout)")
+    prm.add_argument("--step-tag", default="ки", help="the step tag of --input-key rows")
+    prm.add_argument(
+        "--neutral-label", type=float, default=1.0, help="label of a rating of 0 (neutral)"
     )
 
 
@@ -301,6 +319,50 @@ def _train_generative(args: argparse.Namespace) -> dict[str, Any]:
     return train_generative_judge(options)
 
 
+def _train_process(args: argparse.Namespace) -> dict[str, Any]:
+    from lightrft.adapters.datasets.step_label_rows import StepRowSpec
+    from lightrft.application.reward_model_training import RewardTrainParams
+    from lightrft.entrypoints.field_copy import copy_fields
+    from lightrft.entrypoints.jobs.process_reward_model import (
+        PrmCardOptions,
+        PrmTrainOptions,
+        StepDataOptions,
+        train_process_reward_model,
+    )
+    from lightrft.entrypoints.next_command import NextCommand
+
+    spec = copy_fields(
+        StepRowSpec,
+        args,
+        "prompt_key steps_key labels_key ratings_key input_key label_key positive_token "
+        "negative_token neutral_label",
+        tag=args.step_tag,
+        on_bad_row="skip" if args.skip_bad_rows else "error",
+    )
+    data = copy_fields(
+        StepDataOptions,
+        args,
+        "data eval_data eval_fraction num_synthetic system_prompt render",
+        spec=spec,
+    )
+    params = copy_fields(
+        RewardTrainParams,
+        args,
+        "batch_size micro_batch_size epochs total_steps eval_every checkpoint_every seed",
+    )
+    options = copy_fields(
+        PrmTrainOptions,
+        args,
+        "output model lr max_length strategy dtype modality resume overwrite",
+        data=data,
+        card=copy_fields(PrmCardOptions, args, "separator positive_token negative_token"),
+        train=params,
+        resume_changing=tuple(stated_keys(args)),
+        next_command=NextCommand(args.argv),
+    )
+    return train_process_reward_model(options)
+
+
 @dataclass(frozen=True)
 class RmKind:
     """One kind of model ``rm train`` trains: the flags only it reads (argparse dests), its
@@ -351,6 +413,30 @@ RM_KINDS.add(
         report=lambda s: (
             "held-out verdict accuracy: "
             f"{s['verdict_accuracy_before']:.3f} before, {s['verdict_accuracy_after']:.3f} after"
+        ),
+    ),
+)
+RM_KINDS.add(
+    "process",
+    RmKind(
+        flags=(
+            "separator",
+            "positive_token",
+            "negative_token",
+            "steps_key",
+            "labels_key",
+            "ratings_key",
+            "input_key",
+            "step_tag",
+            "neutral_label",
+            "label_key",
+            "modality",
+        ),
+        train=_train_process,
+        report=lambda s: (
+            "held-out step accuracy: "
+            f"{s.get('before/step_accuracy', float('nan')):.3f} before, "
+            f"{s.get('eval/step_accuracy', float('nan')):.3f} after"
         ),
     ),
 )
