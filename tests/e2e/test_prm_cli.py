@@ -1,0 +1,70 @@
+"""`lightrft rm train --kind process` in-process on the tiny random model: a PRM trained
+from a step-labelled file (Math-Shepherd layout), exported with safetensors and its card,
+then loaded as the ``process_rm`` reward source from the summary and used to score."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lightrft.domain.types import Completion, PromptRecord, RewardSample
+from lightrft.entrypoints.cli import main
+from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.wiring import models
+from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
+
+
+def load_source(entry: dict[str, Any]) -> Any:
+    config = load_config(None, {"reward.sources": [entry]})
+    (section,) = config.reward.typed_sources
+    device = models.device_of(models.build_accelerator(config))
+    return build(REWARD_SOURCES, section, BuildContext(config, Path("."), device, None, None))  # type: ignore[arg-type]
+
+
+def shepherd_rows(n: int) -> list[dict[str, str]]:
+    rows = []
+    for i in range(n):
+        marks = ["+" if (i >> k) & 1 else "-" for k in range(3)]
+        steps = [f"s{k} {'ok' if m == '+' else 'no'}" for k, m in enumerate(marks)]
+        text = f"Q{i % 4}: " + "".join(f"{s} ки" for s in steps)
+        label = f"Q{i % 4}: " + "".join(f"{s} {m}" for s, m in zip(steps, marks, strict=True))
+        rows.append({"input": text, "label": label})
+    return rows
+
+
+def test_rm_train_kind_process_end_to_end(tiny_dir: Path, tmp_path: Path) -> None:
+    data = tmp_path / "shepherd.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in shepherd_rows(40)))
+    out = tmp_path / "prm"
+    argv = [
+        "rm", "train", "--kind", "process", "--output", str(out), "--model", str(tiny_dir),
+        "--data", str(data), "--separator", "ки", "--batch-size", "8", "--micro-batch-size", "8",
+        "--epochs", "2", "--lr", "1e-2", "--eval-fraction", "0.2", "--max-length", "120",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 8 and summary["train_rows"] == 32 and summary["eval_rows"] == 8
+    assert summary["separator"] == "ки" and summary["label_tokens"] == ["+", "-"]
+    assert summary["eval/step_accuracy"] > summary["before/step_accuracy"]
+    model = Path(summary["model"])
+    assert (model / "model.safetensors").is_file()
+    card = json.loads((model / "lightrft_process_reward.json").read_text())
+    assert card["separator"] == "ки" and card["negative_token"] == "-"
+    assert "separator: `\"\\u043a\\u0438\"`" in (model / "README.md").read_text()
+    source = load_source({**summary["reward_source"], "aggregate": "last"})
+    record = PromptRecord("q", "Q1: ", (1,))
+    result = source.score([RewardSample(record, Completion(0, (2,), "s0 ok ки s1 no ки", "stop"))])
+    assert result.scores.shape == (1,) and 0.0 < float(result.scores[0]) < 1.0
+    assert float(result.metrics["steps_mean"]) == 2.0
+
+
+def test_flags_of_another_kind_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["rm", "train", "--kind", "process", "--output", str(tmp_path / "x"), "--margin", "1"]
+    assert main(argv) == 2
+    assert "--margin applies to --kind scalar, not process" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
