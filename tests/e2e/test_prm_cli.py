@@ -5,16 +5,19 @@ then loaded as the ``process_rm`` reward source from the summary and used to sco
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lightrft.adapters.reward_models.process_card import ProcessRewardCard
 from lightrft.domain.types import Completion, PromptRecord, RewardSample
 from lightrft.entrypoints.cli import main
 from lightrft.entrypoints.config.loading import load_config
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
+from tests.helpers.cli_runs import TINY
 
 
 def load_source(entry: dict[str, Any]) -> Any:
@@ -53,7 +56,7 @@ def test_rm_train_kind_process_end_to_end(tiny_dir: Path, tmp_path: Path) -> Non
     assert (model / "model.safetensors").is_file()
     card = json.loads((model / "lightrft_process_reward.json").read_text())
     assert card["separator"] == "ки" and card["negative_token"] == "-"
-    assert "separator: `\"\\u043a\\u0438\"`" in (model / "README.md").read_text()
+    assert 'separator: `"\\u043a\\u0438"`' in (model / "README.md").read_text()
     source = load_source({**summary["reward_source"], "aggregate": "last"})
     record = PromptRecord("q", "Q1: ", (1,))
     result = source.score([RewardSample(record, Completion(0, (2,), "s0 ok ки s1 no ки", "stop"))])
@@ -68,3 +71,25 @@ def test_flags_of_another_kind_are_refused(
     assert main(argv) == 2
     assert "--margin applies to --kind scalar, not process" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_grpo_with_step_rewards_runs_on_the_tiny_model(tiny_dir: Path, tmp_path: Path) -> None:
+    """`process_grpo` with a `process_rm` source in `steps` mode: the step rewards reach the
+    estimator (its process metrics are logged) and the run ends."""
+    prm = tmp_path / "prm_dir"
+    shutil.copytree(tiny_dir, prm)
+    ProcessRewardCard(separator="e").save(prm)  # a frequent byte: several steps per answer
+    run = tmp_path / "run"
+    sources = (
+        f"reward.sources=[{{type: math}}, {{type: process_rm, path: '{prm}', aggregate: steps}}]"
+    )
+    argv = [
+        "train", "grpo", f"model.path={tiny_dir}", f"logging.run_dir={run}",
+        "algorithm.advantage_estimator=process_grpo", sources, *TINY, "rollout.max_new_tokens=12",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    logged = {k: v for row in rows for k, v in row.items()}
+    steps = [k for k in logged if k.endswith("process/steps_per_sample")]
+    assert steps, sorted(logged)
+    assert any(k.endswith("reward/process_rm/steps_mean") for k in logged)

@@ -21,6 +21,7 @@ shift the step ends by the expansion.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,22 @@ def label_token_id(tokenizer: Any, token: str) -> int:
     if len(ids) != 1:
         raise ValueError(f"label token {token!r} is {len(ids)} tokens of this tokenizer, not 1")
     return int(ids[0])
+
+
+def response_token_ends(
+    tokenizer: Any, token_ids: Sequence[int], char_ends: Sequence[int]
+) -> list[int]:
+    """For each character end (exclusive) of the response text, the index of the response
+    token whose decoded prefix first reaches it (the token holding that step's last
+    character); the last token when the decoded text is shorter. The PRM must share the
+    policy's tokenizer (the response ids are decoded with the PRM's)."""
+    if not token_ids:
+        return []
+    lengths = [
+        len(tokenizer.decode(list(token_ids[: j + 1]), skip_special_tokens=True))
+        for j in range(len(token_ids))
+    ]
+    return [min(bisect_left(lengths, end), len(token_ids) - 1) for end in char_ends]
 
 
 class HfProcessRewardModel(HostOffload, ColocatedModelSource):
@@ -249,20 +266,27 @@ class HfProcessRewardModel(HostOffload, ColocatedModelSource):
         return out
 
     def score(self, samples: Sequence[RewardSample]) -> RewardResult:
-        """One reward (B,) per response: its step scores aggregated (``aggregate``; with
-        ``steps``, their sum)."""
+        """One reward (B,) per response, its step scores aggregated by ``aggregate``; with
+        ``steps`` the reward is 0 and each step's score is passed on at the step's last
+        token of the response (``RewardResult.step_rewards``, for ``process_grpo``)."""
         scores = self.step_scores(samples)
-        if self.aggregate == STEPS:
-            rewards = torch.tensor([float(s.double().sum()) for s in scores], dtype=torch.float32)
-        else:
-            rewards = aggregate_steps(scores, self.aggregate, self.empty_score)
         steps = torch.tensor([float(len(s)) for s in scores])
         all_steps = torch.cat(scores) if scores else torch.zeros(0)
         metrics = {
             "steps_mean": steps.mean() if len(steps) else torch.tensor(0.0),
             "step_score_mean": all_steps.mean() if all_steps.numel() else torch.tensor(0.0),
         }
-        return RewardResult(scores=rewards, metrics=metrics)
+        if self.aggregate != STEPS:
+            return RewardResult(aggregate_steps(scores, self.aggregate, self.empty_score), metrics)
+        separator = self.card.separator
+        step_rewards = []
+        for sample, row in zip(samples, scores, strict=True):
+            spans = split_steps(sample.completion.text, separator)
+            ends = response_token_ends(
+                self.tokenizer, sample.completion.token_ids, [p.end for p in spans]
+            )
+            step_rewards.append(tuple(zip(ends, row.tolist(), strict=True)))
+        return RewardResult(torch.zeros(len(samples)), metrics, tuple(step_rewards))
 
     def onload(self) -> None:
         """Moves the weights to the device."""

@@ -37,7 +37,10 @@ def test_three_layouts(tmp_path: Path) -> None:
         {"prompt": "x?", "steps": ["a", "b", "c"], "labels": [1, 0.25, 0]},
         {"prompt": "y?", "steps": ["a", "b", "c"], "ratings": [1, 0, -1]},
         # Math-Shepherd: the label text is the input with each tag replaced by its mark
-        {"input": "Q 2+2? Step 1: 2+2=4 ки\nStep 2: so 5 ки", "label": "Q 2+2? Step 1: 2+2=4 +\nStep 2: so 5 -"},
+        {
+            "input": "Q 2+2? Step 1: 2+2=4 ки\nStep 2: so 5 ки",
+            "label": "Q 2+2? Step 1: 2+2=4 +\nStep 2: so 5 -",
+        },
         # the original's layout: a list with one label per tag, the question split off
         {"question": "Q 3? ", "input": "Q 3? s1 ки s2 ки", "label": ["-", "+"]},
     ]

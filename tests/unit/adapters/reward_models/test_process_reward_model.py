@@ -76,7 +76,9 @@ def test_aggregated_reward_from_the_direct_scores(how: str) -> None:
     rewards = model.score([*SAMPLES, sample("Q ", "  ")]).scores
     ops = {"min": min, "last": lambda v: v[-1], "mean": lambda v: sum(v) / len(v)}
     ops["product"] = lambda v: torch.tensor(v, dtype=torch.float64).prod().item()
-    want = [ops[how](direct_scores(model, s.prompt.prompt_text, s.completion.text)) for s in SAMPLES]
+    want = [
+        ops[how](direct_scores(model, s.prompt.prompt_text, s.completion.text)) for s in SAMPLES
+    ]
     assert rewards.tolist() == pytest.approx([*want, 0.0], abs=1e-5)
 
 
@@ -87,7 +89,9 @@ def rows(n: int, seed: int) -> list[StepLabelledExample]:
     for i in range(n):
         good = torch.rand(3, generator=rng) > 0.5
         steps = tuple(f"s{k}{i % 7} {'ok' if g else 'no'}" for k, g in enumerate(good.tolist()))
-        out.append(StepLabelledExample(f"Q{i % 5}: ", steps, tuple(float(g) for g in good.tolist())))
+        out.append(
+            StepLabelledExample(f"Q{i % 5}: ", steps, tuple(float(g) for g in good.tolist()))
+        )
     return out
 
 
@@ -106,7 +110,9 @@ def test_trained_prm_scores_equal_the_direct_computation(tmp_path: Path) -> None
     assert after.loss < before.loss
     probe = [sample("Q1: ", "s03 ok\ns13 no\ns23 ok\n")]
     got = model.step_scores(probe)[0]
-    assert got.tolist() == pytest.approx(direct_scores(model, "Q1: ", probe[0].completion.text), abs=1e-5)
+    assert got.tolist() == pytest.approx(
+        direct_scores(model, "Q1: ", probe[0].completion.text), abs=1e-5
+    )
     assert got[0] > 0.5 > got[1] and got[2] > 0.5
     # exported with safetensors and the card; reloaded, it scores the same
     out = model.export_hf(tmp_path / "prm")
@@ -123,3 +129,19 @@ def test_label_tokens_must_be_one_token() -> None:
     card = ProcessRewardCard(positive_token="good", negative_token="-")
     with pytest.raises(ValueError, match="'good' is 4 tokens"):
         HfProcessRewardModel(tiny_model(0), tiny_tokenizer(), CPU, card=card)
+
+
+def test_steps_mode_passes_each_step_score_on_its_last_response_token() -> None:
+    model = prm("steps")
+    tokenizer = tiny_tokenizer()
+    text = "2+3=5\n5*2=10\n"
+    ids = tuple(tokenizer(text, add_special_tokens=False)["input_ids"])
+    s = RewardSample(PromptRecord("q", "Q: ", (1,)), Completion(0, ids, text, "stop"))
+    result = model.score([s])
+    assert result.scores.tolist() == [0.0]  # the steps carry the reward
+    assert result.step_rewards is not None
+    (steps,) = result.step_rewards
+    # byte tokens: "2+3=5\n" ends at token 5, "5*2=10\n" at token 12
+    assert [end for end, _ in steps] == [5, 12]
+    want = direct_scores(model, "Q: ", text)
+    assert [v for _, v in steps] == pytest.approx(want, abs=1e-5)
