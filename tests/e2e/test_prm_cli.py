@@ -15,6 +15,7 @@ from lightrft.adapters.reward_models.process_card import ProcessRewardCard
 from lightrft.domain.types import Completion, PromptRecord, RewardSample
 from lightrft.entrypoints.cli import main
 from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.recipes.rlhf import metric_rows
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
 from tests.helpers.cli_runs import TINY
@@ -93,3 +94,24 @@ def test_grpo_with_step_rewards_runs_on_the_tiny_model(tiny_dir: Path, tmp_path:
     steps = [k for k in logged if k.endswith("process/steps_per_sample")]
     assert steps, sorted(logged)
     assert any(k.endswith("reward/process_rm/steps_mean") for k in logged)
+
+
+def test_demo_prm_runs_both_arms_on_the_tiny_model(tiny_dir: Path, tmp_path: Path) -> None:
+    """`lightrft demo prm` end to end on the tiny model (no learning asserted): the PRM stage,
+    then GRPO with the outcome reward alone and with the PRM's step rewards."""
+    run = tmp_path / "demo"
+    argv = [
+        "demo", "--run-dir", str(run), "--prm-rows", "20", "--prm-steps", "1", "prm",
+        f"model.path={tiny_dir}", "train.total_steps=1", "rollout.prompts_per_step=2",
+        "rollout.n_samples_per_prompt=2", "rollout.max_new_tokens=8", "eval.max_prompts=2",
+        "eval.every=1",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["prm"]["trained_here"] and Path(summary["prm"]["path"]).is_dir()
+    assert 0.0 <= summary["prm"]["step_accuracy_after"] <= 1.0
+    for arm in ("outcome_only", "process"):
+        assert summary[arm]["steps"] == 1 and summary[arm]["math_after"] is not None
+    process_rows = metric_rows(run / "grpo_process")
+    assert any("process/steps_per_sample" in k for row in process_rows for k in row)
+    assert not any("process/" in k for row in metric_rows(run / "grpo_outcome") for k in row)
