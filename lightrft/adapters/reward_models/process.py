@@ -329,7 +329,7 @@ def load_process_lm(
     directory = Path(path).expanduser()
     if not directory.is_dir():
         raise FileNotFoundError(f"process reward model directory {directory} does not exist")
-    lm = AutoModelForCausalLM.from_pretrained(
+    lm: Any = AutoModelForCausalLM.from_pretrained(
         str(directory),
         dtype=DTYPES[dtype],
         attn_implementation=attn_implementation,
