@@ -36,6 +36,7 @@ from lightrft.domain.advantages import (
     register_advantage_estimator,
 )
 from lightrft.domain.groups import group_stats
+from lightrft.domain.modality import Payload
 from lightrft.domain.reduce import AllReduceSum
 from lightrft.domain.registry import Registry
 
@@ -78,7 +79,7 @@ class StepLabelledExample:
     prompt: str
     steps: tuple[str, ...]
     labels: tuple[float, ...]
-    multimodal: object | None = None
+    multimodal: Payload | None = None
 
     def __post_init__(self) -> None:
         if not self.steps:

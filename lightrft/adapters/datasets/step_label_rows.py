@@ -17,7 +17,9 @@ Three row layouts (keys configurable in :class:`StepRowSpec`):
   part of the first step.
 
 Prompts (text or chat messages) are rendered like RL prompts by the
-:class:`~lightrft.adapters.datasets.rendering.PromptRenderer`. Bad rows raise one
+:class:`~lightrft.adapters.datasets.rendering.PromptRenderer`; with ``images_key`` the row's
+images (paths, bytes, base64, as in RL prompt rows) join the prompt, one image part each, and
+travel with the example (vision-language PRMs). Bad rows raise one
 :class:`~lightrft.adapters.datasets.bad_rows.BadRowsError` naming file, row and key, or are
 skipped and counted (``on_bad_row="skip"``).
 """
@@ -31,7 +33,8 @@ from typing import Any
 
 from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
 from lightrft.adapters.datasets.hf_prompt_dataset import file_row_refs
-from lightrft.adapters.datasets.prompt_rows import RowRef
+from lightrft.adapters.datasets.multimodal_rows import media_content
+from lightrft.adapters.datasets.prompt_rows import RowRef, RowSpec, multimodal_of
 from lightrft.adapters.datasets.rendering import PromptRenderer
 from lightrft.domain.process_rewards import StepLabelledExample
 
@@ -51,6 +54,7 @@ class StepRowSpec:
     positive_token: str = "+"
     negative_token: str = "-"
     neutral_label: float = 1.0
+    images_key: str | None = None  # the prompt's images (vision-language PRMs)
     on_bad_row: BadRowPolicy = "error"
 
 
@@ -153,8 +157,12 @@ def read_step_row(ref: RowRef, spec: StepRowSpec, renderer: PromptRenderer) -> S
         steps, labels = _tagged(row, spec, where, question)
     else:
         steps, labels = _steps_and_labels(row, spec, where)
+    media = multimodal_of(ref, RowSpec(images_key=spec.images_key)) if spec.images_key else {}
+    if media:
+        images = len(media.get("images", ()))
+        question = media_content(question or "", images, 0, where, str(spec.images_key))
     prompt = renderer.text(question) if question is not None else ""
-    return StepLabelledExample(prompt, tuple(steps), tuple(labels))
+    return StepLabelledExample(prompt, tuple(steps), tuple(labels), media or None)
 
 
 def step_rows(

@@ -225,7 +225,7 @@ class HfProcessRewardModel(HostOffload, ColocatedModelSource):
     def example_logits(self, examples: Sequence[StepLabelledExample]) -> tuple[Tensor, Tensor]:
         """:meth:`step_logits` of training rows (their prompt, steps and media)."""
         rows = [self.encode(e.prompt, e.steps) for e in examples]
-        payloads = [cast(Payload, e.multimodal or {}) for e in examples]
+        payloads: list[Payload] = [e.multimodal or {} for e in examples]
         return self.step_logits(rows, payloads if any(payloads) else ())
 
     def step_scores(self, samples: Sequence[RewardSample]) -> list[Tensor]:

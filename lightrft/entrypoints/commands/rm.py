@@ -337,6 +337,7 @@ def _train_process(args: argparse.Namespace) -> dict[str, Any]:
         "prompt_key steps_key labels_key ratings_key input_key label_key positive_token "
         "negative_token neutral_label",
         tag=args.step_tag,
+        images_key=args.images_key,
         on_bad_row="skip" if args.skip_bad_rows else "error",
     )
     data = copy_fields(
@@ -431,6 +432,7 @@ RM_KINDS.add(
             "neutral_label",
             "label_key",
             "modality",
+            "images_key",
         ),
         train=_train_process,
         report=lambda s: (

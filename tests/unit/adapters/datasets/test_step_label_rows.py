@@ -101,3 +101,20 @@ def test_step_correctness_checks_each_step() -> None:
     assert step_correctness("7 + 5 = 12\n12 * 3 = 35\n", chain) == [True, False]
     (problem,) = chain_problems(1, seed=0)
     assert problem["reference"].lstrip("-").isdigit() and "####" in problem["prompt"]
+
+
+def test_rows_with_images(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from tests.helpers.tiny_multimodal import tiny_mm_tokenizer
+
+    Image.new("RGB", (28, 28), "red").save(tmp_path / "red.png")
+    rows = [
+        {"prompt": "colour?", "image": "red.png", "steps": ["it is", "red"], "labels": ["+", "+"]}
+    ]
+    renderer = PromptRenderer(tiny_mm_tokenizer(), PromptFormat(render="chat"))
+    (example,), _ = load_step_rows(
+        write(tmp_path / "vl.jsonl", rows), renderer, StepRowSpec(images_key="image")
+    )
+    assert example.multimodal is not None and len(example.multimodal["images"]) == 1
+    assert "<|image_pad|>" in example.prompt and "colour?" in example.prompt
