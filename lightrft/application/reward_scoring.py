@@ -6,7 +6,7 @@ Shapes: B samples.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -39,6 +39,8 @@ class Scores:
     by_source: dict[str, Tensor]
     total: Tensor
     metrics: dict[str, float]
+    # per source giving process rewards: per sample, (response token, score) of each step end
+    steps: dict[str, list[tuple[tuple[int, float], ...]]] = field(default_factory=dict)
 
 
 def score_completions(
@@ -65,11 +67,14 @@ def score_completions(
         return Scores(*score_by_recipe(sources, samples, recipes, gate_value, concurrency))
     by_source: dict[str, Tensor] = {}
     metrics: dict[str, float] = {}
+    steps: dict[str, list[tuple[tuple[int, float], ...]]] = {}
     scored = score_sources(sources, samples, concurrency)
     for source, (result, seconds) in zip(sources, scored, strict=True):
         scores, source_metrics = source_scores(source.name, result, seconds, len(samples))
         by_source[source.name] = scores
         metrics.update(source_metrics)
+        if result.step_rewards is not None:
+            steps[source.name] = list(result.step_rewards)
     unknown = sorted(set(weights) - set(by_source))
     if unknown:
         raise ValueError(
@@ -80,7 +85,7 @@ def score_completions(
     if gates:
         total, passed = gate_rewards(total, by_source, gates, gate_value)
         metrics["reward/gate_pass_rate"] = float(passed.float().mean()) if len(passed) else 0.0
-    return Scores(by_source, total, metrics)
+    return Scores(by_source, total, metrics, steps)
 
 
 def score_truncated_as(scores: Scores, completions: Sequence[Completion], value: float) -> Scores:
@@ -91,7 +96,7 @@ def score_truncated_as(scores: Scores, completions: Sequence[Completion], value:
     total = torch.where(truncated, torch.full_like(scores.total, value), scores.total)
     metrics = dict(scores.metrics)
     metrics["reward/truncated_replaced"] = float(truncated.float().mean()) if completions else 0.0
-    return Scores(scores.by_source, total, metrics)
+    return Scores(scores.by_source, total, metrics, scores.steps)
 
 
 def shape_rewards(

@@ -69,6 +69,10 @@ class AdvantageInputs:
     # Shape (B, R): turn-level credit: each turn's reward on its last generated token, 0
     # elsewhere; a row sums to its ``rewards`` (estimators with ``turn_credit`` only)
     token_rewards: Tensor | None = None
+    # Shape (B, R): process rewards, each step's score on the step's last token, and the mask
+    # (B, R) of those tokens (estimators with ``needs_step_rewards``; domain/process_rewards.py)
+    step_rewards: Tensor | None = None
+    step_mask: Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,7 @@ class AdvantageEstimator:
     uses_groups: bool = True  # False: group_index is ignored
     needs_teachers: bool = False  # True: needs logprobs and teacher_logprobs (opd)
     turn_credit: bool = False  # True: reads inputs.token_rewards when given
+    needs_step_rewards: bool = False  # True: needs step_rewards and step_mask (process rewards)
 
 
 ADVANTAGE_ESTIMATORS: Registry[AdvantageEstimator] = Registry("advantage estimator")
@@ -377,6 +382,7 @@ def register_advantage_estimator(
     uses_groups: bool = True,
     needs_teachers: bool = False,
     turn_credit: bool = False,
+    needs_step_rewards: bool = False,
 ) -> Callable[[Compute], Compute]:
     """Decorator: registers ``compute`` as the advantage estimator ``name`` (and its
     ``aliases``) with the capability flags of :class:`AdvantageEstimator`; a config selects it
@@ -393,6 +399,7 @@ def register_advantage_estimator(
             uses_groups=uses_groups,
             needs_teachers=needs_teachers,
             turn_credit=turn_credit,
+            needs_step_rewards=needs_step_rewards,
         )
         ADVANTAGE_ESTIMATORS.add(name, estimator, aliases=aliases)
         return compute
@@ -449,6 +456,8 @@ def validate_advantage_inputs(
             estimator.needs_teachers,
             mask,
         ),
+        ("step_rewards", inputs.step_rewards, mask.shape, estimator.needs_step_rewards, mask),
+        ("step_mask", inputs.step_mask, mask.shape, estimator.needs_step_rewards, None),
     )
     for field, tensor, shape, required, counted in optional:
         if tensor is None:

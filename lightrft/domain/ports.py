@@ -15,6 +15,7 @@ from torch import Tensor, nn
 
 from lightrft.domain.eval_metrics import GradedAnswer
 from lightrft.domain.modality import Payload
+from lightrft.domain.process_rewards import StepLabelledExample
 from lightrft.domain.sandbox import SandboxLimits, SandboxResult
 from lightrft.domain.types import (
     Completion,
@@ -201,6 +202,21 @@ class TrainableRewardModel(Protocol):
 
     def combined(self, head_scores: Tensor) -> Tensor:
         """The heads' scores (B, K) combined into one score (B,), as ``pair_scores`` does."""
+        ...
+
+
+@runtime_checkable
+class TrainableProcessRewardModel(Protocol):
+    """A process reward model being trained on step labels (``rm train --kind process``)."""
+
+    @property
+    def module(self) -> nn.Module:
+        """The ``nn.Module`` the training strategy wraps."""
+        ...
+
+    def example_logits(self, examples: Sequence[StepLabelledExample]) -> tuple[Tensor, Tensor]:
+        """Logits (N,) of the positive and the negative label token at every step end of
+        ``examples``, in order; autograd follows the caller."""
         ...
 
 

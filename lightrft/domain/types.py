@@ -149,6 +149,8 @@ class RewardResult:
 
     scores: Tensor
     metrics: Mapping[str, Tensor] = field(default_factory=dict)
+    # process rewards: per sample, (response token index, score) of each step's last token
+    step_rewards: tuple[tuple[tuple[int, float], ...], ...] | None = None
 
 
 @dataclass(frozen=True)

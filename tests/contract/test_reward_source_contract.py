@@ -101,6 +101,29 @@ def make_scalar_reward_model() -> RewardSubject:
     return RewardSubject(source, samples, tuple(expected))
 
 
+def make_process_reward_model() -> RewardSubject:
+    from lightrft.adapters.reward_models.process import HfProcessRewardModel
+    from lightrft.adapters.reward_models.process_card import ProcessRewardCard
+    from tests.unit.adapters.hf.hf_tiny import tiny_model, tiny_tokenizer
+
+    lm, tok = tiny_model(seed=5).double(), tiny_tokenizer()
+    plus, minus = tok.convert_tokens_to_ids(["+", "-"])
+    samples = reward_samples()
+    expected = []
+    for sample in samples:  # the LM's own forward on the unpadded text, the min step score
+        text, ends = sample.prompt.prompt_text, []
+        for word in sample.completion.text.split():
+            text += word + " "
+            ends.append(len(tok(text, add_special_tokens=False)["input_ids"]) - 1)
+        with torch.no_grad():
+            logits = lm(torch.tensor([tok(text, add_special_tokens=False)["input_ids"]])).logits
+        probs = [float(torch.softmax(logits[0, e, [plus, minus]], -1)[0]) for e in ends]
+        expected.append(min(probs) if probs else 0.0)
+    card = ProcessRewardCard(separator=" ")
+    source = HfProcessRewardModel(lm, tok, torch.device("cpu"), card=card, micro_batch_size=4)
+    return RewardSubject(source, samples, tuple(expected))
+
+
 _SERVED: dict[str, object] = {}
 
 
@@ -135,6 +158,7 @@ IMPLEMENTATIONS: list[object] = [
     pytest.param(make_python_function_reward, id="python-function"),
     pytest.param(make_majority_vote_reward, id="ttrl"),
     pytest.param(make_scalar_reward_model, id="scalar-rm"),
+    pytest.param(make_process_reward_model, id="process-rm"),
     pytest.param(make_remote_reward, id="remote"),
     pytest.param(make_unit_tests_reward, id="unit-tests"),
 ]

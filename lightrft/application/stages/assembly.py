@@ -28,6 +28,7 @@ from lightrft.application.stages.reference_logprobs import ReferenceLogprobs
 from lightrft.application.stages.rollout_correction import RolloutCorrection
 from lightrft.application.stages.score import Score
 from lightrft.application.stages.shaping import ShapeRewards
+from lightrft.application.stages.step_credit import StepCredit
 from lightrft.application.stages.teacher_logprobs import TeacherLogprobs
 from lightrft.application.stages.trained_row_selection import SelectTrainedRows
 from lightrft.application.stages.turn_credit import TurnCredit
@@ -122,6 +123,8 @@ def _annotation(p: ExperienceParts) -> list[AnnotationStage]:
     ]
     if a.turn_credit:
         stages.append(TurnCredit())
+    if estimator.needs_step_rewards:
+        stages.append(StepCredit())
     forward = NoGradForward(p.rollout, p.collective, a.logprob_temperature)
     advantages = Advantages(a, p.shaping, p.collective)
     entropy = a.high_entropy_fraction is not None

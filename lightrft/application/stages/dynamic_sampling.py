@@ -96,6 +96,7 @@ def select_groups(rollout: Rollout, prompt_indices: list[int]) -> Rollout:
         {k: v[index] for k, v in rollout.scores.by_source.items()},
         rollout.scores.total[index],
         rollout.scores.metrics,
+        {k: [v[i] for i in rows] for k, v in rollout.scores.steps.items()},
     )
     return Rollout([rollout.prompts[i] for i in prompt_indices], completions, scores)
 
@@ -114,4 +115,5 @@ def concat(parts: list[Rollout]) -> Rollout:
         k: torch.cat([p.scores.by_source[k] for p in parts]) for k in parts[0].scores.by_source
     }
     total = torch.cat([p.scores.total for p in parts])
-    return Rollout(prompts, completions, Scores(by_source, total, parts[-1].scores.metrics))
+    steps = {k: [s for p in parts for s in p.scores.steps[k]] for k in parts[0].scores.steps}
+    return Rollout(prompts, completions, Scores(by_source, total, parts[-1].scores.metrics, steps))

@@ -72,6 +72,8 @@ class Annotation:
     constraints: ConstraintState
     rewards: Tensor | None = None  # (B,) shaped
     token_rewards: Tensor | None = None  # (B, R) per-turn credit
+    step_rewards: Tensor | None = None  # (B, R) process rewards on the step ends
+    step_mask: Tensor | None = None  # (B, R) bool, the step ends
     batches: list[Tensor] = field(default_factory=list)
     old_batches: list[Tensor] = field(default_factory=list)
     old: Tensor | None = None  # (B, R) old-policy log-probs at the loss's temperature
@@ -122,6 +124,8 @@ class Annotation:
             self.group_index,
             baseline_rewards=self.collected.baseline,
             token_rewards=self.token_rewards,
+            step_rewards=self.step_rewards,
+            step_mask=self.step_mask,
         )
 
 

@@ -131,6 +131,7 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--max-pixels", type=int, default=None, help="image pixel bound")
     train.add_argument("--kind", choices=RM_KINDS.names(), default="scalar", help="what to train")
     _judge_arguments(train)
+    _process_arguments(train)
     flags = {dest for kind in RM_KINDS.names() for dest in RM_KINDS.get(kind).flags}
     train.set_defaults(kind_flag_defaults={dest: train.get_default(dest) for dest in flags})
     train.set_defaults(train_options={a.dest: tuple(a.option_strings) for a in train._actions})
@@ -189,6 +190,23 @@ def _judge_arguments(parser: argparse.ArgumentParser) -> None:
     judge.add_argument("--max-new-tokens", type=int, default=256, help="verdict length limit")
     judge.add_argument(
         "--eval-batch-size", type=int, default=32, help="held-out rows per verdict batch"
+    )
+
+
+def _process_arguments(parser: argparse.ArgumentParser) -> None:
+    prm = parser.add_argument_group("--kind process (a process reward model)")
+    prm.add_argument(
+        "--separator", default="\n\n", help="string closing every step (e.g. '<step>', 'ки')"
+    )
+    prm.add_argument("--positive-token", default="+", help="label token of a good step")
+    prm.add_argument("--negative-token", default="-", help="label token of a bad step")
+    prm.add_argument("--steps-key", default="steps", help="column of the step texts")
+    prm.add_argument("--labels-key", default="labels", help="column of the step labels")
+    prm.add_argument("--ratings-key", default="ratings", help="PRM800K-style ratings 1/0/-1")
+    prm.add_argument("--input-key", default="input", help="tagged text (Math-Shepherd layout)")
+    prm.add_argument("--step-tag", default="ки", help="the step tag of --input-key rows")
+    prm.add_argument(
+        "--neutral-label", type=float, default=1.0, help="label of a rating of 0 (neutral)"
     )
 
 
@@ -456,6 +474,55 @@ def _as_json(options: Any) -> dict[str, Any]:
     return asdict(options)
 
 
+def _train_process(args: argparse.Namespace) -> dict[str, Any]:
+    from lightrft.entrypoints.jobs.process_reward_model import train_process_reward_model
+
+    return train_process_reward_model(_process_options(args))
+
+
+def _process_options(args: argparse.Namespace) -> Any:
+    from lightrft.adapters.datasets.step_label_rows import StepRowSpec
+    from lightrft.application.reward_model_training import RewardTrainParams
+    from lightrft.entrypoints.field_copy import copy_fields
+    from lightrft.entrypoints.jobs.process_reward_model import (
+        PrmCardOptions,
+        PrmTrainOptions,
+        StepDataOptions,
+    )
+    from lightrft.entrypoints.next_command import NextCommand
+
+    spec = copy_fields(
+        StepRowSpec,
+        args,
+        "prompt_key steps_key labels_key ratings_key input_key label_key positive_token "
+        "negative_token neutral_label",
+        tag=args.step_tag,
+        images_key=args.images_key,
+        on_bad_row="skip" if args.skip_bad_rows else "error",
+    )
+    data = copy_fields(
+        StepDataOptions,
+        args,
+        "data eval_data eval_fraction num_synthetic system_prompt render",
+        spec=spec,
+    )
+    params = copy_fields(
+        RewardTrainParams,
+        args,
+        "batch_size micro_batch_size epochs total_steps eval_every checkpoint_every seed",
+    )
+    return copy_fields(
+        PrmTrainOptions,
+        args,
+        "output model lr max_length strategy dtype modality resume overwrite",
+        data=data,
+        card=copy_fields(PrmCardOptions, args, "separator positive_token negative_token"),
+        train=params,
+        resume_changing=tuple(stated_keys(args)),
+        next_command=NextCommand(args.argv),
+    )
+
+
 @dataclass(frozen=True)
 class RmKind:
     """One kind of model ``rm train`` trains: the flags only it reads (argparse dests), its
@@ -525,6 +592,32 @@ RM_KINDS.add(
         report=lambda s: (
             "held-out verdict accuracy: "
             f"{s['verdict_accuracy_before']:.3f} before, {s['verdict_accuracy_after']:.3f} after"
+        ),
+    ),
+)
+RM_KINDS.add(
+    "process",
+    RmKind(
+        flags=(
+            "separator",
+            "positive_token",
+            "negative_token",
+            "steps_key",
+            "labels_key",
+            "ratings_key",
+            "input_key",
+            "step_tag",
+            "neutral_label",
+            "label_key",
+            "modality",
+            "images_key",
+        ),
+        train=_train_process,
+        options=lambda args: _as_json(_process_options(args)),
+        report=lambda s: (
+            "held-out step accuracy: "
+            f"{s.get('before/step_accuracy', float('nan')):.3f} before, "
+            f"{s.get('eval/step_accuracy', float('nan')):.3f} after"
         ),
     ),
 )

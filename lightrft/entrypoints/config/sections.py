@@ -23,6 +23,7 @@ from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_MODE, Correcti
 from lightrft.entrypoints.config import (
     agent_configs,
     engine_configs,
+    process_reward_config,  # noqa: F401  (registers)
     reward_configs,
     reward_model_configs,  # noqa: F401  (registers)
     reward_recipes,

@@ -22,6 +22,7 @@ RECIPE_MODULES: tuple[str, ...] = (
     "lightrft.entrypoints.recipes.safe",
     "lightrft.entrypoints.recipes.agent",
     "lightrft.entrypoints.recipes.distill",
+    "lightrft.entrypoints.recipes.prm",
 )
 """The built-in recipes' modules."""
 

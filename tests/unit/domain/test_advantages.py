@@ -218,6 +218,7 @@ def test_registry_names_and_flags() -> None:
         "remax",
         "opo",
         "opd",
+        "process_grpo",  # lightrft/domain/process_rewards.py
     }
     assert "group_norm" not in ADVANTAGE_ESTIMATORS.names()
     assert ADVANTAGE_ESTIMATORS.get("group_norm").name == "grpo"
@@ -316,7 +317,7 @@ def _inputs(**overrides: object) -> AdvantageInputs:
             _inputs(),
             AdvantageParams(),
             "unknown advantage estimator 'no_such'; valid choices: cpgd, dr_grpo, gae, "
-            "group_norm, grpo, opd, opo, reinforce, reinforce_baseline, reinforce_pp, "
+            "group_norm, grpo, opd, opo, process_grpo, reinforce, reinforce_baseline, reinforce_pp, "
             "reinforce_pp_baseline, remax, rloo",
         ),
     ],

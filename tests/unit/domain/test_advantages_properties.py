@@ -54,6 +54,8 @@ def batches(draw: st.DrawFn, min_groups: int = 1, equal_rewards: bool = False) -
     kl = torch.rand(b, r, generator=gen, dtype=torch.float64)
     logprobs = -3 * torch.rand(b, r, generator=gen, dtype=torch.float64)
     teacher = -3 * torch.rand(1, b, r, generator=gen, dtype=torch.float64)
+    steps = (torch.rand(b, r, generator=gen) < 0.4) & mask.bool()  # process_grpo's step ends
+    step_rewards = torch.where(steps, torch.rand(b, r, generator=gen, dtype=torch.float64), 0.0)
     group_index = torch.repeat_interleave(
         torch.tensor([10, 3, 7][: len(sizes)]), torch.tensor(sizes)
     )
@@ -68,6 +70,8 @@ def batches(draw: st.DrawFn, min_groups: int = 1, equal_rewards: bool = False) -
         ),
         logprobs=torch.where(mask.bool(), logprobs, NAN),
         teacher_logprobs=torch.where(mask.bool(), teacher, NAN),
+        step_rewards=torch.where(mask.bool(), step_rewards, NAN),
+        step_mask=steps,
     )
     return Batch(inputs, sizes)
 
@@ -87,6 +91,8 @@ def rows(inputs: AdvantageInputs, index: Tensor) -> AdvantageInputs:
         take(inputs.baseline_rewards),
         take(inputs.logprobs),
         None if inputs.teacher_logprobs is None else inputs.teacher_logprobs[:, index],
+        step_rewards=take(inputs.step_rewards),
+        step_mask=take(inputs.step_mask),
     )
 
 
@@ -116,6 +122,8 @@ def test_padding_columns_never_change_a_result(batch: Batch, data: st.DataObject
         kl=widen(inputs.kl, NAN),  # type: ignore[arg-type]
         logprobs=widen(inputs.logprobs, NAN),  # type: ignore[arg-type]
         teacher_logprobs=widen(inputs.teacher_logprobs[0], NAN).unsqueeze(0),  # type: ignore[index]
+        step_rewards=widen(inputs.step_rewards, NAN),  # type: ignore[arg-type]
+        step_mask=widen(inputs.step_mask, 0.0).bool(),  # type: ignore[arg-type]
     )
     for name in ALL:
         base = compute_advantages(name, inputs, PARAMS)

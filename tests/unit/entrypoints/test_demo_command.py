@@ -18,7 +18,7 @@ from lightrft.entrypoints.recipes.registry import RECIPE_MODULES, load_recipes
 
 def test_every_built_in_recipe_is_registered_once() -> None:
     recipes = load_recipes()
-    assert recipes.names() == ("agent", "distill", "grpo", "rlhf", "safe", "ttrl")
+    assert recipes.names() == ("agent", "distill", "grpo", "prm", "rlhf", "safe", "ttrl")
     with pytest.raises(ValueError, match="demo recipe 'grpo' is already registered"):
         load_recipes((*RECIPE_MODULES, "lightrft.entrypoints.recipes.demo"))
 
@@ -100,7 +100,7 @@ def test_an_unknown_name_is_refused_naming_the_recipes() -> None:
     args = argparse.Namespace(argv=("demo", "rhlf"), resume_changing=[])
     with pytest.raises(UnknownChoiceError, match="unknown demo recipe 'rhlf'; valid choices: "):
         run(args, ["rhlf", "train.seed=1"])
-    with pytest.raises(UnknownChoiceError, match="agent, distill, grpo, rlhf, safe, ttrl"):
+    with pytest.raises(UnknownChoiceError, match="agent, distill, grpo, prm, rlhf, safe, ttrl"):
         run(args, ["--run-dir", "d", "rhlf"])
 
 
@@ -130,4 +130,4 @@ def test_a_recipes_help_shows_its_own_flags(
     out = capsys.readouterr().out
     assert out.startswith(f"usage: lightrft demo {name}")
     assert all(flag in out for flag in own) and not any(flag in out for flag in others)
-    assert "recipes: agent, distill, grpo (default), rlhf, safe, ttrl" in " ".join(out.split())
+    assert "recipes: agent, distill, grpo (default), prm, rlhf, safe, ttrl" in " ".join(out.split())

@@ -1,0 +1,114 @@
+"""A built-in multi-step arithmetic task whose intermediate steps are checkable.
+
+A problem is a chain: "Start with 7. Add 5. Multiply by 3. Subtract 4." with one worked step
+per operation, ``7 + 5 = 12``, ``12 * 3 = 36``, ``36 - 4 = 32``, and the final answer after
+``####``. :func:`chain_problems` gives RL prompt rows ``{"prompt", "reference", "chain"}``;
+:func:`synthetic_step_rows` gives PRM training rows ``{"prompt", "steps", "labels"}`` in the
+Math-Shepherd sense: a step is good (``+``) while every step up to it is right, and bad
+(``-``) from the first wrong step on (later steps cannot reach the right answer any more).
+:func:`step_correctness` checks a response's steps against the chain (the ground truth that
+the trained PRM is measured against). Deterministic in ``seed``.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+OPERATIONS = (("Add", "+"), ("Subtract", "-"), ("Multiply by", "*"))
+CHAIN_INSTRUCTION = (
+    "Work it out one operation per line, like '7 + 5 = 12', then give the final answer "
+    'after "####".'
+)
+_STEP = re.compile(r"^\s*(-?\d+)\s*([+\-*])\s*(-?\d+)\s*=\s*(-?\d+)\s*$")
+
+
+def _apply(value: int, symbol: str, operand: int) -> int:
+    return (
+        value + operand if symbol == "+" else value - operand if symbol == "-" else value * operand
+    )
+
+
+def _chain(rng: random.Random, length: int) -> tuple[int, list[tuple[str, str, int]]]:
+    start = rng.randint(2, 9)
+    ops = []
+    for _ in range(length):
+        word, symbol = rng.choice(OPERATIONS)
+        operand = rng.randint(2, 4) if symbol == "*" else rng.randint(2, 9)
+        ops.append((word, symbol, operand))
+    return start, ops
+
+
+def _question(start: int, ops: list[tuple[str, str, int]]) -> str:
+    return (
+        f"Start with {start}. " + " ".join(f"{w} {n}." for w, _, n in ops) + " What is the result?"
+    )
+
+
+def chain_problems(n: int, seed: int = 0, length: int = 3) -> list[dict[str, Any]]:
+    """``n`` RL rows: ``prompt`` (question and instruction), ``reference`` (the answer) and
+    ``chain`` (start and operations, for :func:`step_correctness`)."""
+    rng = random.Random(f"chain-{seed}-{length}")
+    rows = []
+    for _ in range(n):
+        start, ops = _chain(rng, length)
+        value = start
+        for _, symbol, operand in ops:
+            value = _apply(value, symbol, operand)
+        rows.append(
+            {
+                "prompt": f"{_question(start, ops)}\n{CHAIN_INSTRUCTION}",
+                "reference": str(value),
+                "chain": {"start": start, "ops": [[s, o] for _, s, o in ops]},
+            }
+        )
+    return rows
+
+
+def synthetic_step_rows(
+    n: int, seed: int = 0, length: int = 3, error_rate: float = 0.6
+) -> list[dict[str, Any]]:
+    """``n`` PRM rows ``{"prompt", "steps", "labels"}``: worked chains, ``error_rate`` of them
+    with one wrong result at a random step (the later steps carry on from it)."""
+    rng = random.Random(f"chain-steps-{seed}-{length}")
+    rows = []
+    for _ in range(n):
+        start, ops = _chain(rng, length)
+        wrong_at = rng.randrange(length) if rng.random() < error_rate else -1
+        value, steps, labels, good = start, [], [], True
+        for k, (_, symbol, operand) in enumerate(ops):
+            result = _apply(value, symbol, operand)
+            if k == wrong_at:
+                result += rng.choice((-3, -2, -1, 1, 2, 3))
+                good = False
+            steps.append(f"{value} {symbol} {operand} = {result}")
+            labels.append("+" if good else "-")
+            value = result
+        rows.append(
+            {
+                "prompt": f"{_question(start, ops)}\n{CHAIN_INSTRUCTION}",
+                "steps": steps,
+                "labels": labels,
+            }
+        )
+    return rows
+
+
+def step_correctness(text: str, chain: dict[str, Any]) -> list[bool]:
+    """For each line of ``text`` that reads as a step ``a op b = c``: whether it is the next
+    operation of ``chain`` applied to the right value with the right result."""
+    value, ops = int(chain["start"]), [(str(s), int(o)) for s, o in chain["ops"]]
+    verdicts, k = [], 0
+    for line in text.splitlines():
+        match = _STEP.match(line)
+        if match is None:
+            continue
+        a, symbol, b, c = int(match[1]), match[2], int(match[3]), int(match[4])
+        right = k < len(ops) and (symbol, b) == ops[k] and a == value
+        right = right and c == _apply(value, symbol, b)
+        verdicts.append(right)
+        if right:
+            value = c
+        k += 1
+    return verdicts

@@ -1,0 +1,203 @@
+"""ProcessRewardTrainer: step classification of a process reward model on step-labelled rows.
+
+Shapes: B rows per step (on all ranks together), M rows per micro-batch, N steps.
+
+The loop, checkpoints and exact resume are :class:`~lightrft.application.step_trainer.
+StepTrainer`'s; the batch order is the reward-model trainer's (step s of epoch e reads batch
+s of a seeded permutation e). One step scores each rank's rows in micro-batches: the logits
+of the two label tokens at every step end, the loss
+sum_steps BCE(sigmoid(l_+ - l_-), y) / (steps of this rank's rows)
+(:func:`~lightrft.domain.process_rewards.step_classification_loss`) back-propagated per
+micro-batch, then one strategy step. Held out: the step accuracy (p(+) > 0.5 agrees with
+y > 0.5), the loss, and the accuracy of the first bad step (the first step with p < 0.5 is
+the first step labelled bad, or none of each: ProcessBench's error-step identification).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import structlog
+import torch
+from torch import Tensor
+
+from lightrft.application.reward_model_training import RewardTrainParams
+from lightrft.application.step_trainer import StepTrainer
+from lightrft.domain.ports import (
+    CheckpointStore,
+    Collective,
+    Strategy,
+    Tracker,
+    TrainableProcessRewardModel,
+)
+from lightrft.domain.process_rewards import (
+    StepLabelledExample,
+    step_classification_loss,
+    step_probabilities,
+)
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class StepEval:
+    """Held-out results: step accuracy, mean loss per step, first-bad-step accuracy."""
+
+    step_accuracy: float
+    loss: float
+    first_error_accuracy: float
+    steps: int
+
+    def metrics(self, prefix: str = "eval") -> dict[str, float]:
+        """Scalars for a tracker."""
+        return {
+            f"{prefix}/step_accuracy": self.step_accuracy,
+            f"{prefix}/loss": self.loss,
+            f"{prefix}/first_error_accuracy": self.first_error_accuracy,
+        }
+
+
+def _labels(examples: Sequence[StepLabelledExample], device: torch.device) -> Tensor:
+    return torch.tensor([y for e in examples for y in e.labels], device=device)
+
+
+def _first_bad(flags: Sequence[bool]) -> int:
+    """Index of the first False, or -1."""
+    return next((i for i, good in enumerate(flags) if not good), -1)
+
+
+def evaluate_steps(
+    model: TrainableProcessRewardModel,
+    examples: Sequence[StepLabelledExample],
+    micro_batch_size: int = 8,
+) -> StepEval:
+    """:class:`StepEval` of ``examples`` in eval mode without gradients."""
+    if not examples:
+        raise ValueError("evaluate needs at least one row")
+    hits = losses = first_hits = 0.0
+    steps = 0
+    with _inference(model):
+        for start in range(0, len(examples), micro_batch_size):
+            chunk = examples[start : start + micro_batch_size]
+            positive, negative = model.example_logits(chunk)
+            labels = _labels(chunk, positive.device)
+            probs = step_probabilities(positive, negative)
+            hits += float(((probs > 0.5) == (labels > 0.5)).sum())
+            losses += float(step_classification_loss(positive, negative, labels).sum())
+            steps += len(labels)
+            offset = 0
+            for e in chunk:
+                k = len(e.labels)
+                predicted = [bool(p > 0.5) for p in probs[offset : offset + k]]
+                first_hits += _first_bad(predicted) == _first_bad([y > 0.5 for y in e.labels])
+                offset += k
+    return StepEval(hits / steps, losses / steps, first_hits / len(examples), steps)
+
+
+@contextmanager
+def _inference(model: TrainableProcessRewardModel) -> Iterator[None]:
+    module = model.module
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        module.train(was_training)
+
+
+class ProcessRewardTrainer(StepTrainer):
+    """Trains ``model`` with ``strategy`` (already ``prepare``d on ``model.module``)."""
+
+    checkpoint_name = "prm"
+
+    def __init__(
+        self,
+        model: TrainableProcessRewardModel,
+        strategy: Strategy,
+        train_rows: Sequence[StepLabelledExample],
+        params: RewardTrainParams,
+        *,
+        eval_rows: Sequence[StepLabelledExample] = (),
+        collective: Collective | None = None,
+        checkpoints: CheckpointStore | None = None,
+        tracker: Tracker | None = None,
+    ) -> None:
+        if len(train_rows) < params.batch_size:
+            raise ValueError(
+                f"{len(train_rows)} training rows is fewer than one batch ({params.batch_size})"
+            )
+        world = collective.world_size if collective is not None else 1
+        if params.batch_size % world:
+            raise ValueError(f"batch_size {params.batch_size} must divide by {world} ranks")
+        self.model, self.strategy, self.params = model, strategy, params
+        self.train_rows, self.eval_rows = train_rows, eval_rows
+        self.collective, self.checkpoints, self.tracker = collective, checkpoints, tracker
+        self.steps_per_epoch = len(train_rows) // params.batch_size
+        self.step = 0
+        self.history: list[dict[str, float]] = []
+
+    @property
+    def total_steps(self) -> int:
+        """``params.total_steps`` or every step of every epoch."""
+        return self.params.total_steps or self.params.epochs * self.steps_per_epoch
+
+    @property
+    def checkpoint_every(self) -> int | None:
+        return self.params.checkpoint_every
+
+    def evaluation_due(self, last: bool) -> bool:
+        every = self.params.eval_every
+        return bool(self.eval_rows) and (bool(every and self.step % every == 0) or last)
+
+    def evaluation_metrics(self) -> dict[str, float]:
+        return self.evaluate(self.eval_rows).metrics()
+
+    def evaluate(self, rows: Sequence[StepLabelledExample]) -> StepEval:
+        """Held-out step metrics of ``rows`` under the current weights (this rank)."""
+        return evaluate_steps(self.model, rows, self.params.micro_batch_size)
+
+    def batch_indices(self, step: int) -> list[int]:
+        """Indices of the rows of ``step`` on all ranks: batch s of permutation e."""
+        epoch, position = divmod(step, self.steps_per_epoch)
+        generator = torch.Generator().manual_seed(self.params.seed * 1_000_003 + epoch)
+        order = torch.randperm(len(self.train_rows), generator=generator)
+        b = self.params.batch_size
+        return order[position * b : (position + 1) * b].tolist()
+
+    def train_step(self) -> dict[str, float]:
+        """One optimizer step on the next batch; returns its metrics."""
+        world = self.collective.world_size if self.collective is not None else 1
+        rank = self.collective.rank if self.collective is not None else 0
+        rows = [self.train_rows[i] for i in self.batch_indices(self.step)[rank::world]]
+        steps = sum(len(r.labels) for r in rows)
+        self.model.module.train()
+        loss_sum = correct = 0.0
+        size = self.params.micro_batch_size
+        for start in range(0, len(rows), size):
+            chunk = rows[start : start + size]
+            positive, negative = self.model.example_logits(chunk)
+            labels = _labels(chunk, positive.device)
+            losses = step_classification_loss(positive, negative, labels)
+            self.strategy.backward(losses.sum() / steps)
+            loss_sum += float(losses.detach().sum())
+            probs = step_probabilities(positive.detach(), negative.detach())
+            correct += float(((probs > 0.5) == (labels > 0.5)).sum())
+        totals = [loss_sum, correct, float(steps)]
+        if self.collective is not None and world > 1:
+            summed = self.collective.all_reduce_sum(torch.tensor(totals, dtype=torch.float64))
+            totals = [float(v) for v in summed.tolist()]
+        loss = totals[0] / totals[2]
+        result = self.strategy.step(skip_reason=None if math.isfinite(loss) else "non-finite loss")
+        self.step += 1
+        log.debug("prm.step", step=self.step, loss=loss)
+        return {
+            "train/loss": loss,
+            "train/step_accuracy": totals[1] / totals[2],
+            "train/grad_norm": result.grad_norm,
+            "train/lr": result.lr,
+            "train/skipped": float(result.skipped),
+        }

@@ -1,0 +1,117 @@
+"""`lightrft rm train --kind process` in-process on the tiny random model: a PRM trained
+from a step-labelled file (Math-Shepherd layout), exported with safetensors and its card,
+then loaded as the ``process_rm`` reward source from the summary and used to score."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lightrft.adapters.reward_models.process_card import ProcessRewardCard
+from lightrft.domain.types import Completion, PromptRecord, RewardSample
+from lightrft.entrypoints.cli import main
+from lightrft.entrypoints.config.loading import load_config
+from lightrft.entrypoints.recipes.rlhf import metric_rows
+from lightrft.entrypoints.wiring import models
+from lightrft.entrypoints.wiring.registries import REWARD_SOURCES, BuildContext, build
+from tests.helpers.cli_runs import TINY
+
+
+def load_source(entry: dict[str, Any]) -> Any:
+    config = load_config(None, {"reward.sources": [entry]})
+    (section,) = config.reward.typed_sources
+    device = models.device_of(models.build_accelerator(config))
+    return build(REWARD_SOURCES, section, BuildContext(config, Path("."), device, None, None))  # type: ignore[arg-type]
+
+
+def shepherd_rows(n: int) -> list[dict[str, str]]:
+    rows = []
+    for i in range(n):
+        marks = ["+" if (i >> k) & 1 else "-" for k in range(3)]
+        steps = [f"s{k} {'ok' if m == '+' else 'no'}" for k, m in enumerate(marks)]
+        text = f"Q{i % 4}: " + "".join(f"{s} ки" for s in steps)
+        label = f"Q{i % 4}: " + "".join(f"{s} {m}" for s, m in zip(steps, marks, strict=True))
+        rows.append({"input": text, "label": label})
+    return rows
+
+
+def test_rm_train_kind_process_end_to_end(tiny_dir: Path, tmp_path: Path) -> None:
+    data = tmp_path / "shepherd.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in shepherd_rows(40)))
+    out = tmp_path / "prm"
+    argv = [
+        "rm", "train", "--kind", "process", "--output", str(out), "--model", str(tiny_dir),
+        "--data", str(data), "--separator", "ки", "--batch-size", "8", "--micro-batch-size", "8",
+        "--epochs", "2", "--lr", "1e-2", "--eval-fraction", "0.2", "--max-length", "120",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 8 and summary["train_rows"] == 32 and summary["eval_rows"] == 8
+    assert summary["separator"] == "ки" and summary["label_tokens"] == ["+", "-"]
+    assert summary["eval/step_accuracy"] > summary["before/step_accuracy"]
+    model = Path(summary["model"])
+    assert (model / "model.safetensors").is_file()
+    card = json.loads((model / "lightrft_process_reward.json").read_text())
+    assert card["separator"] == "ки" and card["negative_token"] == "-"
+    assert 'separator: `"\\u043a\\u0438"`' in (model / "README.md").read_text()
+    source = load_source({**summary["reward_source"], "aggregate": "last"})
+    record = PromptRecord("q", "Q1: ", (1,))
+    result = source.score([RewardSample(record, Completion(0, (2,), "s0 ok ки s1 no ки", "stop"))])
+    assert result.scores.shape == (1,) and 0.0 < float(result.scores[0]) < 1.0
+    assert float(result.metrics["steps_mean"]) == 2.0
+
+
+def test_flags_of_another_kind_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["rm", "train", "--kind", "process", "--output", str(tmp_path / "x"), "--margin", "1"]
+    assert main(argv) == 2
+    assert "--margin applies to --kind scalar, not process" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_grpo_with_step_rewards_runs_on_the_tiny_model(tiny_dir: Path, tmp_path: Path) -> None:
+    """`process_grpo` with a `process_rm` source in `steps` mode: the step rewards reach the
+    estimator (its process metrics are logged) and the run ends."""
+    prm = tmp_path / "prm_dir"
+    shutil.copytree(tiny_dir, prm)
+    ProcessRewardCard(separator="e").save(prm)  # a frequent byte: several steps per answer
+    run = tmp_path / "run"
+    sources = (
+        f"reward.sources=[{{type: math}}, {{type: process_rm, path: '{prm}', aggregate: steps}}]"
+    )
+    argv = [
+        "train", "grpo", f"model.path={tiny_dir}", f"logging.run_dir={run}",
+        "algorithm.advantage_estimator=process_grpo", sources, *TINY, "rollout.max_new_tokens=12",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    logged = {k: v for row in rows for k, v in row.items()}
+    steps = [k for k in logged if k.endswith("process/steps_per_sample")]
+    assert steps, sorted(logged)
+    assert any(k.endswith("reward/process_rm/steps_mean") for k in logged)
+
+
+def test_demo_prm_runs_both_arms_on_the_tiny_model(tiny_dir: Path, tmp_path: Path) -> None:
+    """`lightrft demo prm` end to end on the tiny model (no learning asserted): the PRM stage,
+    then GRPO with the outcome reward alone and with the PRM's step rewards."""
+    run = tmp_path / "demo"
+    argv = [
+        "demo", "--run-dir", str(run), "--prm-rows", "20", "--prm-steps", "1", "prm",
+        f"model.path={tiny_dir}", "train.total_steps=1", "rollout.prompts_per_step=2",
+        "rollout.n_samples_per_prompt=2", "rollout.max_new_tokens=8", "eval.max_prompts=2",
+        "eval.every=1",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["prm"]["trained_here"] and Path(summary["prm"]["path"]).is_dir()
+    assert 0.0 <= summary["prm"]["step_accuracy_after"] <= 1.0
+    for arm in ("outcome_only", "process"):
+        assert summary[arm]["steps"] == 1 and summary[arm]["math_after"] is not None
+    process_rows = metric_rows(run / "grpo_process")
+    assert any("process/steps_per_sample" in k for row in process_rows for k in row)
+    assert not any("process/" in k for row in metric_rows(run / "grpo_outcome") for k in row)

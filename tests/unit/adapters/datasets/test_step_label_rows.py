@@ -1,0 +1,120 @@
+"""Step-labelled rows in their three layouts (steps + labels, PRM800K ratings, Math-Shepherd /
+the original's tagged text), the built-in chain set, and bad rows named by file, row and key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lightrft.adapters.datasets.bad_rows import BadRowsError
+from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
+from lightrft.adapters.datasets.step_label_rows import (
+    StepRowSpec,
+    in_memory_step_rows,
+    load_step_rows,
+)
+from lightrft.adapters.datasets.synthetic_steps import (
+    chain_problems,
+    step_correctness,
+    synthetic_step_rows,
+)
+from tests.unit.adapters.hf.hf_tiny import tiny_tokenizer
+
+PLAIN = PromptRenderer(tiny_tokenizer(), PromptFormat(render="plain"))
+
+
+def write(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_three_layouts(tmp_path: Path) -> None:
+    rows = [
+        {"prompt": "2+3*2?", "steps": ["2+3=5", "5*2=11"], "labels": ["+", "-"]},
+        {"question": "1+1?", "steps": ["1+1=2"], "labels": [True]},
+        {"prompt": "x?", "steps": ["a", "b", "c"], "labels": [1, 0.25, 0]},
+        {"prompt": "y?", "steps": ["a", "b", "c"], "ratings": [1, 0, -1]},
+        # Math-Shepherd: the label text is the input with each tag replaced by its mark
+        {
+            "input": "Q 2+2? Step 1: 2+2=4 ки\nStep 2: so 5 ки",
+            "label": "Q 2+2? Step 1: 2+2=4 +\nStep 2: so 5 -",
+        },
+        # the original's layout: a list with one label per tag, the question split off
+        {"question": "Q 3? ", "input": "Q 3? s1 ки s2 ки", "label": ["-", "+"]},
+    ]
+    examples, skipped = load_step_rows(write(tmp_path / "prm.jsonl", rows), PLAIN)
+    assert skipped == 0
+    assert [(e.prompt, e.steps, e.labels) for e in examples] == [
+        ("2+3*2?", ("2+3=5", "5*2=11"), (1.0, 0.0)),
+        ("1+1?", ("1+1=2",), (1.0,)),
+        ("x?", ("a", "b", "c"), (1.0, 0.25, 0.0)),
+        ("y?", ("a", "b", "c"), (1.0, 1.0, 0.0)),
+        ("", ("Q 2+2? Step 1: 2+2=4 ", "\nStep 2: so 5 "), (1.0, 0.0)),
+        ("Q 3? ", ("s1 ", " s2 "), (0.0, 1.0)),
+    ]
+    neutral_bad = StepRowSpec(neutral_label=0.0)
+    (example,), _ = in_memory_step_rows([rows[3]], PLAIN, neutral_bad)
+    assert example.labels == (1.0, 0.0, 0.0)
+
+
+def test_bad_rows_are_named(tmp_path: Path) -> None:
+    rows = [
+        {"prompt": "q", "steps": ["a", "b"], "labels": ["+"]},
+        {"prompt": "q", "steps": ["a"], "labels": ["?"]},
+        {"prompt": "q", "steps": ["a"], "ratings": [2]},
+        {"steps": ["a"], "labels": ["+"]},
+        {"input": "no tags here", "label": "no tags here"},
+        {"input": "a ки b ки", "label": "a + b"},
+        {"prompt": "q", "steps": ["a"], "labels": ["+"]},
+    ]
+    path = write(tmp_path / "bad.jsonl", rows)
+    with pytest.raises(BadRowsError) as caught:
+        load_step_rows(path, PLAIN)
+    text = str(caught.value)
+    assert "6 bad rows" in text
+    assert "bad.jsonl row 0: 1 labels for 2 steps in 'labels'" in text
+    assert "row 1: label '?' is none of '+', '-'" in text
+    assert "row 2: rating 2 is not 1, 0 or -1 in 'ratings'" in text
+    assert "row 3: missing prompt (or question) 'prompt'" in text
+    assert "row 4: expected text with step tags 'ки' in 'input'" in text
+    assert "row 5: label text does not follow the input in 'label'" in text
+    kept, skipped = load_step_rows(path, PLAIN, StepRowSpec(on_bad_row="skip"))
+    assert len(kept) == 1 and skipped == 6
+
+
+def test_chain_set_labels_follow_the_first_wrong_step() -> None:
+    rows = synthetic_step_rows(50, seed=3)
+    assert synthetic_step_rows(50, seed=3) == rows
+    for row in rows:
+        labels = row["labels"]
+        first_bad = labels.index("-") if "-" in labels else len(labels)
+        assert labels == ["+"] * first_bad + ["-"] * (len(labels) - first_bad)
+    assert any("-" in r["labels"] for r in rows) and any("-" not in r["labels"] for r in rows)
+
+
+def test_step_correctness_checks_each_step() -> None:
+    chain = {"start": 7, "ops": [["+", 5], ["*", 3], ["-", 4]]}
+    assert step_correctness("7 + 5 = 12\n12 * 3 = 36\n36 - 4 = 32\n#### 32", chain) == [True] * 3
+    assert step_correctness("7 + 5 = 13\n13 * 3 = 39\n39 - 4 = 35", chain) == [False, False, False]
+    assert step_correctness("7 + 5 = 12\n12 * 3 = 35\n", chain) == [True, False]
+    (problem,) = chain_problems(1, seed=0)
+    assert problem["reference"].lstrip("-").isdigit() and "####" in problem["prompt"]
+
+
+def test_rows_with_images(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from tests.helpers.tiny_multimodal import tiny_mm_tokenizer
+
+    Image.new("RGB", (28, 28), "red").save(tmp_path / "red.png")
+    rows = [
+        {"prompt": "colour?", "image": "red.png", "steps": ["it is", "red"], "labels": ["+", "+"]}
+    ]
+    renderer = PromptRenderer(tiny_mm_tokenizer(), PromptFormat(render="chat"))
+    (example,), _ = load_step_rows(
+        write(tmp_path / "vl.jsonl", rows), renderer, StepRowSpec(images_key="image")
+    )
+    assert example.multimodal is not None and len(example.multimodal["images"]) == 1
+    assert "<|image_pad|>" in example.prompt and "colour?" in example.prompt
