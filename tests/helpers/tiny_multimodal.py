@@ -47,14 +47,16 @@ VOCAB = 272  # 10 specials + 256 bytes, rounded up
 
 
 def media_chat_template(image: str) -> str:
-    """The Qwen chat template, an image part rendered as ``image`` (the family's tokens) and
-    an audio part as ``<|audio_bos|><|AUDIO|><|audio_eos|>``."""
+    """The Qwen chat template, an image part rendered as ``image`` (the family's tokens), an
+    audio part as ``<|audio_bos|><|AUDIO|><|audio_eos|>`` and a video part as Qwen2-VL's
+    ``<|vision_start|><|video_pad|><|vision_end|>``."""
     return (
         "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
         "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
         "{% for c in m['content'] %}"
         f"{{% if c['type'] == 'image' %}}{image}"
         "{% elif c['type'] == 'audio' %}<|audio_bos|><|AUDIO|><|audio_eos|>"
+        "{% elif c['type'] == 'video' %}<|vision_start|><|video_pad|><|vision_end|>"
         "{% else %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
         "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
     )
