@@ -11,13 +11,13 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from lightrft.adapters.hf import HfPolicy
+from lightrft.adapters.hf import HfPolicy, HfRolloutEngine
 from lightrft.adapters.hf.multimodal_inputs import multimodal_inputs_for
 from lightrft.adapters.hf.video_language import VideoEncoder, frame_patches
 from lightrft.adapters.hf.vision_language import vision_encoder
 from lightrft.application.batching import build_rollout_tensors
 from lightrft.domain.modality import VideoFrames
-from lightrft.domain.types import Completion, PromptRecord
+from lightrft.domain.types import Completion, PromptRecord, SamplingParams
 from tests.helpers.tiny_multimodal import (
     noise_image,
     tiny_image_processor,
@@ -191,3 +191,43 @@ def test_encoder_refuses_undecoded_videos() -> None:
     )  # fmt: skip
     with pytest.raises(ValueError, match=r"t row 9: video 0 is a str, not decoded frames"):
         encoder.encode(raw)
+
+
+def _batch(prompts: Sequence[PromptRecord], responses: Sequence[Sequence[int]]):
+    completions = [Completion(i, r, "", "stop") for i, r in enumerate(responses)]
+    return build_rollout_tensors(prompts, completions, pad_token_id=0).sequences
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_packed_video_rows_equal_the_padded_path(family: str) -> None:
+    model = FAMILIES[family]()
+    inputs = multimodal_inputs_for(model)
+    prompts = mixed_prompts()
+    batch = _batch(prompts, RESPONSES)
+    with torch.no_grad():
+        want = HfPolicy(model, multimodal=inputs).forward(batch).logprobs
+        got = HfPolicy(model, multimodal=inputs, packing=True).forward(batch).logprobs
+        order = [2, 0, 1]
+        swapped = HfPolicy(model, multimodal=inputs, packing=True).forward(
+            _batch([prompts[i] for i in order], [RESPONSES[i] for i in order])
+        )
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+    torch.testing.assert_close(swapped.logprobs[[1, 2, 0]], got, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_engine_logprobs_equal_the_policys(family: str) -> None:
+    model = FAMILIES[family]()
+    inputs = multimodal_inputs_for(model)
+    engine = HfRolloutEngine(model, tiny_mm_tokenizer(), torch.device("cpu"), multimodal=inputs)
+    prompts = mixed_prompts()  # video / text / image + video
+    completions = engine.generate(prompts, SamplingParams(n=2, max_new_tokens=6, seed=3))
+    assert [c.prompt_index for c in completions] == [0, 0, 1, 1, 2, 2]
+    batch = build_rollout_tensors(prompts, completions, pad_token_id=0).sequences
+    with torch.no_grad():
+        policy_lp = HfPolicy(model, multimodal=inputs).forward(batch).logprobs
+    for row, completion in enumerate(completions):
+        assert not set(completion.token_ids) & set(SUPPRESSED)  # pads are never sampled
+        n = len(completion.token_ids)
+        engine_lp = torch.tensor(completion.logprobs)
+        torch.testing.assert_close(policy_lp[row, :n], engine_lp, atol=1e-4, rtol=0)
