@@ -13,7 +13,9 @@ from lightrft.domain.modality import VideoFrames
 from lightrft.domain.types import PromptRecord
 
 
-def colour_frames(count: int, width: int = 56, height: int = 56, seed: int = 0) -> list[Image.Image]:
+def colour_frames(
+    count: int, width: int = 56, height: int = 56, seed: int = 0
+) -> list[Image.Image]:
     """``count`` random RGB frames of one size."""
     rng = np.random.default_rng(seed)
     return [

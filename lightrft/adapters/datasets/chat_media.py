@@ -3,8 +3,9 @@ placeholders in a tokenized row.
 
 A message's ``content`` may be a list of parts (the Hugging Face / Qwen chat format):
 ``{"type": "text", "text": ...}``, ``{"type": "image", "image": VALUE}``,
-``{"type": "audio", "audio": VALUE}``, where VALUE is any image or audio value of
-:mod:`~lightrft.adapters.datasets.multimodal_rows` (a path relative to the data file's folder,
+``{"type": "audio", "audio": VALUE}``, ``{"type": "video", "video": VALUE}``, where VALUE
+is any image or audio value of :mod:`~lightrft.adapters.datasets.multimodal_rows` (a video
+one of :mod:`~lightrft.adapters.datasets.video_frames`) (a path relative to the data file's folder,
 base64, bytes, an ``{"array", "sampling_rate"}`` clip ...). :func:`split_chat_media` decodes
 the media (in chat order) and leaves bare ``{"type": "image"}`` / ``{"type": "audio"}`` parts
 for the chat template, which renders each as the model's placeholder. Media belong to the
@@ -24,8 +25,9 @@ from typing import Any, NamedTuple, Protocol
 
 from lightrft.adapters.datasets.bad_rows import BadRowError
 from lightrft.adapters.datasets.multimodal_rows import load_audio, load_image
+from lightrft.adapters.datasets.video_frames import FrameSampling, load_video
 
-MEDIA_KINDS = {"image": "images", "audio": "audios"}  # part type -> payload key
+MEDIA_KINDS = {"image": "images", "audio": "audios", "video": "videos"}  # part type -> payload key
 
 
 class MediaExpander(Protocol):
@@ -60,8 +62,10 @@ def split_chat_media(
     *,
     base_dir: Path | None = None,
     audio_rate: int | None = None,
+    frame_sampling: FrameSampling | None = None,
 ) -> ChatMedia:
-    """Decodes the media parts of ``chat`` (see the module docstring); :class:`BadRowError`."""
+    """Decodes the media parts of ``chat`` (see the module docstring; video parts sampled by
+    ``frame_sampling``, its defaults when None); :class:`BadRowError`."""
     out: list[dict[str, Any]] = []
     media: dict[str, list[Any]] = {}
     for i, message in enumerate(chat):
@@ -74,7 +78,9 @@ def split_chat_media(
             kind = part.get("type") if isinstance(part, Mapping) else None
             if kind not in MEDIA_KINDS:
                 if kind != "text" or not isinstance(part.get("text"), str):
-                    problem = f"message {i} part {j}: expected a text, image or audio part in"
+                    problem = (
+                        f"message {i} part {j}: expected a text, image, video or audio part in"
+                    )
                     raise BadRowError(where, key, problem)
                 parts.append(dict(part))
                 continue
@@ -84,13 +90,18 @@ def split_chat_media(
             if part.get(kind) is None:
                 raise BadRowError(where, key, f"message {i} part {j}: no {kind!r} value in")
             place = f"{key} message {i} part {j}"
-            item = (
-                load_image(part[kind], where=where, key=place, base_dir=base_dir)
-                if kind == "image"
-                else load_audio(
+            item: Any
+            if kind == "image":
+                item = load_image(part[kind], where=where, key=place, base_dir=base_dir)
+            elif kind == "video":
+                sampling = frame_sampling or FrameSampling()
+                item = load_video(
+                    part[kind], where=where, key=place, sampling=sampling, base_dir=base_dir
+                )
+            else:
+                item = load_audio(
                     part[kind], where=where, key=place, base_dir=base_dir, rate=audio_rate
                 )
-            )
             media.setdefault(MEDIA_KINDS[kind], []).append(item)
             parts.append({"type": kind})
         out.append({**message, "content": parts})

@@ -87,7 +87,9 @@ def load_video(
         if value.get("fps") is not None:
             source_fps = float(value["fps"])
             if not source_fps > 0:
-                raise BadRowError(where, key, f"a video's fps must be positive, got {source_fps}; in")
+                raise BadRowError(
+                    where, key, f"a video's fps must be positive, got {source_fps}; in"
+                )
         if "frames" in value:
             value = list(value["frames"])
         elif value.get("path"):
@@ -102,17 +104,20 @@ def load_video(
             names = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
             if not names:
                 raise BadRowError(where, key, f"video folder {path} holds no image files; in")
-            return _sampled(names, source_fps, sampling, where, key, name=f"video folder {path}")
+            return _sampled(names, source_fps, sampling, where, key, f"video folder {path}")
         if not path.is_file():
             raise BadRowError(where, key, f"video file {path} does not exist (from)")
         frames, rate = decode_video_file(path, where, key)
-        return _sampled(frames, source_fps or rate, sampling, where, key, name=f"video file {path}")
+        return _sampled(frames, source_fps or rate, sampling, where, key, f"video file {path}")
     if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
         if not value:
             raise BadRowError(where, key, "a video's frame list is empty; in")
-        return _sampled(list(value), source_fps, sampling, where, key, name="the video's frames")
+        frames = list(value)
+        return _sampled(frames, source_fps, sampling, where, key, "the video's frames", base_dir)
     raise BadRowError(
-        where, key, f"expected a video file, a frame folder or a list of frames, got a {type(value)}"
+        where,
+        key,
+        f"expected a video file, a frame folder or a list of frames, got a {type(value)}",
     )
 
 
@@ -122,13 +127,16 @@ def _sampled(
     sampling: FrameSampling,
     where: str,
     key: str,
-    *,
     name: str,
+    base_dir: Path | None = None,
 ) -> VideoFrames:
-    """The kept frames of ``frames`` (image values or PIL images), decoded and checked."""
+    """The kept frames of ``frames`` (image values or PIL images, paths from ``base_dir``),
+    decoded and checked (``name`` says what they are in errors)."""
     rate = source_fps if source_fps is not None else (sampling.fps or 1.0)
     kept = sample_indices(len(frames), rate, sampling)
-    images = [load_image(frames[i], where=where, key=f"{key} frame {i}") for i in kept]
+    images = [
+        load_image(frames[i], where=where, key=f"{key} frame {i}", base_dir=base_dir) for i in kept
+    ]
     sizes = {image.size for image in images}
     if len(sizes) > 1:
         problem = f"{name} has frames of different sizes {sorted(sizes)}; expected one size"
@@ -153,7 +161,9 @@ def decode_video_file(path: Path, where: str, key: str) -> tuple[list[Image.Imag
     except BadRowError:
         raise
     except (av.error.FFmpegError, ValueError, OSError) as error:  # not a video, damaged
-        raise BadRowError(where, key, f"video file {path} cannot be decoded ({error}); in") from None
+        raise BadRowError(
+            where, key, f"video file {path} cannot be decoded ({error}); in"
+        ) from None
     if not frames:
         raise BadRowError(where, key, f"video file {path} holds no frames; in")
     if not rate or float(rate) <= 0:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import torch
@@ -197,38 +197,6 @@ class MediaEncoder(ABC):
     def placeholder_id(self) -> int:
         """The token id of one item's placeholder before expansion."""
         return self._pad
-
-
-class MediaEncoders:
-    """The prompt encoder of a model reading several media (images and videos): each
-    encoder in turn, every one leaving the others' media in the payload."""
-
-    def __init__(self, *encoders: MediaEncoder) -> None:
-        if not encoders:
-            raise ValueError("MediaEncoders needs at least one encoder")
-        self._encoders = encoders
-
-    @property
-    def requirements(self) -> MediaRequirements:
-        """Each medium's placeholder (and audio rate) from the encoder that takes it."""
-        merged: dict[str, Any] = {}
-        for encoder in self._encoders:
-            for field in fields(MediaRequirements):
-                value = getattr(encoder.requirements, field.name)
-                if value is not None:
-                    merged.setdefault(field.name, value)
-        return MediaRequirements(**merged)
-
-    @property
-    def encoders(self) -> tuple[MediaEncoder, ...]:
-        """The encoders, in the order they run."""
-        return self._encoders
-
-    def encode(self, record: PromptRecord) -> PromptRecord:
-        """``record`` with every medium processed and its placeholders expanded."""
-        for encoder in self._encoders:
-            record = encoder.encode(record)
-        return record
 
 
 class MediaInputs(ABC):

@@ -12,7 +12,7 @@ fill (what the family's processor does; the processor itself needs torchvision t
 video processor, so the expansion is done here).
 
 Videos (:mod:`video_language`): ``<|video_pad|>`` placeholders, ``pixel_values_videos``,
-``video_grid_thw`` and ``second_per_grid_ts``; :func:`vision_encoder` encodes both media.
+``video_grid_thw`` and ``second_per_grid_ts``; :class:`VisionVideoEncoder` encodes both media.
 
 Model inputs (:class:`VisionLanguageInputs`): pixels of all rows concatenated in row order
 (images and videos apart), ``mm_token_type_ids`` (1 on image pads, 2 on video pads, else 0),
@@ -34,6 +34,7 @@ from lightrft.adapters.hf.lora import LoraParams
 from lightrft.adapters.hf.multimodal_inputs import MULTIMODAL_INPUTS, MediaRequirements
 from lightrft.adapters.hf.video_language import VideoEncoder
 from lightrft.domain.modality import Payload
+from lightrft.domain.types import PromptRecord
 
 IMAGE_PAD = "<|image_pad|>"
 
@@ -121,13 +122,25 @@ class VisionLanguageInputs(media.MediaInputs):
         return media.MediaArguments(kwargs, offsets.to(input_ids.device).long())
 
 
-def vision_encoder(tokenizer: Any, image_processor: Any) -> media.MediaEncoders:
-    """The prompt encoder of a Qwen2-VL / Qwen2.5-VL model: images, then videos (their
-    frames through the same image processor, :mod:`video_language`)."""
-    return media.MediaEncoders(
-        VisionLanguageEncoder(tokenizer, image_processor),
-        VideoEncoder(tokenizer, image_processor),
-    )
+class VisionVideoEncoder(VisionLanguageEncoder):
+    """The prompt encoder of a Qwen2-VL / Qwen2.5-VL run: images as
+    :class:`VisionLanguageEncoder` (whose ``media_key`` / placeholder it keeps, so SFT and
+    reward-model rows, which take images, read as before), then videos through
+    :class:`~lightrft.adapters.hf.video_language.VideoEncoder` with the same processor."""
+
+    def __init__(self, tokenizer: Any, image_processor: Any) -> None:
+        super().__init__(tokenizer, image_processor)
+        self._video = VideoEncoder(tokenizer, image_processor)
+
+    @property
+    def requirements(self) -> MediaRequirements:
+        """One ``<|image_pad|>`` per image and one ``<|video_pad|>`` per video."""
+        video = self._video.requirements.video_placeholder
+        return replace(super().requirements, video_placeholder=video)
+
+    def encode(self, record: PromptRecord) -> PromptRecord:
+        """``record`` with its images, then its videos, processed and expanded."""
+        return self._video.encode(super().encode(record))
 
 
 for _family in ("qwen2_vl", "qwen2_5_vl"):

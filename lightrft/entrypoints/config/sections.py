@@ -176,6 +176,24 @@ class DatasetConfig(Section):
         description="Sampling rate every audio clip must have (null: the audio model's "
         "feature-extractor rate); a clip at another rate is a bad row (never resampled).",
     )
+    videos_key: str | None = Field(
+        None,
+        description="Column holding the row's videos (vision-language): a video file (mp4, "
+        "webm ... read by PyAV, the 'video' extra), a folder of frames, or a list of frames.",
+    )
+    fps: float | None = Field(
+        2.0,
+        gt=0,
+        description="Video frames sampled per second of a clip (null: every frame), at most "
+        "max_frames spread over the clip; a frame list or folder is taken to be at this rate "
+        "unless its row says {'frames': [...], 'fps': F}.",
+    )
+    max_frames: int = Field(
+        16,
+        ge=1,
+        description="The most frames taken of one video (each frame within the "
+        "model's min_pixels .. max_pixels; two frames make one temporal patch).",
+    )
     reference_key: str | None = Field("reference", description="Column holding the answer.")
     system_prompt: str | None = Field(None, description="System message prepended to each prompt.")
     apply_chat_template: bool = Field(True, description="Render prompts with the chat template.")

@@ -20,6 +20,7 @@ from lightrft.adapters.datasets import (
     visual_prompts,
 )
 from lightrft.adapters.datasets.placeholders import MediaPlaceholders
+from lightrft.adapters.datasets.video_frames import FrameSampling
 from lightrft.adapters.hf.multimodal_inputs import MediaRequirements
 from lightrft.domain.ports import PromptSource
 from lightrft.domain.registry import Registry
@@ -94,8 +95,10 @@ def _columns(
     spec = copy_fields(
         RowSpec,
         dataset,
-        "input_key reference_key on_bad_row images_key audios_key audio_sampling_rate label_key",
+        "input_key reference_key on_bad_row images_key audios_key audio_sampling_rate label_key"
+        " videos_key",
         placeholders=marks,
+        frame_sampling=FrameSampling(dataset.fps, dataset.max_frames),
     )
     return HfPromptDataset(path, tokenizer, spec=spec, prompt_format=fmt)
 
@@ -127,7 +130,9 @@ def placeholders_of(media: MediaRequirements | None) -> MediaPlaceholders:
     """The placeholder tokens rows are checked against (none for a text model)."""
     if media is None:
         return MediaPlaceholders()
-    return MediaPlaceholders(media.image_placeholder, media.audio_placeholder)
+    return MediaPlaceholders(
+        media.image_placeholder, media.audio_placeholder, media.video_placeholder
+    )
 
 
 def prompt_format_of(dataset: DatasetConfig) -> PromptFormat:

@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from lightrft.adapters.hf import HfPolicy, HfRolloutEngine
 from lightrft.adapters.hf.multimodal_inputs import multimodal_inputs_for
 from lightrft.adapters.hf.video_language import VideoEncoder, frame_patches
-from lightrft.adapters.hf.vision_language import vision_encoder
+from lightrft.adapters.hf.vision_language import VisionVideoEncoder
 from lightrft.application.batching import build_rollout_tensors
 from lightrft.domain.modality import VideoFrames
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
@@ -56,7 +56,7 @@ def mixed_prompts() -> list[PromptRecord]:
     """Row 0: a 5-frame video at 2 fps; row 1: text; row 2: an image and a 4-frame video
     at 1 fps of another size."""
     tok = tiny_mm_tokenizer()
-    encoder = vision_encoder(tok, tiny_image_processor())
+    encoder = VisionVideoEncoder(tok, tiny_image_processor())
     five = VideoFrames(tuple(colour_frames(5, 56, 84, seed=1)), 2.0)
     four = VideoFrames(tuple(colour_frames(4, 84, 56, seed=2)), 1.0)
     raw = [
@@ -135,7 +135,9 @@ def test_m_rope_time_axis_over_the_video(family: str) -> None:
     model = FAMILIES[family]()
     prompt = mixed_prompts()[0]  # 3 temporal patches of 3 x 2 merged tokens, 1 s each
     ids = torch.tensor([prompt.prompt_token_ids])
-    built = multimodal_inputs_for(model).model_inputs(ids, torch.ones_like(ids), [prompt.multimodal])
+    built = multimodal_inputs_for(model).model_inputs(
+        ids, torch.ones_like(ids), [prompt.multimodal]
+    )
     positions = built.kwargs["position_ids"][:, 0]  # [3, T]
     pads = (ids[0] == VIDEO_PAD).nonzero().squeeze(-1)
     start = int(pads[0])  # the text before the video holds positions 0 .. start - 1
@@ -166,9 +168,11 @@ def test_policy_logprobs_equal_the_models_own_forward(family: str) -> None:
 def test_the_video_changes_the_logprobs() -> None:
     model = tiny_qwen2_vl()
     tok = tiny_mm_tokenizer()
-    encoder = vision_encoder(tok, tiny_image_processor())
+    encoder = VisionVideoEncoder(tok, tiny_image_processor())
     a, b = (VideoFrames(tuple(colour_frames(2, seed=s)), 2.0) for s in (7, 8))
-    rows = [encoder.encode(video_record(tok, str(i), "x", videos=[v])) for i, v in enumerate((a, b))]
+    rows = [
+        encoder.encode(video_record(tok, str(i), "x", videos=[v])) for i, v in enumerate((a, b))
+    ]
     first, second = (direct_logprobs(model, r, (40, 41)) for r in rows)
     assert (first - second).abs().max() > 1e-4
 
