@@ -58,7 +58,8 @@ class RowSpec:
     ``{"audios": [(waveform, rate)]}`` and rendered as chat content parts;
     ``audio_sampling_rate`` the rate every clip must have (None: any); ``videos_key`` one
     video or a list (:mod:`~lightrft.adapters.datasets.video_frames`: a file, a frame folder
-    or a frame list), sampled by ``frame_sampling`` into ``{"videos": [VideoFrames]}``.
+    or a frame list), sampled by ``frame_sampling`` into ``{"videos": [VideoFrames]}``; a
+    row with more than ``max_videos`` videos (None: any) is a bad row.
     ``preprocess`` maps a raw row to one with these keys (e.g. GSM8K question/answer).
     ``placeholders``: the model's media placeholder tokens; when set, a row whose rendered
     prompt does not hold exactly one per media item is a bad row (:mod:`placeholders`).
@@ -82,6 +83,7 @@ class RowSpec:
     label_key: str | None = None
     videos_key: str | None = None
     frame_sampling: FrameSampling = FrameSampling()
+    max_videos: int | None = None
 
     @property
     def has_media(self) -> bool:
@@ -259,11 +261,15 @@ def _read_media(row: Mapping[str, Any], ref: RowRef, spec: RowSpec) -> dict[str,
             continue
         value = _required(row, key, ref.where)
         if name == "videos":
+            values = _videos(value)
+            if spec.max_videos is not None and len(values) > spec.max_videos:
+                problem = f"{len(values)} videos, more than max_videos ({spec.max_videos}), in"
+                raise BadRowError(ref.where, key, problem)
             items: list[Any] = [
                 load_video(
                     v, where=ref.where, key=key, sampling=spec.frame_sampling, base_dir=ref.base_dir
                 )
-                for v in _videos(value)
+                for v in values
             ]
         elif name == "images":
             items = [

@@ -188,6 +188,12 @@ class DatasetConfig(Section):
         "max_frames spread over the clip; a frame list or folder is taken to be at this rate "
         "unless its row says {'frames': [...], 'fps': F}.",
     )
+    max_videos: int | None = Field(
+        None,
+        ge=0,
+        description="The most videos one row may hold (null: any); a row with more is a bad "
+        "row (the original's --limit_mm_video_per_prompt).",
+    )
     max_frames: int = Field(
         16,
         ge=1,

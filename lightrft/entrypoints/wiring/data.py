@@ -96,7 +96,7 @@ def _columns(
         RowSpec,
         dataset,
         "input_key reference_key on_bad_row images_key audios_key audio_sampling_rate label_key"
-        " videos_key",
+        " videos_key max_videos",
         placeholders=marks,
         frame_sampling=FrameSampling(dataset.fps, dataset.max_frames),
     )
