@@ -17,6 +17,7 @@ from typing import Any
 from lightrft.adapters.datasets.bad_rows import BadRowError
 
 MEDIA_NOUNS = {"images": "image", "audios": "audio clip", "videos": "video"}
+MARKS = {"images": "<image> / <audio>", "audios": "<image> / <audio>", "videos": "<video>"}
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,5 @@ class PlaceholderCheck:
                     key,
                     f"the prompt holds {found} {noun} placeholder token(s) {token!r} but the row "
                     f"has {want} {noun}(s) ({source}); expected one per {noun}, placed by the "
-                    "data layer (mark positions with <image> / <video> / <audio>, not the model's "
-                    "token); in",
+                    f"data layer (mark positions with {MARKS[kind]}, not the model's token); in",
                 )

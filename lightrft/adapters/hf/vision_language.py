@@ -138,6 +138,11 @@ class VisionVideoEncoder(VisionLanguageEncoder):
         video = self._video.requirements.video_placeholder
         return replace(super().requirements, video_placeholder=video)
 
+    @property
+    def expanders(self) -> tuple[media.MediaEncoder, ...]:
+        """The encoder of each medium, images first (SFT rows expand each in turn)."""
+        return (self, self._video)
+
     def encode(self, record: PromptRecord) -> PromptRecord:
         """``record`` with its images, then its videos, processed and expanded."""
         return self._video.encode(super().encode(record))

@@ -12,11 +12,13 @@ import torch
 
 from lightrft.adapters.datasets import BadRowError, HfPromptDataset, RowSpec
 from lightrft.adapters.datasets.placeholders import MediaPlaceholders
+from lightrft.adapters.datasets.sft_rows import load_sft_dataset
 from lightrft.adapters.datasets.video_frames import FrameSampling, load_video, sample_indices
 from lightrft.adapters.hf import HfPolicy
 from lightrft.adapters.hf.multimodal_inputs import EncodedPromptSource, multimodal_inputs_for
 from lightrft.adapters.hf.vision_language import VisionVideoEncoder
 from lightrft.application.batching import build_rollout_tensors
+from lightrft.domain.sft import sft_batch
 from lightrft.domain.types import Completion
 from tests.helpers.tiny_multimodal import (
     tiny_image_processor,
@@ -26,7 +28,7 @@ from tests.helpers.tiny_multimodal import (
 )
 from tests.helpers.tiny_video import colour_frames, plain_frames, write_video
 
-VIDEO_PAD = token_id("<|video_pad|>")
+VIDEO_PAD, IMAGE_PAD = token_id("<|video_pad|>"), token_id("<|image_pad|>")
 PADS = MediaPlaceholders(image="<|image_pad|>", video="<|video_pad|>")
 
 
@@ -190,3 +192,61 @@ def test_a_typed_video_pad_is_a_bad_row(tmp_path: Path) -> None:
     spec = RowSpec(videos_key="video", placeholders=PADS)
     with pytest.raises(BadRowError, match=r"row 0: the prompt holds 1 video placeholder token"):
         HfPromptDataset(path, tiny_mm_tokenizer(), spec=spec, name="typed")
+
+
+def test_sft_rows_with_videos_expand_untrained_and_score_as_the_model(tmp_path: Path) -> None:
+    folder = tmp_path / "clip"
+    folder.mkdir()
+    for i, frame in enumerate(colour_frames(4, 56, 84, seed=3)):
+        frame.save(folder / f"{i}.png")
+    plain_frames([(200, 0, 0)], size=56)[0].save(tmp_path / "red.png")
+    question = {"type": "text", "text": "Which way?"}
+    rows = [
+        {"messages": [
+            {"role": "user", "content": [{"type": "video", "video": "clip"}, question]},
+            {"role": "assistant", "content": "left"},
+        ]},
+        {"messages": [
+            {"role": "user", "content": [
+                {"type": "image", "image": "red.png"},
+                {"type": "video", "video": {"path": "clip", "fps": 4}},
+                question,
+            ]},
+            {"role": "assistant", "content": "up"},
+        ]},
+    ]  # fmt: skip
+    path = tmp_path / "sft.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tok = tiny_mm_tokenizer()
+    data = load_sft_dataset(path, tok, media=VisionVideoEncoder(tok, tiny_image_processor()))
+    video, both = data[0], data[1]
+    # 4 frames (taken at 2 fps) of 56 wide x 84 high -> (2, 6, 4) -> 2 * 24 / 4 = 12 pads
+    assert video.multimodal["video_grid_thw"].tolist() == [[2, 6, 4]]
+    assert video.prompt_ids.count(VIDEO_PAD) == 12 and VIDEO_PAD not in video.response_ids
+    # at 4 fps for 1 s at the default 2 fps: 2 frames (0, 2) -> (1, 6, 4) -> 6 pads
+    assert both.multimodal["video_grid_thw"].tolist() == [[1, 6, 4]]
+    assert both.multimodal["image_grid_thw"].tolist() == [[1, 4, 4]]
+    assert both.prompt_ids.count(VIDEO_PAD) == 6 and both.prompt_ids.count(IMAGE_PAD) == 4
+    trained = [t for t, m in zip(both.response_ids, both.loss_mask, strict=True) if m]
+    assert tok.decode(trained) == "up<|im_end|>\n"
+    model = tiny_qwen2_vl()
+    batch = sft_batch([video, both], pad_token_id=0)
+    with torch.no_grad():
+        got = HfPolicy(model, multimodal=multimodal_inputs_for(model)).forward(batch).logprobs
+    for row, example in enumerate((video, both)):  # the model's own forward on each row
+        ids = torch.tensor([list(example.prompt_ids) + list(example.response_ids)])
+        payload = example.multimodal
+        kwargs = {k: payload[k] for k in ("pixel_values", "image_grid_thw") if k in payload}
+        kwargs.update(
+            pixel_values_videos=payload["pixel_values_videos"],
+            video_grid_thw=payload["video_grid_thw"],
+            mm_token_type_ids=(ids == IMAGE_PAD).int() + 2 * (ids == VIDEO_PAD).int(),
+        )
+        with torch.no_grad():
+            logits = model(input_ids=ids, use_cache=False, **kwargs).logits[0].double()
+        logits[:, [IMAGE_PAD, VIDEO_PAD]] = float("-inf")
+        start = len(example.prompt_ids)
+        logp = torch.log_softmax(logits, -1)[start - 1 : -1]
+        want = logp.gather(-1, torch.tensor(example.response_ids)[:, None]).squeeze(-1)
+        n = len(example.response_ids)
+        torch.testing.assert_close(got[row, :n].double(), want, atol=1e-5, rtol=1e-5)
