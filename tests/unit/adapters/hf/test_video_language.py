@@ -235,3 +235,10 @@ def test_engine_logprobs_equal_the_policys(family: str) -> None:
         n = len(completion.token_ids)
         engine_lp = torch.tensor(completion.logprobs)
         torch.testing.assert_close(policy_lp[row, :n], engine_lp, atol=1e-4, rtol=0)
+
+
+def test_the_vllm_request_of_a_video_row_is_refused_by_name() -> None:
+    from lightrft.adapters.vllm.media_prompts import MediaPromptError, media_request
+
+    with pytest.raises(MediaPromptError, match=r"t row 0: media of kind 'video'"):
+        media_request(mixed_prompts()[0])
