@@ -242,11 +242,15 @@ TASK_WORDS = (
 )  # fmt: skip
 
 
-def task_tokenizer() -> PreTrainedTokenizerFast:
-    """A word-level tokenizer over the built-in tasks' words plus the Qwen special tokens:
-    each answer ("red", "first" ...) is one token, so a tiny model learns it fast."""
+VIDEO_WORDS = ("way", "does", "dot", "move", "left", "right")  # the video_motion task
+
+
+def task_tokenizer(extra: tuple[str, ...] = ()) -> PreTrainedTokenizerFast:
+    """A word-level tokenizer over the built-in tasks' words (and ``extra`` words after them)
+    plus the Qwen special tokens: each answer ("red", "first" ...) is one token, so a tiny
+    model learns it fast."""
     vocab = {token: i for i, token in enumerate(SPECIALS)}
-    for word in TASK_WORDS:
+    for word in (*TASK_WORDS, *extra):
         vocab[word] = len(vocab)
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -267,11 +271,14 @@ def _save(
     return directory
 
 
-def save_tiny_vl_model(directory: Path, seed: int = 0, *, byte_level: bool = False) -> Path:
-    """A from-scratch tiny Qwen2-VL over :func:`task_tokenizer` (``byte_level``:
-    :func:`tiny_mm_tokenizer`, which spells any text), saved with its tokenizer and image
-    processor (what ``model.path`` of a vision-language run points to)."""
-    tok = tiny_mm_tokenizer() if byte_level else None
+def save_tiny_vl_model(
+    directory: Path, seed: int = 0, *, byte_level: bool = False, words: tuple[str, ...] = ()
+) -> Path:
+    """A from-scratch tiny Qwen2-VL over :func:`task_tokenizer` (with ``words`` added, e.g.
+    :data:`VIDEO_WORDS`; ``byte_level``: :func:`tiny_mm_tokenizer`, which spells any text),
+    saved with its tokenizer and image processor (what ``model.path`` of a vision-language
+    run points to)."""
+    tok = tiny_mm_tokenizer() if byte_level else (task_tokenizer(words) if words else None)
     return _save(directory, tiny_qwen2_vl(seed), tiny_image_processor(), tok)
 
 

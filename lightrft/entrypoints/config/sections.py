@@ -144,12 +144,19 @@ class DatasetConfig(Section):
         "null uses the built-in task.",
     )
     builtin: Literal[
-        "arithmetic", "visual_colour", "visual_count", "visual_compare", "tones", "beeps"
+        "arithmetic",
+        "visual_colour",
+        "visual_count",
+        "visual_compare",
+        "video_motion",
+        "tones",
+        "beeps",
     ] = Field(
         "arithmetic",
         description="Built-in prompt set used when path is null: arithmetic word problems; "
         "visual_colour / visual_count / visual_compare: PIL-drawn shapes (name the colour / "
-        "count them / which of two images has more; a vision-language model); tones: which "
+        "count them / which of two images has more; a vision-language model); video_motion: "
+        "which way a dot moves across 4 frames (left / right; vision-language); tones: which "
         "of two tones is higher, beeps: how many beeps a clip holds (an audio-language "
         "model). Score all but arithmetic with reward type 'choice'.",
     )

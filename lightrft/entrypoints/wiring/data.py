@@ -20,6 +20,7 @@ from lightrft.adapters.datasets import (
     visual_prompts,
 )
 from lightrft.adapters.datasets.placeholders import MediaPlaceholders
+from lightrft.adapters.datasets.synthetic_video import motion_prompts
 from lightrft.adapters.datasets.video_frames import FrameSampling
 from lightrft.adapters.hf.multimodal_inputs import MediaRequirements
 from lightrft.domain.ports import PromptSource
@@ -65,6 +66,11 @@ def _visual_compare(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -
     return visual_prompts(
         dataset.num_builtin, dataset.seed, "compare", tokenizer=tokenizer, prompt_format=fmt
     )
+
+
+@BUILTIN_TASKS.register("video_motion")
+def _video_motion(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptSource:
+    return motion_prompts(dataset.num_builtin, dataset.seed, tokenizer=tokenizer, prompt_format=fmt)
 
 
 @BUILTIN_TASKS.register("tones")
