@@ -1,6 +1,6 @@
 """The built-in video task: the dot's direction read back from the pixels, a path that
-stays inside the frame, a path centre independent of the direction away from the
-direction, determinism in the seed, and rows that render and encode for a tiny Qwen2-VL."""
+stays inside the frame, a path centre independent of the direction, determinism in the
+seed, and rows that render and encode for a tiny Qwen2-VL."""
 
 from __future__ import annotations
 
