@@ -46,17 +46,19 @@ PAD, EOS = 0, 1
 VOCAB = 272  # 10 specials + 256 bytes, rounded up
 
 
-def media_chat_template(image: str) -> str:
+def media_chat_template(
+    image: str, video: str = "<|vision_start|><|video_pad|><|vision_end|>"
+) -> str:
     """The Qwen chat template, an image part rendered as ``image`` (the family's tokens), an
-    audio part as ``<|audio_bos|><|AUDIO|><|audio_eos|>`` and a video part as Qwen2-VL's
-    ``<|vision_start|><|video_pad|><|vision_end|>``."""
+    audio part as ``<|audio_bos|><|AUDIO|><|audio_eos|>`` and a video part as ``video``
+    (Qwen2-VL's ``<|vision_start|><|video_pad|><|vision_end|>`` by default)."""
     return (
         "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
         "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
         "{% for c in m['content'] %}"
         f"{{% if c['type'] == 'image' %}}{image}"
         "{% elif c['type'] == 'audio' %}<|audio_bos|><|AUDIO|><|audio_eos|>"
-        "{% elif c['type'] == 'video' %}<|vision_start|><|video_pad|><|vision_end|>"
+        f"{{% elif c['type'] == 'video' %}}{video}"
         "{% else %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
         "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
     )
