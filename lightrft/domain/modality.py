@@ -16,6 +16,7 @@ positions the media occupy beyond the text, e.g. image patches).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -58,3 +59,19 @@ def batch_payloads(payloads: Sequence[Payload], rows: int) -> tuple[Payload, ...
 def media_cost(payload: Payload) -> int:
     """The model positions a sample's media occupy (0 for text-only samples)."""
     return int(payload.get(COST_KEY, 0)) if payload else 0
+
+
+@dataclass(frozen=True)
+class VideoFrames:
+    """One decoded, sampled video of a prompt record's ``multimodal["videos"]``: its frames
+    (images of one size, opaque here; the data layer decodes them, the model's encoder
+    processes them) and their rate in frames a second (M-RoPE's time axis is scaled by it)."""
+
+    frames: tuple[Any, ...]
+    fps: float
+
+    def __post_init__(self) -> None:
+        if not self.frames:
+            raise ValueError("a video needs at least one frame")
+        if not self.fps > 0:
+            raise ValueError(f"a video's fps must be positive, got {self.fps}")

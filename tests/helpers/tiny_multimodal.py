@@ -46,15 +46,19 @@ PAD, EOS = 0, 1
 VOCAB = 272  # 10 specials + 256 bytes, rounded up
 
 
-def media_chat_template(image: str) -> str:
-    """The Qwen chat template, an image part rendered as ``image`` (the family's tokens) and
-    an audio part as ``<|audio_bos|><|AUDIO|><|audio_eos|>``."""
+def media_chat_template(
+    image: str, video: str = "<|vision_start|><|video_pad|><|vision_end|>"
+) -> str:
+    """The Qwen chat template, an image part rendered as ``image`` (the family's tokens), an
+    audio part as ``<|audio_bos|><|AUDIO|><|audio_eos|>`` and a video part as ``video``
+    (Qwen2-VL's ``<|vision_start|><|video_pad|><|vision_end|>`` by default)."""
     return (
         "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
         "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
         "{% for c in m['content'] %}"
         f"{{% if c['type'] == 'image' %}}{image}"
         "{% elif c['type'] == 'audio' %}<|audio_bos|><|AUDIO|><|audio_eos|>"
+        f"{{% elif c['type'] == 'video' %}}{video}"
         "{% else %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
         "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
     )
@@ -240,11 +244,15 @@ TASK_WORDS = (
 )  # fmt: skip
 
 
-def task_tokenizer() -> PreTrainedTokenizerFast:
-    """A word-level tokenizer over the built-in tasks' words plus the Qwen special tokens:
-    each answer ("red", "first" ...) is one token, so a tiny model learns it fast."""
+VIDEO_WORDS = ("way", "does", "dot", "move", "left", "right")  # the video_motion task
+
+
+def task_tokenizer(extra: tuple[str, ...] = ()) -> PreTrainedTokenizerFast:
+    """A word-level tokenizer over the built-in tasks' words (and ``extra`` words after them)
+    plus the Qwen special tokens: each answer ("red", "first" ...) is one token, so a tiny
+    model learns it fast."""
     vocab = {token: i for i, token in enumerate(SPECIALS)}
-    for word in TASK_WORDS:
+    for word in (*TASK_WORDS, *extra):
         vocab[word] = len(vocab)
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -265,11 +273,14 @@ def _save(
     return directory
 
 
-def save_tiny_vl_model(directory: Path, seed: int = 0, *, byte_level: bool = False) -> Path:
-    """A from-scratch tiny Qwen2-VL over :func:`task_tokenizer` (``byte_level``:
-    :func:`tiny_mm_tokenizer`, which spells any text), saved with its tokenizer and image
-    processor (what ``model.path`` of a vision-language run points to)."""
-    tok = tiny_mm_tokenizer() if byte_level else None
+def save_tiny_vl_model(
+    directory: Path, seed: int = 0, *, byte_level: bool = False, words: tuple[str, ...] = ()
+) -> Path:
+    """A from-scratch tiny Qwen2-VL over :func:`task_tokenizer` (with ``words`` added, e.g.
+    :data:`VIDEO_WORDS`; ``byte_level``: :func:`tiny_mm_tokenizer`, which spells any text),
+    saved with its tokenizer and image processor (what ``model.path`` of a vision-language
+    run points to)."""
+    tok = tiny_mm_tokenizer() if byte_level else (task_tokenizer(words) if words else None)
     return _save(directory, tiny_qwen2_vl(seed), tiny_image_processor(), tok)
 
 

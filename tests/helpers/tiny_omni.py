@@ -40,7 +40,9 @@ OMNI_SPECIALS = (
     "<|AUDIO|>",
     "<|audio_eos|>",
 )
-OMNI_TEMPLATE = media_chat_template("<|vision_bos|><|IMAGE|><|vision_eos|>")
+OMNI_TEMPLATE = media_chat_template(
+    "<|vision_bos|><|IMAGE|><|vision_eos|>", "<|vision_bos|><|VIDEO|><|vision_eos|>"
+)
 
 
 def omni_token_id(token: str) -> int:

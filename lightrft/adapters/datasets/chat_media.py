@@ -3,8 +3,9 @@ placeholders in a tokenized row.
 
 A message's ``content`` may be a list of parts (the Hugging Face / Qwen chat format):
 ``{"type": "text", "text": ...}``, ``{"type": "image", "image": VALUE}``,
-``{"type": "audio", "audio": VALUE}``, where VALUE is any image or audio value of
-:mod:`~lightrft.adapters.datasets.multimodal_rows` (a path relative to the data file's folder,
+``{"type": "audio", "audio": VALUE}``, ``{"type": "video", "video": VALUE}``, where VALUE
+is any image or audio value of :mod:`~lightrft.adapters.datasets.multimodal_rows` (a video
+one of :mod:`~lightrft.adapters.datasets.video_frames`) (a path relative to the data file's folder,
 base64, bytes, an ``{"array", "sampling_rate"}`` clip ...). :func:`split_chat_media` decodes
 the media (in chat order) and leaves bare ``{"type": "image"}`` / ``{"type": "audio"}`` parts
 for the chat template, which renders each as the model's placeholder. Media belong to the
@@ -24,14 +25,15 @@ from typing import Any, NamedTuple, Protocol
 
 from lightrft.adapters.datasets.bad_rows import BadRowError
 from lightrft.adapters.datasets.multimodal_rows import load_audio, load_image
+from lightrft.adapters.datasets.video_frames import FrameSampling, load_video
 
-MEDIA_KINDS = {"image": "images", "audio": "audios"}  # part type -> payload key
+MEDIA_KINDS = {"image": "images", "audio": "audios", "video": "videos"}  # part type -> payload key
 
 
 class MediaExpander(Protocol):
     """A model's media encoder, as far as row tokenization needs it."""
 
-    media_key: str  # "images" / "audios": the kind of media it takes
+    media_key: str  # "images" / "audios" / "videos": the kind of media it takes
     noun: str
 
     @property
@@ -40,9 +42,10 @@ class MediaExpander(Protocol):
         ...
 
     def encode_ids(
-        self, ids: Sequence[int], items: list[Any], where: str
+        self, ids: Sequence[int], items: list[Any], where: str, *, rest: dict[str, Any] | None
     ) -> tuple[tuple[int, ...], dict[str, Any]]:
-        """Expanded ids and the payload of ``items`` (one placeholder each in ``ids``)."""
+        """Expanded ids and the payload of ``items`` (one placeholder each in ``ids``) plus
+        ``rest`` (other media's payload)."""
         ...
 
 
@@ -60,8 +63,10 @@ def split_chat_media(
     *,
     base_dir: Path | None = None,
     audio_rate: int | None = None,
+    frame_sampling: FrameSampling | None = None,
 ) -> ChatMedia:
-    """Decodes the media parts of ``chat`` (see the module docstring); :class:`BadRowError`."""
+    """Decodes the media parts of ``chat`` (see the module docstring; video parts sampled by
+    ``frame_sampling``, its defaults when None); :class:`BadRowError`."""
     out: list[dict[str, Any]] = []
     media: dict[str, list[Any]] = {}
     for i, message in enumerate(chat):
@@ -74,7 +79,9 @@ def split_chat_media(
             kind = part.get("type") if isinstance(part, Mapping) else None
             if kind not in MEDIA_KINDS:
                 if kind != "text" or not isinstance(part.get("text"), str):
-                    problem = f"message {i} part {j}: expected a text, image or audio part in"
+                    problem = (
+                        f"message {i} part {j}: expected a text, image, video or audio part in"
+                    )
                     raise BadRowError(where, key, problem)
                 parts.append(dict(part))
                 continue
@@ -84,17 +91,31 @@ def split_chat_media(
             if part.get(kind) is None:
                 raise BadRowError(where, key, f"message {i} part {j}: no {kind!r} value in")
             place = f"{key} message {i} part {j}"
-            item = (
-                load_image(part[kind], where=where, key=place, base_dir=base_dir)
-                if kind == "image"
-                else load_audio(
+            item: Any
+            if kind == "image":
+                item = load_image(part[kind], where=where, key=place, base_dir=base_dir)
+            elif kind == "video":
+                sampling = frame_sampling or FrameSampling()
+                item = load_video(
+                    part[kind], where=where, key=place, sampling=sampling, base_dir=base_dir
+                )
+            else:
+                item = load_audio(
                     part[kind], where=where, key=place, base_dir=base_dir, rate=audio_rate
                 )
-            )
             media.setdefault(MEDIA_KINDS[kind], []).append(item)
             parts.append({"type": kind})
         out.append({**message, "content": parts})
     return ChatMedia(out, media)
+
+
+def media_expanders(expander: MediaExpander | None) -> tuple[MediaExpander, ...]:
+    """The expander of each medium a model takes (``expander.expanders`` for a model reading
+    several, e.g. images and videos; else ``expander`` alone; none for a text model)."""
+    if expander is None:
+        return ()
+    parts = getattr(expander, "expanders", None)
+    return tuple(parts) if parts else (expander,)
 
 
 def expand_row(
@@ -108,24 +129,47 @@ def expand_row(
     """``ids`` and ``flags`` (one per token) with every placeholder expanded, and the media
     payload (``{}`` for a text row); :class:`BadRowError` when the model takes no such media
     or the placeholders do not match the items."""
+    parts = media_expanders(expander)
     kinds = [kind for kind, items in media.items() if items]
-    if not kinds and (expander is None or expander.placeholder_id not in ids):
+    if not kinds and not any(part.placeholder_id in ids for part in parts):
         return list(ids), list(flags), {}
-    if expander is None or kinds not in ([], [expander.media_key]):
-        takes = "no media" if expander is None else f"{expander.media_key} only"
-        problem = f"the row has {', '.join(kinds)} but the model takes {takes} (model.modality);"
+    takes = [part.media_key for part in parts]
+    if not parts or any(kind not in takes for kind in kinds):
+        said = "no media" if not parts else f"{', '.join(takes)} only"
+        problem = f"the row has {', '.join(kinds)} but the model takes {said} (model.modality);"
         raise BadRowError(where, key, f"{problem} in")
-    items, pad = media.get(expander.media_key, []), expander.placeholder_id
-    found = list(ids).count(pad)
+    out_ids, out_flags, payload = list(ids), list(flags), {}
+    for part in parts:
+        items = media.get(part.media_key, [])
+        if items or part.placeholder_id in out_ids:
+            out_ids, out_flags, payload = _expand_medium(
+                out_ids, out_flags, items, part, payload, where, key
+            )
+    return out_ids, out_flags, payload
+
+
+def _expand_medium(
+    ids: list[int],
+    flags: list[int],
+    items: list[Any],
+    part: MediaExpander,
+    payload: dict[str, Any],
+    where: str,
+    key: str,
+) -> tuple[list[int], list[int], dict[str, Any]]:
+    """One medium's placeholders expanded (its items checked against them), ``payload``
+    (other media's) kept."""
+    pad = part.placeholder_id
+    found = ids.count(pad)
     if found != len(items):
         raise BadRowError(
             where,
             key,
-            f"the rendered chat holds {found} {expander.noun} placeholder token(s) but the row "
-            f"has {len(items)} {expander.noun} part(s) (placeholders typed into the text?); in",
+            f"the rendered chat holds {found} {part.noun} placeholder token(s) but the row "
+            f"has {len(items)} {part.noun} part(s) (placeholders typed into the text?); in",
         )
-    expanded, payload = expander.encode_ids(ids, items, where)
-    counts = iter(payload[f"{expander.noun}_tokens"])
+    expanded, payload = part.encode_ids(ids, items, where, rest=payload)
+    counts = iter(payload[f"{part.noun}_tokens"])
     new_flags: list[int] = []
     for token, flag in zip(ids, flags, strict=True):
         new_flags.extend([0] * next(counts) if token == pad else [flag])
@@ -134,7 +178,5 @@ def expand_row(
 
 def cut_keeps_media(ids: Sequence[int], limit: int, expander: MediaExpander | None) -> bool:
     """Whether cutting ``ids`` to its first ``limit`` tokens keeps every media placeholder."""
-    if expander is None:
-        return True
-    pad = expander.placeholder_id
-    return pad not in ids[limit:]
+    rest = ids[limit:]
+    return not any(part.placeholder_id in rest for part in media_expanders(expander))

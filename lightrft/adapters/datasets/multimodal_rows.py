@@ -43,7 +43,9 @@ from lightrft.adapters.datasets.bad_rows import BadRowError
 
 IMAGE_MARKER = "<image>"
 AUDIO_MARKER = "<audio>"
-_MARKERS = re.compile(f"({re.escape(IMAGE_MARKER)}|{re.escape(AUDIO_MARKER)})")
+VIDEO_MARKER = "<video>"
+_PART_OF_MARKER = {IMAGE_MARKER: "image", VIDEO_MARKER: "video", AUDIO_MARKER: "audio"}
+_MARKERS = re.compile("(" + "|".join(re.escape(m) for m in _PART_OF_MARKER) + ")")
 _MEMORY_FILE = re.compile(r"<_io\.BytesIO object at 0x[0-9a-f]+>")  # in PIL's messages
 Audio = tuple[np.ndarray, int]
 
@@ -168,11 +170,18 @@ def _read_wav(source: Path | io.BytesIO, name: str, where: str, key: str) -> Aud
 
 
 def media_content(
-    content: str | Sequence[Mapping[str, Any]], images: int, audios: int, where: str, key: str
+    content: str | Sequence[Mapping[str, Any]],
+    images: int,
+    audios: int,
+    where: str,
+    key: str,
+    *,
+    videos: int = 0,
 ) -> list[dict[str, Any]]:
-    """The chat of ``content`` whose last user message carries ``images`` image parts and
-    ``audios`` audio parts (at their markers, else first); raises :class:`BadRowError` when
-    the markers do not match the media."""
+    """The chat of ``content`` whose last user message carries ``images`` image parts,
+    ``videos`` video parts and ``audios`` audio parts (at their ``<image>`` / ``<video>`` /
+    ``<audio>`` markers, else first in that order); raises :class:`BadRowError` when the
+    markers do not match the media."""
     chat: list[dict[str, Any]] = (
         [{"role": "user", "content": content}]
         if isinstance(content, str)
@@ -182,25 +191,24 @@ def media_content(
     if not users or not isinstance(chat[users[-1]]["content"], str):
         raise BadRowError(where, key, "media need a user message with text content in")
     text = chat[users[-1]]["content"]
-    marked_images, marked_audios = text.count(IMAGE_MARKER), text.count(AUDIO_MARKER)
+    marked = {_PART_OF_MARKER[m]: text.count(m) for m in _PART_OF_MARKER}
+    counts = {"image": images, "video": videos, "audio": audios}
     parts: list[dict[str, str]]
-    if marked_images + marked_audios == 0:
-        parts = [{"type": "image"}] * images + [{"type": "audio"}] * audios
+    if sum(marked.values()) == 0:
+        parts = [{"type": kind} for kind, count in counts.items() for _ in range(count)]
         parts.append({"type": "text", "text": text})
-    elif (marked_images, marked_audios) != (images, audios):
-        raise BadRowError(
-            where,
-            key,
-            f"the prompt marks {marked_images} images and {marked_audios} audio clips but "
-            f"the row has {images} images and {audios} clips; see",
-        )
+    elif marked != counts:
+        said = f"{marked['image']} images and {marked['audio']} audio clips"
+        has = f"{images} images and {audios} clips"
+        if videos or marked["video"]:
+            said = f"{marked['image']} images, {marked['video']} videos and {marked['audio']} audio clips"
+            has = f"{images} images, {videos} videos and {audios} clips"
+        raise BadRowError(where, key, f"the prompt marks {said} but the row has {has}; see")
     else:
         parts = []
         for piece in _MARKERS.split(text):
-            if piece == IMAGE_MARKER:
-                parts.append({"type": "image"})
-            elif piece == AUDIO_MARKER:
-                parts.append({"type": "audio"})
+            if piece in _PART_OF_MARKER:
+                parts.append({"type": _PART_OF_MARKER[piece]})
             elif piece:
                 parts.append({"type": "text", "text": piece})
     chat[users[-1]] = {**chat[users[-1]], "content": parts}

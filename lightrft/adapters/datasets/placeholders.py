@@ -16,20 +16,22 @@ from typing import Any
 
 from lightrft.adapters.datasets.bad_rows import BadRowError
 
-MEDIA_NOUNS = {"images": "image", "audios": "audio clip"}
+MEDIA_NOUNS = {"images": "image", "audios": "audio clip", "videos": "video"}
+MARKS = {"images": "<image> / <audio>", "audios": "<image> / <audio>", "videos": "<video>"}
 
 
 @dataclass(frozen=True)
 class MediaPlaceholders:
-    """The placeholder token (its text) of one image and of one audio clip (None: the
-    model takes no such media, and its rows are not checked for it)."""
+    """The placeholder token (its text) of one image, one audio clip and one video (None:
+    the model takes no such media, and its rows are not checked for it)."""
 
     image: str | None = None
     audio: str | None = None
+    video: str | None = None
 
     def by_media(self) -> dict[str, str]:
-        """``{"images": token, "audios": token}`` for the kinds that are set."""
-        tokens = {"images": self.image, "audios": self.audio}
+        """``{"images": token, "audios": token, "videos": token}`` for the kinds set."""
+        tokens = {"images": self.image, "audios": self.audio, "videos": self.video}
         return {kind: token for kind, token in tokens.items() if token is not None}
 
 
@@ -70,5 +72,5 @@ class PlaceholderCheck:
                     key,
                     f"the prompt holds {found} {noun} placeholder token(s) {token!r} but the row "
                     f"has {want} {noun}(s) ({source}); expected one per {noun}, placed by the "
-                    "data layer (mark positions with <image> / <audio>, not the model's token); in",
+                    f"data layer (mark positions with {MARKS[kind]}, not the model's token); in",
                 )

@@ -15,6 +15,7 @@ found here, while the source is built.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,8 @@ from lightrft.adapters.datasets.multimodal_rows import (
 )
 from lightrft.adapters.datasets.placeholders import MediaPlaceholders, PlaceholderCheck
 from lightrft.adapters.datasets.rendering import Content, PromptRenderer, PromptTooLongError
+from lightrft.adapters.datasets.video_frames import IMAGE_SUFFIXES, FrameSampling, load_video
+from lightrft.domain.modality import VideoFrames
 from lightrft.domain.reward_recipes import LABEL_KEY
 from lightrft.domain.row_metadata import PROMPT_CONTENT_KEY, ROW_COLUMNS_KEY
 from lightrft.domain.types import PromptRecord
@@ -53,7 +56,10 @@ class RowSpec:
     :mod:`~lightrft.adapters.datasets.multimodal_rows`; an empty list: a text-only row),
     decoded into ``PromptRecord.multimodal`` as ``{"images": [PIL images]}`` /
     ``{"audios": [(waveform, rate)]}`` and rendered as chat content parts;
-    ``audio_sampling_rate`` the rate every clip must have (None: any).
+    ``audio_sampling_rate`` the rate every clip must have (None: any); ``videos_key`` one
+    video or a list (:mod:`~lightrft.adapters.datasets.video_frames`: a file, a frame folder
+    or a frame list), sampled by ``frame_sampling`` into ``{"videos": [VideoFrames]}``; a
+    row with more than ``max_videos`` videos (None: any) is a bad row.
     ``preprocess`` maps a raw row to one with these keys (e.g. GSM8K question/answer).
     ``placeholders``: the model's media placeholder tokens; when set, a row whose rendered
     prompt does not hold exactly one per media item is a bad row (:mod:`placeholders`).
@@ -75,11 +81,14 @@ class RowSpec:
     audio_sampling_rate: int | None = None
     placeholders: MediaPlaceholders = MediaPlaceholders()
     label_key: str | None = None
+    videos_key: str | None = None
+    frame_sampling: FrameSampling = FrameSampling()
+    max_videos: int | None = None
 
     @property
     def has_media(self) -> bool:
-        """Whether rows carry images or audio."""
-        return self.images_key is not None or self.audios_key is not None
+        """Whether rows carry images, audio or videos."""
+        return any(key is not None for key in (self.images_key, self.audios_key, self.videos_key))
 
     def __post_init__(self) -> None:
         if self.on_bad_row not in ("error", "skip"):
@@ -187,6 +196,7 @@ def _chat_media(content: Content, ref: RowRef, spec: RowSpec) -> ChatMedia | Non
         spec.input_key,
         base_dir=ref.base_dir,
         audio_rate=spec.audio_sampling_rate,
+        frame_sampling=spec.frame_sampling,
     )
 
 
@@ -226,12 +236,13 @@ def read_content(ref: RowRef, spec: RowSpec) -> RowContent:
         media = _read_media(row, ref, spec)
         counts = {kind: len(values) for kind, values in media.items()}
         images, audios = counts.get("images", 0), counts.get("audios", 0)
-        if images or audios:
-            key = spec.images_key if images else spec.audios_key
-            content = media_content(content, images, audios, ref.where, str(key))
+        videos = counts.get("videos", 0)
+        if images or audios or videos:
+            key = spec.images_key if images else spec.videos_key if videos else spec.audios_key
+            content = media_content(content, images, audios, ref.where, str(key), videos=videos)
         for kind, count in counts.items():
             items[kind] = items.get(kind, 0) + count
-    media_keys = {spec.input_key, spec.images_key, spec.audios_key}
+    media_keys = {spec.input_key, spec.images_key, spec.audios_key, spec.videos_key}
     written = {
         PROMPT_CONTENT_KEY: row[spec.input_key],
         ROW_COLUMNS_KEY: {key: value for key, value in row.items() if key not in media_keys},
@@ -241,14 +252,27 @@ def read_content(ref: RowRef, spec: RowSpec) -> RowContent:
 
 
 def _read_media(row: Mapping[str, Any], ref: RowRef, spec: RowSpec) -> dict[str, Any]:
-    """The decoded images / audio clips of ``row`` (keys with no items are left out)."""
+    """The decoded images / audio clips / videos of ``row`` (keys with no items are left
+    out)."""
     media: dict[str, Any] = {}
-    for key, name in ((spec.images_key, "images"), (spec.audios_key, "audios")):
+    kinds = ((spec.images_key, "images"), (spec.audios_key, "audios"), (spec.videos_key, "videos"))
+    for key, name in kinds:
         if key is None:
             continue
         value = _required(row, key, ref.where)
-        if name == "images":
+        if name == "videos":
+            values = _videos(value)
+            if spec.max_videos is not None and len(values) > spec.max_videos:
+                problem = f"{len(values)} videos, more than max_videos ({spec.max_videos}), in"
+                raise BadRowError(ref.where, key, problem)
             items: list[Any] = [
+                load_video(
+                    v, where=ref.where, key=key, sampling=spec.frame_sampling, base_dir=ref.base_dir
+                )
+                for v in values
+            ]
+        elif name == "images":
+            items = [
                 load_image(v, where=ref.where, key=key, base_dir=ref.base_dir)
                 for v in as_list(value)
             ]
@@ -266,6 +290,30 @@ def _read_media(row: Mapping[str, Any], ref: RowRef, spec: RowSpec) -> dict[str,
         if items:
             media[name] = items
     return media
+
+
+def _videos(value: Any) -> list[Any]:
+    """A row's videos: one video (a path, a ``{"frames"}`` / ``{"path"}`` mapping) or a
+    list of them; a list whose first item is a frame (not a video) is one frame list."""
+    if isinstance(value, list) and value and not _is_video(value[0]):
+        return [value]
+    return as_list(value)
+
+
+def _is_video(value: Any) -> bool:
+    """Whether ``value`` is a whole video rather than one frame: a frame list, a mapping with
+    frames or a path, a path without an image suffix (a file or a frame folder)."""
+    if isinstance(value, (list, tuple, VideoFrames)):
+        return True
+    if isinstance(value, Mapping):  # {"frames"}, {"path", "fps"}; an HF Image is a frame
+        if "frames" in value or "fps" in value:
+            return True
+        return not value.get("bytes") and _is_video(value.get("path"))
+    if isinstance(value, os.PathLike) or (
+        isinstance(value, str) and not value.startswith("data:") and len(value) < 4096
+    ):
+        return Path(value).suffix.lower() not in IMAGE_SUFFIXES
+    return False
 
 
 def multimodal_of(ref: RowRef, spec: RowSpec) -> dict[str, Any]:
@@ -305,7 +353,7 @@ def prepare_prompts(
             continue
         read.append((ref, renderer.text(row.content), row))
     token_ids = renderer.tokenize([text for _, text, _ in read])
-    keys = {"images": spec.images_key, "audios": spec.audios_key}
+    keys = {"images": spec.images_key, "audios": spec.audios_key, "videos": spec.videos_key}
     placeholders = PlaceholderCheck(spec.placeholders, renderer.tokenizer, keys)
     prepared: list[PreparedPrompt] = []
     dropped = truncated = truncated_tokens = 0

@@ -75,12 +75,13 @@ class MultimodalInputs(Protocol):
 @dataclass(frozen=True)
 class MediaRequirements:
     """What a prompt encoder needs of every row, for the data layer to check when it builds
-    the dataset: the placeholder token (text) of one image / one audio clip (None: the model
-    takes no such media), and the sampling rate every audio clip must have."""
+    the dataset: the placeholder token (text) of one image / one audio clip / one video
+    (None: the model takes no such media), and the sampling rate every audio clip must have."""
 
     image_placeholder: str | None = None
     audio_placeholder: str | None = None
     audio_sampling_rate: int | None = None
+    video_placeholder: str | None = None
 
 
 class PromptEncoder(Protocol):

@@ -12,6 +12,10 @@ media: ``pixel_values`` (N, D), ``image_grid_thw`` (I, 3), ``input_features`` (A
 ``feature_attention_mask`` (A, F). Each ``<|IMAGE|>`` becomes ``t * h * w / merge**2``
 pads, each ``<|AUDIO|>`` ``((n - 1) // 2 + 1 - 2) // 2 + 1`` for ``n`` attended frames: the
 counts ``Qwen2_5OmniProcessor`` uses, and the lengths of the thinker's encoders' outputs.
+Videos (``<|vision_bos|><|VIDEO|><|vision_eos|>``) go through
+:class:`~lightrft.adapters.hf.video_language.VideoEncoder` (``pixel_values_videos``,
+``video_grid_thw``, ``second_per_grid_ts``, the latter given to ``get_rope_index`` as
+``second_per_grids``); a video's own audio track is not read (``use_audio_in_video`` off).
 
 Model inputs (:class:`OmniInputs`): pixels and features of all rows concatenated in row
 order, and M-RoPE position ids (3, B, T) with their offsets (B, 1) from the thinker's own
@@ -36,12 +40,14 @@ from lightrft.adapters.hf.multimodal_inputs import (
     MediaRequirements,
     row_name,
 )
+from lightrft.adapters.hf.video_language import VideoEncoder
 from lightrft.adapters.hf.vision_language import VisionLanguageEncoder
 from lightrft.domain.modality import Payload
 from lightrft.domain.types import PromptRecord
 
 IMAGE_TOKEN = "<|IMAGE|>"
 AUDIO_TOKEN = "<|AUDIO|>"
+VIDEO_TOKEN = "<|VIDEO|>"
 FAMILY = "qwen2_5_omni_thinker"  # config.model_type of a saved thinker
 _START_KEYS = ("vision_start_token_id", "audio_start_token_id")  # config keys
 
@@ -57,21 +63,25 @@ class OmniEncoder:
 
     def __init__(self, tokenizer: Any, image_processor: Any, feature_extractor: Any) -> None:
         self._image = VisionLanguageEncoder(tokenizer, image_processor, image_token=IMAGE_TOKEN)
+        self._video = VideoEncoder(tokenizer, image_processor, video_token=VIDEO_TOKEN)
         self._audio = AudioLanguageEncoder(tokenizer, feature_extractor, audio_token=AUDIO_TOKEN)
 
     @property
     def requirements(self) -> MediaRequirements:
-        """One ``<|IMAGE|>`` per image, one ``<|AUDIO|>`` per clip at the extractor's rate."""
+        """One ``<|IMAGE|>`` per image, one ``<|VIDEO|>`` per video, one ``<|AUDIO|>`` per
+        clip at the extractor's rate."""
         audio = self._audio.requirements
         return MediaRequirements(
             image_placeholder=self._image.requirements.image_placeholder,
             audio_placeholder=audio.audio_placeholder,
             audio_sampling_rate=audio.audio_sampling_rate,
+            video_placeholder=self._video.requirements.video_placeholder,
         )
 
     def encode(self, record: PromptRecord) -> PromptRecord:
-        """``record`` with images, then clips, processed and expanded (text: unchanged)."""
-        return self._audio.encode(self._image.encode(record))
+        """``record`` with images, videos, then clips processed and expanded (text:
+        unchanged)."""
+        return self._audio.encode(self._video.encode(self._image.encode(record)))
 
 
 class OmniInputs(media.MediaInputs):
@@ -91,6 +101,7 @@ class OmniInputs(media.MediaInputs):
                 "them to place images and audio (the released checkpoints set them)"
             )
         self._audio_id = int(config.audio_token_id)
+        self._video_id = int(config.video_token_id)
         self._vision_start = int(config.vision_start_token_id)
         self._audio_start = int(config.audio_start_token_id)
 
@@ -101,20 +112,24 @@ class OmniInputs(media.MediaInputs):
         return ids - {-1}
 
     def check_rows(self, input_ids: Tensor, payloads: Sequence[Payload]) -> None:
-        """Image and audio placeholder counts, and one start token per image and per clip."""
+        """Image, video and audio placeholder counts, and one start token per image or video
+        and per clip."""
         super().check_rows(input_ids, payloads)
         media.check_placeholders(input_ids, payloads, self._audio_id, "audio_tokens", "audio")
+        media.check_placeholders(input_ids, payloads, self._video_id, "video_tokens", "video")
         vision_starts = (input_ids == self._vision_start).sum(-1).tolist()  # [B]
         audio_starts = (input_ids == self._audio_start).sum(-1).tolist()  # [B]
         for row, payload in enumerate(payloads):
             images = len(payload.get("image_tokens", ())) if payload else 0
+            videos = len(payload.get("video_tokens", ())) if payload else 0
             clips = len(payload.get("audio_tokens", ())) if payload else 0
-            if (vision_starts[row], audio_starts[row]) != (images, clips):
+            if (vision_starts[row], audio_starts[row]) != (images + videos, clips):
+                seen = f"{images} image(s)" + (f", {videos} video(s)" if videos else "")
                 raise ValueError(
                     f"{row_name(payload, row)}: {vision_starts[row]} vision-start and "
-                    f"{audio_starts[row]} audio-start tokens but its media are {images} "
-                    f"image(s) and {clips} clip(s); the thinker expects one start token "
-                    "before each image's and each clip's placeholders"
+                    f"{audio_starts[row]} audio-start tokens but its media are {seen} and "
+                    f"{clips} clip(s); the thinker expects one start token before each "
+                    "image's, video's and clip's placeholders"
                 )
 
     def media_arguments(
@@ -123,8 +138,11 @@ class OmniInputs(media.MediaInputs):
         """Pixels and audio features of all rows in row order, and M-RoPE positions."""
         pixels = self.payload_tensor(payloads, "pixel_values", input_ids, features=True)
         features = self.payload_tensor(payloads, "input_features", input_ids, features=True)
-        if pixels is None and features is None:  # [N, D], [A, M, F]
+        videos = self.payload_tensor(payloads, "pixel_values_videos", input_ids, features=True)
+        if pixels is None and features is None and videos is None:  # [N, D], [A, M, F]
             return None
+        video_grid = self.payload_tensor(payloads, "video_grid_thw", input_ids)  # [V, 3]
+        seconds = self.payload_tensor(payloads, "second_per_grid_ts", input_ids)  # [V]
         grid = self.payload_tensor(payloads, "image_grid_thw", input_ids)  # [I, 3]
         frames = self.payload_tensor(payloads, "feature_attention_mask", input_ids)  # [A, F]
         kwargs: dict[str, Any] = {}
@@ -132,9 +150,13 @@ class OmniInputs(media.MediaInputs):
             kwargs.update(pixel_values=pixels, image_grid_thw=grid)
         if features is not None:
             kwargs.update(input_features=features, feature_attention_mask=frames)
+        if videos is not None:
+            kwargs.update(pixel_values_videos=videos, video_grid_thw=video_grid)
         positions, offsets = self._model.get_rope_index(
             input_ids,
             image_grid_thw=grid,
+            video_grid_thw=video_grid,
+            second_per_grids=seconds,
             attention_mask=attention_mask,
             audio_seqlens=None if frames is None else frames.sum(-1),
         )  # [3, B, T], [B, 1]

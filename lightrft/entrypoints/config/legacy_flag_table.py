@@ -50,7 +50,9 @@ FLAGS: dict[str, Flag] = {
         WORDS,
         **sets("model.lora.target_modules", value=lambda w: w[0] if len(w) == 1 else w),
     ),
-    "max_pixels": Flag(INT, **sets("model.max_pixels")),
+    "max_pixels": Flag(
+        INT, **sets("model.max_pixels"), note="bounds every image and every video frame"
+    ),
     "fused_linear_logprob": Flag(SWITCH, **sets("model.fused_lm_head", value=const("on"))),
     "chunk_size": Flag(INT, **sets("model.logprob_chunk_size")),
     "text_only": Flag(
@@ -147,10 +149,10 @@ FLAGS: dict[str, Flag] = {
     ),
     "limit_mm_video_per_prompt": Flag(
         INT,
-        noop=True,
-        note="a cap on videos per prompt; video rows are not read here (the loader names them)",
+        **both("max_videos", value=lambda n: None if n < 0 else n),
+        note="a row with more videos is a bad row; -1: no limit",
     ),
-    "fps": Flag(FLOAT, noop=True, note="frames per second of video rows, which are not read here"),
+    "fps": Flag(FLOAT, **both("fps"), note="video frames sampled per second of a clip"),
     "pretrain_data": Flag(STR, refused="no PTX (pre-training loss) data here"),
     "pretrain_data_probs": Flag(STR, noop=True, note="only with --pretrain_data (refused)"),
     "pretrain_split": Flag(STR, noop=True, note="only with --pretrain_data (refused)"),

@@ -166,12 +166,19 @@ class DatasetConfig(Section):
         "null uses the built-in task.",
     )
     builtin: Literal[
-        "arithmetic", "visual_colour", "visual_count", "visual_compare", "tones", "beeps"
+        "arithmetic",
+        "visual_colour",
+        "visual_count",
+        "visual_compare",
+        "video_motion",
+        "tones",
+        "beeps",
     ] = Field(
         "arithmetic",
         description="Built-in prompt set used when path is null: arithmetic word problems; "
         "visual_colour / visual_count / visual_compare: PIL-drawn shapes (name the colour / "
-        "count them / which of two images has more; a vision-language model); tones: which "
+        "count them / which of two images has more; a vision-language model); video_motion: "
+        "which way a dot moves across 4 frames (left / right; vision-language); tones: which "
         "of two tones is higher, beeps: how many beeps a clip holds (an audio-language "
         "model). Score all but arithmetic with reward type 'choice'.",
     )
@@ -199,6 +206,30 @@ class DatasetConfig(Section):
         gt=0,
         description="Sampling rate every audio clip must have (null: the audio model's "
         "feature-extractor rate); a clip at another rate is a bad row (never resampled).",
+    )
+    videos_key: str | None = Field(
+        None,
+        description="Column holding the row's videos (vision-language): a video file (mp4, "
+        "webm ... read by PyAV, the 'video' extra), a folder of frames, or a list of frames.",
+    )
+    fps: float | None = Field(
+        2.0,
+        gt=0,
+        description="Video frames sampled per second of a clip (null: every frame), at most "
+        "max_frames spread over the clip; a frame list or folder is taken to be at this rate "
+        "unless its row says {'frames': [...], 'fps': F}.",
+    )
+    max_videos: int | None = Field(
+        None,
+        ge=0,
+        description="The most videos one row may hold (null: any); a row with more is a bad "
+        "row (the original's --limit_mm_video_per_prompt).",
+    )
+    max_frames: int = Field(
+        16,
+        ge=1,
+        description="The most frames taken of one video (each frame within the "
+        "model's min_pixels .. max_pixels; two frames make one temporal patch).",
     )
     reference_key: str | None = Field("reference", description="Column holding the answer.")
     system_prompt: str | None = Field(None, description="System message prepended to each prompt.")

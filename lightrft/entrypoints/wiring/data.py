@@ -22,6 +22,8 @@ from lightrft.adapters.datasets import (
 from lightrft.adapters.datasets.in_memory import InMemoryPromptSource
 from lightrft.adapters.datasets.judge_pairs import load_judge_pairs
 from lightrft.adapters.datasets.placeholders import MediaPlaceholders
+from lightrft.adapters.datasets.synthetic_video import motion_prompts
+from lightrft.adapters.datasets.video_frames import FrameSampling
 from lightrft.adapters.hf.multimodal_inputs import MediaRequirements
 from lightrft.domain.ports import PromptSource
 from lightrft.domain.registry import Registry
@@ -68,6 +70,11 @@ def _visual_compare(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -
     )
 
 
+@BUILTIN_TASKS.register("video_motion")
+def _video_motion(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptSource:
+    return motion_prompts(dataset.num_builtin, dataset.seed, tokenizer=tokenizer, prompt_format=fmt)
+
+
 @BUILTIN_TASKS.register("tones")
 def _tones(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptSource:
     rate = dataset.audio_sampling_rate or 16_000
@@ -104,8 +111,10 @@ def _columns(
     spec = copy_fields(
         RowSpec,
         dataset,
-        "input_key reference_key on_bad_row images_key audios_key audio_sampling_rate label_key",
+        "input_key reference_key on_bad_row images_key audios_key audio_sampling_rate label_key"
+        " videos_key max_videos",
         placeholders=marks,
+        frame_sampling=FrameSampling(dataset.fps, dataset.max_frames),
     )
     return HfPromptDataset(path, tokenizer, spec=spec, prompt_format=fmt)
 
@@ -172,7 +181,9 @@ def placeholders_of(media: MediaRequirements | None) -> MediaPlaceholders:
     """The placeholder tokens rows are checked against (none for a text model)."""
     if media is None:
         return MediaPlaceholders()
-    return MediaPlaceholders(media.image_placeholder, media.audio_placeholder)
+    return MediaPlaceholders(
+        media.image_placeholder, media.audio_placeholder, media.video_placeholder
+    )
 
 
 def prompt_format_of(dataset: DatasetConfig) -> PromptFormat:

@@ -27,7 +27,7 @@ from lightrft.adapters.hf.multimodal_loading import (
 )
 from lightrft.adapters.hf.omni import OmniEncoder
 from lightrft.adapters.hf.vision_language import (
-    VisionLanguageEncoder,
+    VisionVideoEncoder,
     freeze_vision_tower,
     language_model_lora,
 )
@@ -149,6 +149,6 @@ def _generation_model(context: BuildContext) -> torch.nn.Module:
     return _model(context, train=False)  # type: ignore[no-any-return]
 
 
-VISION_LANGUAGE_LOADER = _loader(_Media(_image_processor, _prepare_vision, VisionLanguageEncoder))
+VISION_LANGUAGE_LOADER = _loader(_Media(_image_processor, _prepare_vision, VisionVideoEncoder))
 AUDIO_LANGUAGE_LOADER = _loader(_Media(_feature_extractor, _prepare_audio, AudioLanguageEncoder))
 OMNI_LOADER = _loader(_Media(_media_processors, _prepare_vision, _omni_encoder))

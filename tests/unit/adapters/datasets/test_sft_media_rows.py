@@ -90,7 +90,11 @@ def test_max_length_counts_media_and_never_cuts_it(tmp_path: Path) -> None:
             "image file .*gone.png does not exist",
         ),
         (chat({"type": "image"}), True, "message 0 part 0: no 'image' value"),
-        (chat({"type": "video", "video": "a.mp4"}), True, "expected a text, image or audio part"),
+        (
+            chat({"type": "document", "file": "a.pdf"}),
+            True,
+            "expected a text, image, video or audio",
+        ),
         (chat({"type": "image", "image": "red.png"}), False, "the model takes no media"),
         (
             {
