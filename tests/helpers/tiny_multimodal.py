@@ -274,14 +274,20 @@ def _save(
 
 
 def save_tiny_vl_model(
-    directory: Path, seed: int = 0, *, byte_level: bool = False, words: tuple[str, ...] = ()
+    directory: Path,
+    seed: int = 0,
+    *,
+    byte_level: bool = False,
+    words: tuple[str, ...] = (),
+    family: str = "qwen2_vl",
 ) -> Path:
-    """A from-scratch tiny Qwen2-VL over :func:`task_tokenizer` (with ``words`` added, e.g.
-    :data:`VIDEO_WORDS`; ``byte_level``: :func:`tiny_mm_tokenizer`, which spells any text),
-    saved with its tokenizer and image processor (what ``model.path`` of a vision-language
-    run points to)."""
+    """A from-scratch tiny Qwen2-VL (``family="qwen2_5_vl"``: Qwen2.5-VL) over
+    :func:`task_tokenizer` (with ``words`` added, e.g. :data:`VIDEO_WORDS`; ``byte_level``:
+    :func:`tiny_mm_tokenizer`, which spells any text), saved with its tokenizer and image
+    processor (what ``model.path`` of a vision-language run points to)."""
     tok = tiny_mm_tokenizer() if byte_level else (task_tokenizer(words) if words else None)
-    return _save(directory, tiny_qwen2_vl(seed), tiny_image_processor(), tok)
+    model = tiny_qwen2_5_vl(seed) if family == "qwen2_5_vl" else tiny_qwen2_vl(seed)
+    return _save(directory, model, tiny_image_processor(), tok)
 
 
 def save_tiny_audio_model(directory: Path, seed: int = 0) -> Path:
