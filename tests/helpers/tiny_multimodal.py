@@ -245,18 +245,30 @@ TASK_WORDS = (
 
 
 VIDEO_WORDS = ("way", "does", "dot", "move", "left", "right")  # the video_motion task
+CHOICE_WORDS = (
+    "of", "choices", "describes", "clip", "Choose", "one", "these", "options", ":", "Give",
+    "answer", "inside", "hum", "whistle", "hiss", "['", "',", "'", "'].",
+)  # fmt: skip
+"""The words of the ``sound_choice`` prompts beyond :data:`TASK_WORDS`."""
+ANSWER_TAGS = ("<answer>", "</answer>")
 
 
-def task_tokenizer(extra: tuple[str, ...] = ()) -> PreTrainedTokenizerFast:
+def task_tokenizer(
+    extra: tuple[str, ...] = (), *, choice_task: bool = False
+) -> PreTrainedTokenizerFast:
     """A word-level tokenizer over the built-in tasks' words (and ``extra`` words after them)
     plus the Qwen special tokens: each answer ("red", "first" ...) is one token, so a tiny
-    model learns it fast."""
+    model learns it fast. ``choice_task``: also the ``sound_choice`` words, and ``<answer>`` /
+    ``</answer>`` as one token each (an answer is then 3 tokens: ``<answer> hum </answer>``)."""
     vocab = {token: i for i, token in enumerate(SPECIALS)}
-    for word in (*TASK_WORDS, *extra):
+    for word in (*TASK_WORDS, *extra, *(CHOICE_WORDS if choice_task else ())):
         vocab[word] = len(vocab)
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    return _qwen_tokenizer(backend, unk_token="[UNK]")
+    tok = _qwen_tokenizer(backend, unk_token="[UNK]")
+    if choice_task:
+        tok.add_tokens(list(ANSWER_TAGS))
+    return tok
 
 
 def _save(
@@ -290,8 +302,10 @@ def save_tiny_vl_model(
     return _save(directory, model, tiny_image_processor(), tok)
 
 
-def save_tiny_audio_model(directory: Path, seed: int = 0) -> Path:
-    """A from-scratch tiny Qwen2-Audio over :func:`task_tokenizer`, saved with its
-    tokenizer and feature extractor; clips are padded to 1 s (100 frames), not 30 s."""
+def save_tiny_audio_model(directory: Path, seed: int = 0, *, choice_task: bool = False) -> Path:
+    """A from-scratch tiny Qwen2-Audio over :func:`task_tokenizer` (``choice_task``: with
+    the ``sound_choice`` words and answer tags), saved with its tokenizer and feature
+    extractor; clips are padded to 1 s (100 frames), not 30 s."""
     model = tiny_qwen2_audio(seed, max_source_positions=50)
-    return _save(directory, model, tiny_feature_extractor(chunk_seconds=1))
+    tok = task_tokenizer(choice_task=True) if choice_task else None
+    return _save(directory, model, tiny_feature_extractor(chunk_seconds=1), tok)
