@@ -7,6 +7,8 @@ Qwen2-VL and Qwen2-Audio templates do.
 
 from __future__ import annotations
 
+import json
+import random
 import wave
 from collections.abc import Callable
 from pathlib import Path
@@ -309,3 +311,25 @@ def save_tiny_audio_model(directory: Path, seed: int = 0, *, choice_task: bool =
     model = tiny_qwen2_audio(seed, max_source_positions=50)
     tok = task_tokenizer(choice_task=True) if choice_task else None
     return _save(directory, model, tiny_feature_extractor(chunk_seconds=1), tok)
+
+
+def answer_format_rows(path: Path, seed: int, n: int = 256) -> Path:
+    """Text-only chat rows of the ``sound_choice`` question (no clip) answered with a random
+    option inside ``<answer></answer>``: an SFT warm start that teaches the answer format and
+    the option words but not which one a clip is (what an instruction-tuned start brings)."""
+    from lightrft.adapters.datasets.synthetic_sound_choice import (
+        QUESTION,
+        SOUNDS,
+        multiple_choice_question,
+    )
+
+    rng = random.Random(f"format-{seed}")
+    with path.open("w") as f:
+        for _ in range(n):
+            choices = list(SOUNDS)
+            rng.shuffle(choices)
+            user = multiple_choice_question(QUESTION, choices)
+            answer = f"<answer> {rng.choice(SOUNDS)} </answer>"
+            chat = [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+            f.write(json.dumps({"messages": chat}) + "\n")
+    return path
