@@ -59,7 +59,7 @@ def grpo_overrides(model: Path, run: Path, seed: int) -> list[str]:
         "rollout.forward_micro_batch_size=128",
         "train.micro_batch_size=128",
         "optim.lr=1e-3",
-        "algorithm.entropy_coef=0.05",
+        "algorithm.entropy_coef=0.1",
         "train.total_steps=200",
         "logging.progress=false",
         "checkpoint.export_final=false",
