@@ -42,7 +42,8 @@ class _ValueModel(nn.Module):
 
     def forward(self, **inputs: Any) -> Tensor:
         out = self.backbone(**inputs)
-        return self.value_head(out.last_hidden_state).squeeze(-1)  # [B, T]
+        values: Tensor = self.value_head(out.last_hidden_state).squeeze(-1)  # [B, T]
+        return values
 
 
 class HfCritic:
