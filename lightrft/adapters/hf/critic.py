@@ -5,8 +5,9 @@ response token t is read at the column that predicts it (``T - R - 1 + t``), the
 the policy's log-prob of that token comes from, so V_t is the value of the state before t.
 
 Two backbones: a causal LM's decoder (text), or the base model of a multimodal family
-(Qwen2-VL / Qwen2.5-VL / Qwen2-Audio / Qwen2.5-Omni thinker: ``model.model``, the vision or
-audio encoder plus the language model, no LM head), whose forward gets the same media
+(Qwen2-VL / Qwen2.5-VL / Qwen2-Audio: ``model.model``, the vision or audio encoder plus the
+language model, no LM head; the Qwen2.5-Omni thinker's ``model`` is its text model alone and
+is refused), whose forward gets the same media
 arguments as the policy's (pixels, token types, M-RoPE positions ...) from the family's
 :class:`~lightrft.adapters.hf.multimodal_inputs.MultimodalInputs` and the batch's payloads.
 """
@@ -24,6 +25,10 @@ from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs, unwrapped
 from lightrft.adapters.hf.weights import module_device
 from lightrft.adapters.model_parts.seeds import seeded_init
 from lightrft.domain.types import SequenceBatch
+
+MEDIA_ENCODERS = ("visual", "audio_tower")
+"""Submodules of a multimodal base model that read the media: a critic needs one (the
+Qwen2.5-Omni thinker keeps its encoders beside its text model, not in it)."""
 
 
 class _ValueModel(nn.Module):
@@ -67,6 +72,12 @@ class HfCritic:
         else:  # the encoders and the language model, without the LM head
             base = unwrapped(model)
             backbone, hidden = base.model, int(base.config.get_text_config().hidden_size)
+            if not any(hasattr(backbone, name) for name in MEDIA_ENCODERS):
+                raise ValueError(
+                    f"{type(base).__name__}: its base model ({type(backbone).__name__}) holds "
+                    "no media encoder, so a critic on it would not see the media; no critic is "
+                    "built for this family (use a critic-free advantage estimator)"
+                )
         self._model = _ValueModel(backbone, hidden, init_seed)
 
     @property

@@ -6,7 +6,7 @@ The vision tower stays frozen unless ``model.train_vision_tower``; LoRA then ada
 language model's linear layers only (omni: the audio encoder's too). The critic (PPO with
 GAE) is a value head over the same family's base model, taking the policy's media inputs
 (:class:`~lightrft.adapters.hf.critic.HfCritic`); its vision tower is frozen like the
-policy's.
+policy's. The omni thinker has none (its encoders are outside its base model): refused.
 """
 
 from __future__ import annotations

@@ -118,3 +118,11 @@ def test_the_critic_trains_toward_returns_with_images() -> None:
         loss.backward()
         optimizer.step()
     assert losses[-1] < 0.1 * losses[0]
+
+
+def test_the_omni_thinker_is_refused_since_its_base_model_holds_no_encoder() -> None:
+    from tests.helpers.tiny_omni import tiny_omni_thinker
+
+    model = tiny_omni_thinker()
+    with pytest.raises(ValueError, match="holds no media encoder, so a critic on it would not"):
+        HfCritic(model, multimodal=multimodal_inputs_for(model))
