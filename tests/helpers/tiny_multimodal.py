@@ -7,6 +7,8 @@ Qwen2-VL and Qwen2-Audio templates do.
 
 from __future__ import annotations
 
+import json
+import random
 import wave
 from collections.abc import Callable
 from pathlib import Path
@@ -245,18 +247,30 @@ TASK_WORDS = (
 
 
 VIDEO_WORDS = ("way", "does", "dot", "move", "left", "right")  # the video_motion task
+CHOICE_WORDS = (
+    "of", "choices", "describes", "clip", "Choose", "one", "these", "options", ":", "Give",
+    "answer", "inside", "hum", "whistle", "hiss", "['", "',", "'", "'].",
+)  # fmt: skip
+"""The words of the ``sound_choice`` prompts beyond :data:`TASK_WORDS`."""
+ANSWER_TAGS = ("<answer>", "</answer>")
 
 
-def task_tokenizer(extra: tuple[str, ...] = ()) -> PreTrainedTokenizerFast:
+def task_tokenizer(
+    extra: tuple[str, ...] = (), *, choice_task: bool = False
+) -> PreTrainedTokenizerFast:
     """A word-level tokenizer over the built-in tasks' words (and ``extra`` words after them)
     plus the Qwen special tokens: each answer ("red", "first" ...) is one token, so a tiny
-    model learns it fast."""
+    model learns it fast. ``choice_task``: also the ``sound_choice`` words, and ``<answer>`` /
+    ``</answer>`` as one token each (an answer is then 3 tokens: ``<answer> hum </answer>``)."""
     vocab = {token: i for i, token in enumerate(SPECIALS)}
-    for word in (*TASK_WORDS, *extra):
+    for word in (*TASK_WORDS, *extra, *(CHOICE_WORDS if choice_task else ())):
         vocab[word] = len(vocab)
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    return _qwen_tokenizer(backend, unk_token="[UNK]")
+    tok = _qwen_tokenizer(backend, unk_token="[UNK]")
+    if choice_task:
+        tok.add_tokens(list(ANSWER_TAGS))
+    return tok
 
 
 def _save(
@@ -274,18 +288,48 @@ def _save(
 
 
 def save_tiny_vl_model(
-    directory: Path, seed: int = 0, *, byte_level: bool = False, words: tuple[str, ...] = ()
+    directory: Path,
+    seed: int = 0,
+    *,
+    byte_level: bool = False,
+    words: tuple[str, ...] = (),
+    family: str = "qwen2_vl",
 ) -> Path:
-    """A from-scratch tiny Qwen2-VL over :func:`task_tokenizer` (with ``words`` added, e.g.
-    :data:`VIDEO_WORDS`; ``byte_level``: :func:`tiny_mm_tokenizer`, which spells any text),
-    saved with its tokenizer and image processor (what ``model.path`` of a vision-language
-    run points to)."""
+    """A from-scratch tiny Qwen2-VL (``family="qwen2_5_vl"``: Qwen2.5-VL) over
+    :func:`task_tokenizer` (with ``words`` added, e.g. :data:`VIDEO_WORDS`; ``byte_level``:
+    :func:`tiny_mm_tokenizer`, which spells any text), saved with its tokenizer and image
+    processor (what ``model.path`` of a vision-language run points to)."""
     tok = tiny_mm_tokenizer() if byte_level else (task_tokenizer(words) if words else None)
-    return _save(directory, tiny_qwen2_vl(seed), tiny_image_processor(), tok)
+    model = tiny_qwen2_5_vl(seed) if family == "qwen2_5_vl" else tiny_qwen2_vl(seed)
+    return _save(directory, model, tiny_image_processor(), tok)
 
 
-def save_tiny_audio_model(directory: Path, seed: int = 0) -> Path:
-    """A from-scratch tiny Qwen2-Audio over :func:`task_tokenizer`, saved with its
-    tokenizer and feature extractor; clips are padded to 1 s (100 frames), not 30 s."""
+def save_tiny_audio_model(directory: Path, seed: int = 0, *, choice_task: bool = False) -> Path:
+    """A from-scratch tiny Qwen2-Audio over :func:`task_tokenizer` (``choice_task``: with
+    the ``sound_choice`` words and answer tags), saved with its tokenizer and feature
+    extractor; clips are padded to 1 s (100 frames), not 30 s."""
     model = tiny_qwen2_audio(seed, max_source_positions=50)
-    return _save(directory, model, tiny_feature_extractor(chunk_seconds=1))
+    tok = task_tokenizer(choice_task=True) if choice_task else None
+    return _save(directory, model, tiny_feature_extractor(chunk_seconds=1), tok)
+
+
+def answer_format_rows(path: Path, seed: int, n: int = 256) -> Path:
+    """Text-only chat rows of the ``sound_choice`` question (no clip) answered with a random
+    option inside ``<answer></answer>``: an SFT warm start that teaches the answer format and
+    the option words but not which one a clip is (what an instruction-tuned start brings)."""
+    from lightrft.adapters.datasets.synthetic_sound_choice import (
+        QUESTION,
+        SOUNDS,
+        multiple_choice_question,
+    )
+
+    rng = random.Random(f"format-{seed}")
+    with path.open("w") as f:
+        for _ in range(n):
+            choices = list(SOUNDS)
+            rng.shuffle(choices)
+            user = multiple_choice_question(QUESTION, choices)
+            answer = f"<answer> {rng.choice(SOUNDS)} </answer>"
+            chat = [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+            f.write(json.dumps({"messages": chat}) + "\n")
+    return path

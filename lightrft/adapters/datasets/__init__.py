@@ -1,6 +1,6 @@
 """Prompt sources (``PromptSource`` port): local files through HF ``datasets``, in-memory
 rows, blends of sources, GSM8K, Geo3K (vision), and tiny built-in tasks: arithmetic, shapes (vision),
-tones and beeps (audio)."""
+tones, beeps and sound_choice (audio)."""
 
 from lightrft.adapters.datasets.arithmetic import arithmetic_problems, arithmetic_prompts
 from lightrft.adapters.datasets.blended import BlendedPromptSource
@@ -17,6 +17,7 @@ from lightrft.adapters.datasets.prompt_rows import BadRowError, DatasetStats, Ro
 from lightrft.adapters.datasets.rendering import PromptFormat, PromptRenderer
 from lightrft.adapters.datasets.synthetic_audio import clip_rows_source, tone_problems, tone_prompts
 from lightrft.adapters.datasets.synthetic_beeps import beep_problems
+from lightrft.adapters.datasets.synthetic_sound_choice import sound_choice_problems
 from lightrft.adapters.datasets.synthetic_visual import visual_problems, visual_prompts
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "gsm8k_prompts",
     "gsm8k_reference",
     "gsm8k_spec",
+    "sound_choice_problems",
     "load_table",
     "tone_problems",
     "tone_prompts",

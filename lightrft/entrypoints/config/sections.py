@@ -173,14 +173,17 @@ class DatasetConfig(Section):
         "video_motion",
         "tones",
         "beeps",
+        "sound_choice",
     ] = Field(
         "arithmetic",
         description="Built-in prompt set used when path is null: arithmetic word problems; "
         "visual_colour / visual_count / visual_compare: PIL-drawn shapes (name the colour / "
         "count them / which of two images has more; a vision-language model); video_motion: "
         "which way a dot moves across 4 frames (left / right; vision-language); tones: which "
-        "of two tones is higher, beeps: how many beeps a clip holds (an audio-language "
-        "model). Score all but arithmetic with reward type 'choice'.",
+        "of two tones is higher, beeps: how many beeps a clip holds, sound_choice: which of "
+        "the options (hum, whistle, hiss) describes a clip, AVQA-style with <answer> tags (an "
+        "audio-language model). Score sound_choice with reward type 'avqa_rule', the others "
+        "but arithmetic with 'choice'.",
     )
     difficulty: int = Field(1, ge=1, le=3, description="Built-in arithmetic difficulty (1-3).")
     instruction: str | None = Field(

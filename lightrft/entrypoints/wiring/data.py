@@ -16,6 +16,7 @@ from lightrft.adapters.datasets import (
     clip_rows_source,
     geo3k_prompts,
     gsm8k_prompts,
+    sound_choice_problems,
     tone_prompts,
     visual_prompts,
 )
@@ -88,6 +89,13 @@ def _beeps(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptS
     rate = dataset.audio_sampling_rate or 16_000
     rows = beep_problems(dataset.num_builtin, dataset.seed, rate=rate)
     return clip_rows_source(rows, tokenizer, fmt, rate, name=f"beeps-{dataset.seed}")
+
+
+@BUILTIN_TASKS.register("sound_choice")
+def _sound_choice(dataset: DatasetConfig, tokenizer: Any, fmt: PromptFormat) -> PromptSource:
+    rate = dataset.audio_sampling_rate or 16_000
+    rows = sound_choice_problems(dataset.num_builtin, dataset.seed, rate=rate)
+    return clip_rows_source(rows, tokenizer, fmt, rate, name=f"sound_choice-{dataset.seed}")
 
 
 RowFormat = Callable[

@@ -3,8 +3,10 @@
 reference, engine model, prompt encoder.
 
 The vision tower stays frozen unless ``model.train_vision_tower``; LoRA then adapts the
-language model's linear layers only (omni: the audio encoder's too). A critic (PPO with GAE) is not offered for these
-modalities: use a critic-free estimator (GRPO, RLOO, REINFORCE++ ...).
+language model's linear layers only (omni: the audio encoder's too). The critic (PPO with
+GAE) is a value head over the same family's base model, taking the policy's media inputs
+(:class:`~lightrft.adapters.hf.critic.HfCritic`); its vision tower is frozen like the
+policy's. The omni thinker has none (its encoders are outside its base model): refused.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import torch
 
 from lightrft.adapters.hf import HfPolicy, HfReferenceModel, LoraParams, load_tokenizer
 from lightrft.adapters.hf.audio_language import AudioLanguageEncoder
+from lightrft.adapters.hf.critic import HfCritic
 from lightrft.adapters.hf.multimodal_inputs import multimodal_inputs_for
 from lightrft.adapters.hf.multimodal_loading import (
     load_feature_extractor,
@@ -31,7 +34,6 @@ from lightrft.adapters.hf.vision_language import (
     freeze_vision_tower,
     language_model_lora,
 )
-from lightrft.domain.ports import Critic
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.wiring.model_loaders import load_params, lora_params
 from lightrft.entrypoints.wiring.registries import BuildContext, ModelLoader
@@ -116,11 +118,18 @@ def _loader(media: _Media) -> ModelLoader:
     def encoder(context: BuildContext) -> Any:
         return media.encoder(context.tokenizer, media.processor(context))
 
+    def critic(context: BuildContext) -> HfCritic:
+        model = _model(context, train=True)
+        media.prepare(model, None, context)  # the policy's frozen parts, without LoRA
+        return HfCritic(
+            model, init_seed=context.config.train.seed, multimodal=multimodal_inputs_for(model)
+        )
+
     return ModelLoader(
         tokenizer=_tokenizer,
         policy=policy,
         reference=_reference,
-        critic=_no_critic,
+        critic=critic,
         generation_model=_generation_model,
         prompt_encoder=encoder,
         engine_inputs=multimodal_inputs_for,
@@ -135,13 +144,6 @@ def _reference(context: BuildContext) -> HfReferenceModel:
         packing=context.config.model.packing,
         chunk_size=context.config.model.logprob_chunk_size,
         multimodal=multimodal_inputs_for(model),
-    )
-
-
-def _no_critic(context: BuildContext) -> Critic:
-    raise ValueError(
-        f"model.modality {context.config.model.modality!r} has no critic (value model); use "
-        "a critic-free algorithm.advantage_estimator such as grpo"
     )
 
 
