@@ -13,6 +13,7 @@ from lightrft.entrypoints.config.sft_run_config import SftRunConfig
 from lightrft.entrypoints.roots.model_run import ModelRunRoot
 from lightrft.entrypoints.roots.tokenizer import Tokenizer
 from lightrft.entrypoints.wiring import models
+from lightrft.entrypoints.wiring.registrations import register_builtins
 from lightrft.entrypoints.wiring.sft_data import build_sft_data
 
 
@@ -29,6 +30,7 @@ class SftInputs:
 
 def sft_tokenizer(config: SftRunConfig) -> Tokenizer:
     """The tokenizer (or processor) of ``model.path``."""
+    register_builtins()  # the model loaders, before the first one is looked up
     return cast(Tokenizer, models.build_tokenizer(config, models.model_path(config)))
 
 
