@@ -126,7 +126,11 @@ class AdvantageEstimator:
     needs_step_rewards: bool = False  # True: needs step_rewards and step_mask (process rewards)
 
 
-ADVANTAGE_ESTIMATORS: Registry[AdvantageEstimator] = Registry("advantage estimator")
+ADVANTAGE_ESTIMATORS: Registry[AdvantageEstimator] = Registry(
+    "advantage estimator",
+    # process_grpo registers itself in its own module (domain/process_rewards.py)
+    builtin_modules=("lightrft.domain.process_rewards",),
+)
 
 
 def _require(estimator: str, field: str, tensor: Tensor | None) -> Tensor:

@@ -6,6 +6,7 @@ modes) is one ``Registry`` instance. The names are the strings users type in a c
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
@@ -26,10 +27,20 @@ class Registry(Generic[T]):
     names the valid choices when the name is unknown.
     """
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, *, builtin_modules: tuple[str, ...] = ()) -> None:
+        """``builtin_modules``: modules that register built-in entries themselves, imported
+        (once) before the registry is first read, so a built-in kept in a module of its own
+        is registered wherever the registry is used, without an import cycle or a side
+        effect in a package ``__init__``."""
         self.kind = kind
         self._entries: dict[str, T] = {}
         self._aliases: dict[str, str] = {}
+        self._pending = builtin_modules
+
+    def _load_builtins(self) -> None:
+        modules, self._pending = self._pending, ()
+        for module in modules:
+            importlib.import_module(module)
 
     def register(self, name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[T], T]:
         """Decorator that registers a value under ``name`` and its ``aliases``."""
@@ -52,6 +63,7 @@ class Registry(Generic[T]):
     def remove(self, name: str) -> T:
         """Unregisters ``name`` and its aliases; returns its value (for tests that register
         a temporary entry)."""
+        self._load_builtins()
         value = self.get(name)
         canonical = self.canonical(name)
         del self._entries[canonical]
@@ -61,6 +73,7 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         """Returns the value for ``name`` or an alias of it."""
+        self._load_builtins()
         canonical = self._aliases.get(name, name)
         if canonical not in self._entries:
             raise UnknownChoiceError(
@@ -70,20 +83,24 @@ class Registry(Generic[T]):
 
     def canonical(self, name: str) -> str:
         """The registered name behind ``name`` (itself, or the name an alias points to)."""
+        self._load_builtins()
         self.get(name)
         return self._aliases.get(name, name)
 
     def names(self) -> tuple[str, ...]:
         """Registered canonical names, sorted."""
+        self._load_builtins()
         return tuple(sorted(self._entries))
 
     def choices(self) -> tuple[str, ...]:
         """Every accepted spelling: canonical names and aliases, sorted."""
+        self._load_builtins()
         return tuple(sorted((*self._entries, *self._aliases)))
 
     def in_order(self) -> tuple[str, ...]:
         """Every accepted spelling in registration order, each name followed by its aliases
         (the order a config's schema and its errors list them in)."""
+        self._load_builtins()
         return tuple(
             spelling
             for name in self._entries
@@ -91,10 +108,13 @@ class Registry(Generic[T]):
         )
 
     def __contains__(self, name: object) -> bool:
+        self._load_builtins()
         return name in self._entries or name in self._aliases
 
     def __iter__(self) -> Iterator[str]:
+        self._load_builtins()
         return iter(self.names())
 
     def __len__(self) -> int:
+        self._load_builtins()
         return len(self._entries)

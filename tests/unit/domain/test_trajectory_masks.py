@@ -130,6 +130,9 @@ def _inputs(rewards: Tensor, mask: Tensor, group: Tensor, seed: int) -> Advantag
         baseline_rewards=torch.zeros_like(rewards),
         logprobs=-3 * torch.rand(shape, generator=gen),
         teacher_logprobs=-3 * torch.rand((1, *shape), generator=gen),
+        # process rewards (process_grpo): step ends on trained tokens only, each with a score
+        step_rewards=torch.rand(shape, generator=gen) * mask,
+        step_mask=(torch.rand(shape, generator=gen) < 0.5) & mask.bool(),
     )
 
 
@@ -141,6 +144,9 @@ def _compacted(inputs: AdvantageInputs) -> AdvantageInputs:
     assert inputs.logprobs is not None and inputs.teacher_logprobs is not None
     logprobs, _ = compact(inputs.logprobs, mask)
     teacher, _ = compact(inputs.teacher_logprobs[0], mask)
+    assert inputs.step_rewards is not None and inputs.step_mask is not None
+    step_rewards, _ = compact(inputs.step_rewards, mask)
+    step_mask, _ = compact(inputs.step_mask.to(mask.dtype), mask)
     return AdvantageInputs(
         inputs.rewards,
         small,
@@ -150,6 +156,8 @@ def _compacted(inputs: AdvantageInputs) -> AdvantageInputs:
         inputs.baseline_rewards,
         logprobs,
         teacher.unsqueeze(0),
+        step_rewards=step_rewards,
+        step_mask=step_mask.bool(),
     )
 
 
