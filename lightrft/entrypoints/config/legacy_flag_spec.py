@@ -21,6 +21,17 @@ class Kind(Enum):
     OPTIONAL_STR = "text or nothing"  # --use_wandb alone, or --use_wandb KEY
 
 
+# the short names the flag tables are written with
+STR, INT, FLOAT, SWITCH, PAIR, WORDS = (
+    Kind.STR,
+    Kind.INT,
+    Kind.FLOAT,
+    Kind.SWITCH,
+    Kind.PAIR,
+    Kind.WORDS,
+)
+
+
 class Status(Enum):
     MAPPED = "mapped"
     NOOP = "no-op"

@@ -10,6 +10,12 @@ lightrft.entrypoints.config.legacy_flag_docs``; a test compares them).
 from __future__ import annotations
 
 from lightrft.entrypoints.config.legacy_flag_spec import (
+    FLOAT,
+    INT,
+    PAIR,
+    STR,
+    SWITCH,
+    WORDS,
     Flag,
     Kind,
     both,
@@ -17,15 +23,6 @@ from lightrft.entrypoints.config.legacy_flag_spec import (
     positive_or_none,
     sets,
     zero_is,
-)
-
-STR, INT, FLOAT, SWITCH, PAIR, WORDS = (
-    Kind.STR,
-    Kind.INT,
-    Kind.FLOAT,
-    Kind.SWITCH,
-    Kind.PAIR,
-    Kind.WORDS,
 )
 
 RM_TRAINER = (

@@ -21,6 +21,12 @@ from __future__ import annotations
 from typing import Any
 
 from lightrft.entrypoints.config.legacy_flag_spec import (
+    FLOAT,
+    INT,
+    PAIR,
+    STR,
+    SWITCH,
+    WORDS,
     Flag,
     Kind,
     const,
@@ -29,15 +35,6 @@ from lightrft.entrypoints.config.legacy_flag_spec import (
     zero_is,
 )
 from lightrft.entrypoints.config.legacy_rules import Reading, Rule, Values, trackers
-
-STR, INT, FLOAT, SWITCH, PAIR, WORDS = (
-    Kind.STR,
-    Kind.INT,
-    Kind.FLOAT,
-    Kind.SWITCH,
-    Kind.PAIR,
-    Kind.WORDS,
-)
 
 VIDEO = "video input (issue 44): reward models read text, images and audio here"
 
