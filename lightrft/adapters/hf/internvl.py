@@ -33,10 +33,12 @@ from lightrft.adapters.hf import media_builder as media
 from lightrft.adapters.hf.loading import resolve_source
 from lightrft.adapters.hf.multimodal_inputs import MULTIMODAL_INPUTS, MediaRequirements
 from lightrft.domain.modality import Payload
+from lightrft.domain.types import PromptRecord
 
 FAMILY = "internvl"  # config.model_type
 IMAGE_CONTEXT = "<IMG_CONTEXT>"  # one per image in the rendered chat, tokens_per_tile per tile
 IMAGE_START, IMAGE_END = "<img>", "</img>"  # around each image's context tokens
+_OTHER_MEDIA = ("videos", "audios")  # raw media kinds of a record this family cannot read
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,19 @@ class InternVLEncoder(media.MediaEncoder):
     def requirements(self) -> MediaRequirements:
         """One ``<IMG_CONTEXT>`` per image (before expansion)."""
         return MediaRequirements(image_placeholder=IMAGE_CONTEXT)
+
+    def encode(self, record: PromptRecord) -> PromptRecord:
+        """``record`` with its images tiled and placeholders expanded (text: unchanged);
+        ``ValueError`` naming the row when it carries other media (videos, audio): InternVL
+        reads images only here, and they would be dropped silently."""
+        other = sorted(k for k, items in record.multimodal.items() if k in _OTHER_MEDIA and items)
+        if other:
+            where = record.metadata.get("where", record.uid)
+            raise ValueError(
+                f"{where}: the row has {', '.join(other)}, but an InternVL model takes images "
+                "only here; drop those columns or use a family that reads them"
+            )
+        return super().encode(record)
 
     def process(self, items: list[Any], where: str) -> media.ProcessedMedia:
         """``pixel_values`` (P, 3, S, S) and ``image_tiles`` (I,); context tokens per image."""

@@ -6,6 +6,7 @@ reward model on the InternVL backbone scores as a direct forward of backbone and
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,29 @@ def test_a_scalar_reward_model_on_the_backbone_scores_as_backbone_plus_head(
     with torch.no_grad():
         again = loaded.pair_scores([PROMPT], ["red"], [{"images": [blue]}])
     torch.testing.assert_close(again[0], scores[1], atol=1e-5, rtol=1e-5)
+
+
+def test_the_critic_reads_the_images_with_the_image_path_frozen(model_dir: Path) -> None:
+    from tests.unit.adapters.hf.test_internvl import mixed_batch
+
+    context = _context(model_dir, "algorithm.advantage_estimator=gae")
+    critic = loader(context.config).critic(context)
+    trained = {n for n, p in critic.module.named_parameters() if p.requires_grad}
+    assert {"value_head.weight", "value_head.bias"} <= trained
+    assert any(n.startswith("backbone.language_model.") for n in trained)
+    assert not any("vision_tower." in n or "multi_modal_projector." in n for n in trained)
+    torch.nn.init.normal_(critic.module.value_head.weight)
+    prompts, batch = mixed_batch()
+    other = [
+        replace(p, multimodal={**p.multimodal, "pixel_values": -p.multimodal["pixel_values"]})
+        if p.multimodal
+        else p
+        for p in prompts
+    ]
+    with torch.no_grad():
+        values = critic.values(batch)
+        flipped = critic.values(replace(batch, multimodal=tuple(p.multimodal for p in other)))
+    scored = batch.response_mask.bool()
+    assert bool(torch.isfinite(values).all()) and bool((values[scored] != 0).all())
+    assert not torch.allclose(values[0], flipped[0])  # row 0's images reach its values
+    torch.testing.assert_close(values[1], flipped[1])  # the text row has none

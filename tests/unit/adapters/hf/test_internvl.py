@@ -180,6 +180,9 @@ def test_encoder_refuses_placeholders_that_do_not_match_and_a_tokenizer_without_
     two = replace(record, multimodal={"images": [noise_image(30, 30, 1)] * 2})
     with pytest.raises(ValueError, match=r"t row 7: the prompt holds 1 image placeholder"):
         encoder.encode(two)
+    video = replace(record, multimodal={**record.multimodal, "videos": [[noise_image(8, 8, 1)]]})
+    with pytest.raises(ValueError, match=r"t row 7: the row has videos, but an InternVL model"):
+        encoder.encode(video)
     from tests.helpers.tiny_multimodal import tiny_mm_tokenizer  # Qwen's special tokens
 
     with pytest.raises(ValueError, match=r"no <IMG_CONTEXT>, <img>, </img> token\(s\)"):
