@@ -18,6 +18,7 @@ from lightrft.adapters.hf.checkpoint_modality import checkpoint_modality
 from lightrft.adapters.hf.internvl import InternVLEncoder, load_internvl_image_tiles
 from lightrft.adapters.reward_models import HfScalarRewardModel, RewardModelCard
 from lightrft.domain.sft import masked_nll_sum, sft_batch
+from lightrft.domain.types import Completion, PromptRecord, RewardSample
 from lightrft.entrypoints.config import load_config
 from lightrft.entrypoints.wiring.models import loader
 from lightrft.entrypoints.wiring.registries import BuildContext
@@ -170,6 +171,16 @@ def test_a_scalar_reward_model_on_the_backbone_scores_as_backbone_plus_head(
             scores[row], _direct_score(rm, tok, image, "red"), atol=1e-5, rtol=1e-5
         )
     assert not torch.isclose(scores[0], scores[1], atol=1e-5)  # only the image differs
+    # an RL prompt the policy's encoder expanded scores like its decoded image
+    raw = PromptRecord("p", PROMPT, tuple(tok(PROMPT).input_ids), multimodal={"images": [blue]})
+    encoded = encoder.encode(raw)
+    response = Completion(0, (1,), "red", "stop")
+    rm.onload()
+    with torch.no_grad():
+        from_raw = rm.score([RewardSample(raw, response)]).scores
+        from_encoded = rm.score([RewardSample(encoded, response)]).scores
+    torch.testing.assert_close(from_encoded, from_raw)
+    torch.testing.assert_close(from_raw[0], scores[1], atol=1e-5, rtol=1e-5)
     rm.export_hf(tmp_path / "rm")  # the export (weights, head, processor) loads back
     loaded = load_scalar_rm(tmp_path / "rm", CPU, config)
     assert loaded.card.modality == "vision-language"
