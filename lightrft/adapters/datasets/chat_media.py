@@ -41,6 +41,10 @@ class MediaExpander(Protocol):
         """The placeholder token id of one item before expansion."""
         ...
 
+    def item_ids(self, count: int) -> tuple[int, ...]:
+        """The ids one item's placeholder becomes for ``count`` positions."""
+        ...
+
     def encode_ids(
         self, ids: Sequence[int], items: list[Any], where: str, *, rest: dict[str, Any] | None
     ) -> tuple[tuple[int, ...], dict[str, Any]]:
@@ -172,7 +176,7 @@ def _expand_medium(
     counts = iter(payload[f"{part.noun}_tokens"])
     new_flags: list[int] = []
     for token, flag in zip(ids, flags, strict=True):
-        new_flags.extend([0] * next(counts) if token == pad else [flag])
+        new_flags.extend([0] * len(part.item_ids(next(counts))) if token == pad else [flag])
     return list(expanded), new_flags, payload
 
 

@@ -1,8 +1,8 @@
 """What a model checkpoint reads besides text, from its ``config.json``.
 
-A Qwen2-VL / Qwen2.5-VL directory is a vision-language model, Qwen2-Audio an audio-language
-one, Qwen2.5-Omni (whole, or its thinker saved alone) an omni one: its ``model_type`` says
-which, else one of its ``architectures``. Every other checkpoint, and a GGUF file (the
+A Qwen2-VL / Qwen2.5-VL / InternVL directory is a vision-language model, Qwen2-Audio an
+audio-language one, Qwen2.5-Omni (whole, or its thinker saved alone) an omni one: its
+``model_type`` says which, else one of its ``architectures``. Every other checkpoint, and a GGUF file (the
 embedded default SmolLM2 included), is a text model. Only the JSON file is read: no model
 class is imported, nothing reaches the network.
 """
@@ -18,6 +18,7 @@ from lightrft.adapters.hf.loading import resolve_source
 FAMILY_MODALITIES: dict[str, str] = {
     "qwen2_vl": "vision-language",
     "qwen2_5_vl": "vision-language",
+    "internvl": "vision-language",
     "qwen2_audio": "audio-language",
     "qwen2_5_omni": "omni",
     "qwen2_5_omni_thinker": "omni",
@@ -27,6 +28,7 @@ FAMILY_MODALITIES: dict[str, str] = {
 ARCHITECTURE_MODALITIES: dict[str, str] = {
     "Qwen2VLForConditionalGeneration": "vision-language",
     "Qwen2_5_VLForConditionalGeneration": "vision-language",
+    "InternVLForConditionalGeneration": "vision-language",
     "Qwen2AudioForConditionalGeneration": "audio-language",
     "Qwen2_5OmniForConditionalGeneration": "omni",
     "Qwen2_5OmniThinkerForConditionalGeneration": "omni",
@@ -34,7 +36,7 @@ ARCHITECTURE_MODALITIES: dict[str, str] = {
 """``architectures`` entries -> modality, for a config whose ``model_type`` is not listed."""
 
 FAMILIES_OF: dict[str, str] = {
-    "vision-language": "Qwen2-VL or Qwen2.5-VL",
+    "vision-language": "Qwen2-VL, Qwen2.5-VL or InternVL",
     "audio-language": "Qwen2-Audio",
     "omni": "Qwen2.5-Omni",
 }

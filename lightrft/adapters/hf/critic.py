@@ -26,9 +26,10 @@ from lightrft.adapters.hf.weights import module_device
 from lightrft.adapters.model_parts.seeds import seeded_init
 from lightrft.domain.types import SequenceBatch
 
-MEDIA_ENCODERS = ("visual", "audio_tower")
-"""Submodules of a multimodal base model that read the media: a critic needs one (the
-Qwen2.5-Omni thinker keeps its encoders beside its text model, not in it)."""
+MEDIA_ENCODERS = ("visual", "audio_tower", "vision_tower")
+"""Submodules of a multimodal base model that read the media (InternVL's is
+``vision_tower``): a critic needs one (the Qwen2.5-Omni thinker keeps its encoders beside
+its text model, not in it)."""
 
 
 class _ValueModel(nn.Module):

@@ -21,7 +21,7 @@ modality, and only one step differs; the common steps are here once:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -79,14 +79,19 @@ def checked_media(record: PromptRecord, key: str, placeholder: int, what: str) -
 
 
 def expand_placeholders(
-    ids: Sequence[int], placeholder: int, counts: Sequence[int]
+    ids: Sequence[int],
+    placeholder: int,
+    counts: Sequence[int],
+    item_ids: Callable[[int], Sequence[int]] | None = None,
 ) -> tuple[int, ...]:
-    """``ids`` with the i-th ``placeholder`` repeated ``counts[i]`` times."""
+    """``ids`` with the i-th ``placeholder`` repeated ``counts[i]`` times (or replaced by
+    ``item_ids(counts[i])``, for a family that wraps an item's placeholders in other tokens)."""
     out: list[int] = []
     item = 0
     for token in ids:
         if token == placeholder:
-            out.extend([placeholder] * counts[item])
+            count = counts[item]
+            out.extend([placeholder] * count if item_ids is None else item_ids(count))
             item += 1
         else:
             out.append(token)
@@ -186,7 +191,16 @@ class MediaEncoder(ABC):
             "where": where,
             COST_KEY: media_cost(rest) + media.cost,
         }
-        return expand_placeholders(ids, self._pad, media.counts), payload
+        return self.expand_ids(ids, media.counts), payload
+
+    def item_ids(self, count: int) -> tuple[int, ...]:
+        """The ids one item's placeholder becomes: ``count`` placeholders (a family may wrap
+        them in start / end tokens)."""
+        return (self._pad,) * count
+
+    def expand_ids(self, ids: Sequence[int], counts: Sequence[int]) -> tuple[int, ...]:
+        """``ids`` with the i-th placeholder replaced by :meth:`item_ids` of ``counts[i]``."""
+        return expand_placeholders(ids, self._pad, counts, self.item_ids)
 
     @property
     def processor(self) -> Any:

@@ -28,7 +28,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from lightrft.adapters.hf.loading import DTypeName, ModelLoadParams
-from lightrft.adapters.hf.media_builder import MediaEncoder, expand_placeholders
+from lightrft.adapters.hf.media_builder import MediaEncoder
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
 from lightrft.adapters.hf.multimodal_loading import load_multimodal_model
 from lightrft.adapters.model_parts.seeds import seeded_init
@@ -122,7 +122,7 @@ class HfPairMedia:
                 "per item (render it with the model's chat template)"
             )
         if processed:
-            return list(expand_placeholders(ids, pad, payload[counts_key])), payload
+            return list(enc.expand_ids(ids, payload[counts_key])), payload
         expanded, out = enc.encode_ids(ids, list(items), where)
         return list(expanded), out
 

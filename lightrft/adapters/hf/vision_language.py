@@ -165,9 +165,14 @@ def language_model_lora(model: nn.Module, params: LoraParams, *, train_vision: b
     return replace(params, target_modules=names)
 
 
+VISION_MODULES = ("visual", "vision_tower", "multi_modal_projector")
+"""Submodules that read images: Qwen-VL's ``visual`` (tower and merger), InternVL's
+``vision_tower`` and ``multi_modal_projector``."""
+
+
 def is_vision_module(name: str) -> bool:
-    """Whether a parameter or module name belongs to the vision tower (``visual``)."""
-    return name.startswith("visual.") or ".visual." in name
+    """Whether a parameter or module name belongs to the vision tower (:data:`VISION_MODULES`)."""
+    return any(name.startswith(f"{m}.") or f".{m}." in name for m in VISION_MODULES)
 
 
 def freeze_vision_tower(model: nn.Module) -> int:

