@@ -18,10 +18,13 @@ log-probs), a forward and backward (vision tower frozen, as by default), and an 
 of the gradients (what data parallelism waits on).
 
 Columns: ``cost imbalance`` (max / mean rank cost - 1 under the cost model, mean over the
-steps); ``rank CPU max/min`` (the ranks' CPU seconds before the all-reduce); ``compute step``
+steps); ``cost-model bound`` (median over the steps of (1 + this imbalance) / (1 +
+contiguous's) - 1: the change of the step time if compute followed the cost model exactly);
+``rank CPU max/min`` (the ranks' CPU seconds before the all-reduce); ``compute step``
 (the larger of the two ranks' CPU seconds: the step time when every rank has a core of its
 own, independent of other load); ``wall step`` (the slowest rank's wall time, all-reduce
-included: what this machine gave, load and all). Medians over ``steps x repeats`` steps
+included: what this machine gave, load and all); ``paired vs contiguous``: the median over
+the steps of the ratio to contiguous on the same step's prompts. Medians over ``steps x repeats`` steps
 after one warm-up step a repeat; the modes are interleaved step by step, so a change of
 machine load hits every mode alike.
 
@@ -238,22 +241,27 @@ def run_rank(rank: int, port: int, steps: int, repeats: int, out: str) -> None:
 
 
 def _table(record: dict[str, dict[str, list[float]]]) -> str:
-    def median(mode: str, key: str) -> float:
-        return statistics.median(record[mode][key])
+    base = record["contiguous"]
+
+    def paired(mode: str, key: str) -> float:
+        """Median over the steps of this mode's figure / contiguous's on the same prompts."""
+        pairs = zip(record[mode][key], base[key], strict=True)
+        return 100 * (statistics.median(a / b for a, b in pairs) - 1)
 
     lines = [
-        "| assignment | cost imbalance | rank CPU max/min | compute step s | vs contiguous "
-        "| wall step s | vs contiguous |",
-        "|---|---|---|---|---|---|---|",
+        "| assignment | cost imbalance | cost-model bound | rank CPU max/min | compute step s "
+        "| paired vs contiguous | wall step s | paired vs contiguous |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for mode, r in record.items():
-        cpu, wall = median(mode, "cpu"), median(mode, "step")
-        cpu_change = 100 * (cpu / median("contiguous", "cpu") - 1)
-        wall_change = 100 * (wall / median("contiguous", "step") - 1)
+        bound = statistics.median(
+            (1 + a) / (1 + b) for a, b in zip(r["imbalance"], base["imbalance"], strict=True)
+        )
         lines.append(
-            f"| {mode} | {statistics.mean(r['imbalance']):.3f} "
-            f"| {statistics.median(r['cpu_ratio']):.2f} | {cpu:.3f} | {cpu_change:+.1f}% "
-            f"| {wall:.3f} | {wall_change:+.1f}% |"
+            f"| {mode} | {statistics.mean(r['imbalance']):.3f} | {100 * (bound - 1):+.1f}% "
+            f"| {statistics.median(r['cpu_ratio']):.2f} | {statistics.median(r['cpu']):.3f} "
+            f"| {paired(mode, 'cpu'):+.1f}% | {statistics.median(r['step']):.3f} "
+            f"| {paired(mode, 'step'):+.1f}% |"
         )
     return "\n".join(lines)
 

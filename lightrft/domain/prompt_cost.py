@@ -12,8 +12,8 @@ audio clip's encoder output positions; 0 for text)::
 
 ``w`` (``rollout.balance_encoder_weight``) is the price of one encoder unit in language-model
 tokens. A dense transformer spends about 2 x (its parameters) FLOPs a token, so ``w`` is
-about (encoder parameters) / (language-model parameters): for Qwen2.5-VL-7B's 0.67 B vision
-tower against 7.6 B, about 0.09; for a tiny test model whose tower is a fifth of it, 0.2.
+about (encoder parameters) / (language-model parameters): about 0.1 for a 7B Qwen2.5-VL (a
+~0.7 B vision tower); 0.66 for the tiny Qwen2-VL of ``bench/bench_mm_balance.py``.
 ``w = 1`` (the default) counts a patch as a token; ``w = 0`` balances tokens alone.
 
 Every sample of a prompt decodes the same number of new tokens on average, so the responses
