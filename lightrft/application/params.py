@@ -90,6 +90,7 @@ class RolloutParams:
     measure_mismatch: bool = False
     max_tokens_per_forward: int | None = None  # token budget of a no-grad forward instead
     balance_ranks: bool = False  # spread a step's prompts over ranks by cost (balanced_step)
+    balance_encoder_weight: float = 1.0  # one media-encoder unit in tokens (domain.prompt_cost)
 
     def __post_init__(self) -> None:
         _positive("prompts_per_step", self.prompts_per_step)
@@ -97,6 +98,10 @@ class RolloutParams:
         _positive("forward_micro_batch_size", self.forward_micro_batch_size)
         if self.max_tokens_per_forward is not None:
             _positive("max_tokens_per_forward", self.max_tokens_per_forward)
+        if self.balance_encoder_weight < 0:
+            raise ValueError(
+                f"balance_encoder_weight must be >= 0, got {self.balance_encoder_weight}"
+            )
 
 
 @dataclass(frozen=True)

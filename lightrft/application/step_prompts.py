@@ -2,7 +2,9 @@
 
 The schedule (:mod:`data_schedule`) deals the prompt indices over ranks, shuffled by the
 run's seed; with ``rollout.balance_ranks`` on several ranks the prompts are dealt so every
-rank gets about as many tokens (prompt tokens plus the positions its media take).
+rank gets about the same cost (:mod:`~lightrft.domain.prompt_cost`: prompt tokens with media
+placeholders expanded, plus ``rollout.balance_encoder_weight`` times the units the media
+encoder runs over).
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from typing import Any
 
 from lightrft.application.data_schedule import balanced_prompt_indices, prompt_indices
 from lightrft.application.params import CycleParams, RolloutParams
-from lightrft.domain.modality import media_cost
 from lightrft.domain.ports import Collective, PromptSource
+from lightrft.domain.prompt_cost import prompt_cost
 from lightrft.domain.types import PromptRecord
 
 SEED_STRIDE = 1_000_003
@@ -58,6 +60,7 @@ class StepPrompts:
         return balanced_prompt_indices(step, **schedule, cost=self._cost)
 
     def _cost(self, index: int) -> int:
-        """Prompt tokens (media placeholders expanded) plus the positions its media take."""
+        """Prompt tokens (media placeholders expanded) plus the weighted encoder units."""
         prompt = self.prompts[index]
-        return len(prompt.prompt_token_ids) + media_cost(prompt.multimodal)
+        weight = self.rollout.balance_encoder_weight
+        return prompt_cost(len(prompt.prompt_token_ids), prompt.multimodal, weight)

@@ -15,10 +15,21 @@ from safetensors.torch import load_file
 
 from lightrft.adapters.hf.multimodal_loading import load_media_processors
 from tests.helpers.cli_runs import final_weights, run_train
+from tests.helpers.omni_mixed import write_mixed_rows
 from tests.helpers.tiny_multimodal import noise_image, write_wav
 from tests.helpers.tiny_omni import save_tiny_omni_thinker
 
 RATE = 16_000
+TWO_STEPS = (
+    "model.modality=omni",
+    "data.eval=null",
+    "reward.sources=[{type: python, function: 'tests.helpers.toy_rewards:text_checksum'}]",
+    "train.total_steps=2",
+    "rollout.n_samples_per_prompt=2",
+    "rollout.max_new_tokens=3",
+    "optim.lr=1e-2",
+    "logging.progress=false",
+)
 
 
 def _wav(path: Path, freq: float) -> str:
@@ -41,6 +52,16 @@ def _rows(tmp_path: Path) -> list[dict[str, Any]]:
     ]
 
 
+def _two_steps_changed(model: Path, run: Path) -> set[str]:
+    """The weights the run's 2 logged steps changed (checks both steps were logged)."""
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in metrics if "reward/mean" in row] == [1, 2]
+    before = load_file(str(model / "model.safetensors"))
+    after = final_weights(run)
+    assert before.keys() == after.keys()
+    return {k for k in before if not bool((before[k] == after[k]).all())}
+
+
 @pytest.mark.slow
 def test_grpo_steps_on_omni_rows_change_the_weights(tmp_path: Path) -> None:
     model = save_tiny_omni_thinker(tmp_path / "model")
@@ -50,28 +71,35 @@ def test_grpo_steps_on_omni_rows_change_the_weights(tmp_path: Path) -> None:
     run_train(
         model,
         run,
-        "model.modality=omni",
         f"data.train.path={data}",
         "data.train.images_key=images",
         "data.train.audios_key=audio",
-        "data.eval=null",
-        "reward.sources=[{type: python, function: 'tests.helpers.toy_rewards:text_checksum'}]",
-        "train.total_steps=2",
+        *TWO_STEPS,
         "rollout.prompts_per_step=4",
-        "rollout.n_samples_per_prompt=2",
-        "rollout.max_new_tokens=3",
-        "optim.lr=1e-2",
-        "logging.progress=false",
     )
-    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    assert [row["step"] for row in metrics if "reward/mean" in row] == [1, 2]
-    before = load_file(str(model / "model.safetensors"))
-    after = final_weights(run)
-    assert before.keys() == after.keys()
-    changed = {k for k in before if not bool((before[k] == after[k]).all())}
+    changed = _two_steps_changed(model, run)
     assert any(k.startswith("model.layers.") for k in changed)  # the language model trained
     assert any(k.startswith("audio_tower.") for k in changed)  # the audio encoder too
     assert not any(k.startswith("visual.") for k in changed)  # the vision tower is frozen
     processors = load_media_processors(run / "final_model")  # exported with both parts
     assert processors.feature_extractor.sampling_rate == RATE
     assert processors.image_processor.merge_size == 2
+
+
+@pytest.mark.slow
+def test_grpo_steps_on_a_row_mixing_clips_images_and_a_video(tmp_path: Path) -> None:
+    """The row of chat parts audio, image, text, video, audio, image, text (files on disk)
+    with an image row and a text row: two steps train, and the audio encoder changes."""
+    model = save_tiny_omni_thinker(tmp_path / "model")
+    data = write_mixed_rows(tmp_path / "data")
+    run = tmp_path / "run"
+    run_train(
+        model,
+        run,
+        f"data.train.path={data}",
+        *TWO_STEPS,
+        "rollout.prompts_per_step=3",
+    )
+    changed = _two_steps_changed(model, run)
+    assert any(k.startswith("model.layers.") for k in changed)
+    assert any(k.startswith("audio_tower.") for k in changed)

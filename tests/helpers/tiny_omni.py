@@ -8,8 +8,11 @@ thinker's special tokens; its chat template renders ``{"type": "image"}`` /
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+import torch
 from transformers import (
     PreTrainedTokenizerFast,
     Qwen2_5OmniThinkerConfig,
@@ -17,6 +20,7 @@ from transformers import (
 )
 
 from lightrft.adapters.hf.multimodal_loading import MediaProcessors
+from lightrft.domain.types import PromptRecord
 from tests.helpers.tiny_multimodal import (
     audio_encoder,
     byte_tokenizer,
@@ -85,3 +89,37 @@ def save_tiny_omni_thinker(directory: Path, seed: int = 0) -> Path:
     tiny_omni_tokenizer().save_pretrained(directory)
     tiny_omni_processors(chunk_seconds=1).save_pretrained(directory)
     return directory
+
+
+THINKER_SUPPRESSED = tuple(
+    omni_token_id(t)
+    for t in ("<|IMAGE|>", "<|VIDEO|>", "<|AUDIO|>", "<|vision_bos|>", "<|audio_bos|>")
+)
+"""The ids the policy keeps out of its distribution (placeholders and media start tokens)."""
+
+
+def thinker_kwargs(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The thinker's own forward arguments for an encoded record's payload (its positions it
+    computes itself: grids, ``video_second_per_grid``, audio lengths)."""
+    keys = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw")
+    names = (*keys, "input_features", "feature_attention_mask")
+    kwargs = {k: payload[k] for k in names if k in payload}
+    if "second_per_grid_ts" in payload:
+        kwargs["video_second_per_grid"] = payload["second_per_grid_ts"]
+    return kwargs
+
+
+def thinker_logprobs(
+    model: Any, prompt: PromptRecord, response: Sequence[int], **replaced: Any
+) -> torch.Tensor:
+    """Log-probs (float64) of ``response`` after the encoded ``prompt`` from the thinker's own
+    forward on the unpadded row, placeholders excluded as the policy does; ``replaced``
+    overrides forward arguments (e.g. zeroed features)."""
+    ids = torch.tensor([list(prompt.prompt_token_ids) + list(response)])
+    kwargs = {**thinker_kwargs(prompt.multimodal or {}), **replaced}
+    with torch.no_grad():
+        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False, **kwargs)
+    logits = out.logits[0].double()
+    logits[:, list(THINKER_SUPPRESSED)] = float("-inf")
+    logp = torch.log_softmax(logits, -1)[len(prompt.prompt_token_ids) - 1 : -1]
+    return logp.gather(-1, torch.tensor(response)[:, None]).squeeze(-1)

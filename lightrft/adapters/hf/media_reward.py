@@ -1,12 +1,14 @@
 """Scalar reward models on vision- and audio-language backbones (Qwen2-VL, Qwen2.5-VL,
-Qwen2-Audio): the classifier, its loading and saving, and the media reader.
+Qwen2-Audio, the Qwen2.5-Omni thinker): the classifier, its loading and saving, and the media
+reader.
 
 Shape letters: B rows, T tokens, H hidden size.
 
 transformers has no sequence-classification class for these families, so
 :class:`MediaRewardClassifier` stands in for one: the family's conditional-generation model
-(its ``model`` is the backbone, giving last hidden states (B, T, H) from ids plus media) and
-a one-output linear ``score`` head. Saved, it is the model's own HF directory (the language
+(its backbone, :func:`~lightrft.adapters.hf.media_backbone.media_backbone`, gives last hidden
+states (B, T, H) from ids plus media: ``model.model``, or the Omni thinker's encoders and text
+model together) and a one-output linear ``score`` head. Saved, it is the model's own HF directory (the language
 head kept, so the directory also loads as the plain model) plus ``score_head.safetensors``
 and the media processor; loaded from a directory without the head file (a base model), the
 head is fresh, drawn from the run's seed.
@@ -14,7 +16,9 @@ head is fresh, drawn from the run's seed.
 :class:`HfPairMedia` implements the reward model's ``PairMedia``
 (:mod:`~lightrft.adapters.reward_models.media`) with the family's prompt encoder and input
 builder: a payload of decoded media is processed here; a payload a prompt encoder already
-processed (``<noun>_tokens`` present: RL prompts) is used as it is.
+processed (``<noun>_tokens`` present: RL prompts) is used as it is. An encoder of several
+media (``expanders``: images and videos, or the Omni thinker's images, videos and audio)
+expands each medium's placeholders in turn.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from lightrft.adapters.hf.loading import DTypeName, ModelLoadParams
+from lightrft.adapters.hf.media_backbone import media_backbone
 from lightrft.adapters.hf.media_builder import MediaEncoder
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
 from lightrft.adapters.hf.multimodal_loading import load_multimodal_model
@@ -46,6 +51,8 @@ class MediaRewardClassifier(nn.Module):
         super().__init__()
         self.model = model
         self.config = model.config
+        backbone = media_backbone(model)
+        self._backbone = {"module": backbone.module, "prefix": backbone.prefix}  # not a child
         hidden = int(model.config.get_text_config().hidden_size)
         param = next(model.parameters())
         with seeded_init(init_seed, "reward_model.score_head"):
@@ -55,15 +62,19 @@ class MediaRewardClassifier(nn.Module):
 
     @property
     def base_model(self) -> nn.Module:
-        """The backbone: ids + media -> last hidden states (B, T, H)."""
-        backbone: nn.Module = self.model.model
+        """The backbone: ids + media -> last hidden states (B, T, H); its parameters are
+        ``model``'s (named ``base_model_prefix.*`` by the reward network)."""
+        backbone: nn.Module = self._backbone["module"]
         return backbone
 
     def save_pretrained(self, directory: str | Path, *, state_dict: dict[str, Tensor]) -> None:
         """The model's HF directory (``state_dict`` over its own weights), the head file and
         the processor; ``state_dict`` uses this module's names (``model.*``, ``score.*``)."""
         directory = Path(directory)
-        inner = {k: v for k, v in state_dict.items() if k != "score.weight"}  # "model.*"
+        prefix, into = f"{self.base_model_prefix}.", str(self._backbone["prefix"])
+        inner = {  # "model.<backbone name>" -> the name in the model's own state dict
+            into + k.removeprefix(prefix): v for k, v in state_dict.items() if k != "score.weight"
+        }
         full = {**self.model.state_dict(), **inner}  # the language head is not trained
         self.model.save_pretrained(directory, state_dict=full)
         head = state_dict.get("score.weight", self.score.weight).detach().contiguous().cpu()
@@ -107,24 +118,32 @@ class HfPairMedia:
 
     def expand(self, ids: Sequence[int], payload: Payload, where: str) -> tuple[list[int], Payload]:
         """``ids`` with one placeholder per item expanded; the processed payload."""
-        enc = self.encoder
-        pad, counts_key = enc.placeholder_id, f"{enc.noun}_tokens"
-        processed = counts_key in payload
-        items = payload[counts_key] if processed else payload.get(enc.media_key, ())
-        other = sorted(set(payload) - {enc.media_key}) if not processed else []
+        parts = tuple(getattr(self.encoder, "expanders", None) or (self.encoder,))
+        processed = any(f"{enc.noun}_tokens" in payload for enc in parts)
+        takes = [enc.media_key for enc in parts]
+        other = sorted(set(payload) - set(takes)) if not processed else []
         if other:
-            raise ValueError(f"{where}: media {other} for a model that takes {enc.media_key} only")
-        found = list(ids).count(pad)
-        if found != len(items):
-            raise ValueError(
-                f"{where}: the prompt holds {found} {enc.noun} placeholder token(s) but "
-                f"{len(items)} {enc.noun}(s) came with it; the prompt needs one placeholder "
-                "per item (render it with the model's chat template)"
-            )
-        if processed:
-            return list(enc.expand_ids(ids, payload[counts_key])), payload
-        expanded, out = enc.encode_ids(ids, list(items), where)
-        return list(expanded), out
+            said = " and ".join(takes)
+            raise ValueError(f"{where}: media {other} for a model that takes {said} only")
+        out_ids, out = list(ids), ({} if not processed else dict(payload))
+        for enc in parts:
+            counts_key = f"{enc.noun}_tokens"
+            items = payload.get(counts_key, ()) if processed else payload.get(enc.media_key, ())
+            found = out_ids.count(enc.placeholder_id)
+            if found != len(items):
+                raise ValueError(
+                    f"{where}: the prompt holds {found} {enc.noun} placeholder token(s) but "
+                    f"{len(items)} {enc.noun}(s) came with it; the prompt needs one placeholder "
+                    "per item (render it with the model's chat template)"
+                )
+            if not items:
+                continue
+            if processed:
+                out_ids = list(enc.expand_ids(out_ids, items))
+            else:
+                expanded, out = enc.encode_ids(out_ids, list(items), where, rest=out)
+                out_ids = list(expanded)
+        return out_ids, (payload if processed else out)
 
     def model_kwargs(
         self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload]

@@ -40,6 +40,7 @@ from lightrft.adapters.hf.multimodal_inputs import (
     MediaRequirements,
     row_name,
 )
+from lightrft.adapters.hf.multimodal_loading import MediaProcessors
 from lightrft.adapters.hf.video_language import VideoEncoder
 from lightrft.adapters.hf.vision_language import VisionLanguageEncoder
 from lightrft.domain.modality import Payload
@@ -77,6 +78,17 @@ class OmniEncoder:
             audio_sampling_rate=audio.audio_sampling_rate,
             video_placeholder=self._video.requirements.video_placeholder,
         )
+
+    @property
+    def expanders(self) -> tuple[media.MediaEncoder, ...]:
+        """The encoder of each medium, in the order :meth:`encode` runs them (SFT rows and
+        reward-model pairs expand each in turn)."""
+        return (self._image, self._video, self._audio)
+
+    @property
+    def processor(self) -> MediaProcessors:
+        """The image processor and the feature extractor (saved together with a model)."""
+        return MediaProcessors(self._image.processor, self._audio.processor)
 
     def encode(self, record: PromptRecord) -> PromptRecord:
         """``record`` with images, videos, then clips processed and expanded (text:

@@ -93,9 +93,10 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--dtype", choices=["fp32", "bf16", "fp16"], default="fp32")
     train.add_argument(
         "--modality",
-        choices=["text", "vision-language", "audio-language"],
+        choices=["text", "vision-language", "audio-language", "omni"],
         default="text",
-        help="the backbone: a causal LM, Qwen2-VL / Qwen2.5-VL, or Qwen2-Audio",
+        help="the backbone: a causal LM, Qwen2-VL / Qwen2.5-VL, Qwen2-Audio, or a saved "
+        "Qwen2.5-Omni thinker",
     )
     train.add_argument("--lora-rank", type=int, default=0, help="> 0: LoRA on the backbone")
     train.add_argument("--lora-alpha", type=float, default=16.0)

@@ -405,7 +405,14 @@ class RolloutConfig(OffPolicyFields):
     balance_ranks: bool = Field(
         False,
         description="Spread each step's prompts over the data-parallel ranks by cost (prompt "
-        "tokens + media positions) instead of contiguous slices; logs balance/imbalance_*.",
+        "tokens with media expanded + balance_encoder_weight x media-encoder units) instead of "
+        "contiguous slices; logs balance/imbalance_*.",
+    )
+    balance_encoder_weight: float = Field(
+        1.0,
+        ge=0,
+        description="balance_ranks: the cost of one media-encoder unit (an image patch, an "
+        "audio position) in language-model tokens; about encoder params / LM params.",
     )
     forward_micro_batch_size: int = Field(
         16, gt=0, description="Rows per no-grad log-prob forward."

@@ -14,12 +14,15 @@ from lightrft.application.batching import build_rollout_tensors
 from lightrft.domain.modality import VideoFrames
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
 from tests.helpers.tiny_multimodal import noise_image, tiny_feature_extractor, tiny_image_processor
-from tests.helpers.tiny_omni import omni_token_id, tiny_omni_thinker, tiny_omni_tokenizer
+from tests.helpers.tiny_omni import (
+    omni_token_id,
+    thinker_logprobs,
+    tiny_omni_thinker,
+    tiny_omni_tokenizer,
+)
 from tests.helpers.tiny_video import colour_frames
 
 IMAGE, VIDEO, AUDIO = (omni_token_id(t) for t in ("<|IMAGE|>", "<|VIDEO|>", "<|AUDIO|>"))
-STARTS = [omni_token_id("<|vision_bos|>"), omni_token_id("<|audio_bos|>")]
-SUPPRESSED = [IMAGE, VIDEO, AUDIO, *STARTS]
 RESPONSES = [(40, 41, 42), (50, 51), (60, 61, 62, 1)]
 
 
@@ -56,23 +59,6 @@ def prompts() -> list[PromptRecord]:
     return [encoder.encode(r) for r in raw]
 
 
-def direct_logprobs(model, prompt: PromptRecord, response) -> torch.Tensor:
-    payload = prompt.multimodal
-    ids = torch.tensor([list(prompt.prompt_token_ids) + list(response)])
-    keys = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw")
-    kwargs = {
-        k: payload[k] for k in (*keys, "input_features", "feature_attention_mask") if k in payload
-    }
-    if "second_per_grid_ts" in payload:
-        kwargs["video_second_per_grid"] = payload["second_per_grid_ts"]
-    with torch.no_grad():
-        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False, **kwargs)
-    logits = out.logits[0].double()
-    logits[:, SUPPRESSED] = float("-inf")
-    logp = torch.log_softmax(logits, -1)[len(prompt.prompt_token_ids) - 1 : -1]
-    return logp.gather(-1, torch.tensor(response)[:, None]).squeeze(-1)
-
-
 def test_thinker_video_rows_equal_its_own_forward_and_the_engine() -> None:
     model = tiny_omni_thinker()
     rows = prompts()
@@ -86,7 +72,7 @@ def test_thinker_video_rows_equal_its_own_forward_and_the_engine() -> None:
     with torch.no_grad():
         got = HfPolicy(model, multimodal=inputs).forward(batch).logprobs
     for row, (prompt, response) in enumerate(zip(rows, RESPONSES, strict=True)):
-        want = direct_logprobs(model, prompt, response)
+        want = thinker_logprobs(model, prompt, response)
         torch.testing.assert_close(got[row, : len(response)].double(), want, atol=1e-5, rtol=1e-5)
     engine = HfRolloutEngine(model, tiny_omni_tokenizer(), torch.device("cpu"), multimodal=inputs)
     sampled = engine.generate(rows, SamplingParams(n=1, max_new_tokens=4, seed=1))
