@@ -214,3 +214,12 @@ def test_the_same_low_entropy_at_a_high_reward_is_a_convergence_not_a_collapse()
     assert metrics[3]["train/entropy"] < 0.3
     assert all(metrics[s][f"health/fired/{SIGNAL}"] == 0 for s in range(1, 7))
     assert rig.cycle.state.step == 6 and rig.cycle.health.summary()["stopped_at"] is None
+
+
+def test_a_changed_temperature_is_refused_with_a_separate_rollout_producer() -> None:
+    def producer_feed(cycle: Any) -> Any:
+        raise AssertionError("not reached: the settings are refused first")
+
+    health = HealthParams(THRESHOLDS, "rollback", rollback=CHANGES)
+    with pytest.raises(ValueError, match="temperature_delta needs the colocated placement"):
+        build_rig("grpo", health=health, feed=producer_feed)
