@@ -182,7 +182,13 @@ class RLCycle:
         self.stopped_early = False  # run() ended because should_stop() said so
         strategies = [x for x in (c.policy_strategy, c.critic_strategy) if x is not None]
         self.health = HealthWatch(
-            CollapseGuard(s.health, strategies, c.collective, self.phases, by_eval=self._evaluating)
+            CollapseGuard(
+                s.health,
+                strategies,
+                c.collective,
+                self.phases,
+                by_eval=self._evaluating and s.health.rollback_rank_by == "auto",
+            )
         )
         self.state = CycleState.initial(s.algorithm, s.shaping)
         self.policy_version = 0

@@ -249,6 +249,10 @@ class RollbackChanges:
 
 
 OnCollapse = Literal["warn", "rollback", "stop"]
+RankBy = Literal["auto", "reward"]
+"""What ranks the best state a rollback returns to: ``auto``, held-out accuracy when the run
+evaluates, else the training reward; ``reward``, the training reward always (a run that
+evaluates rarely would otherwise go back to its start)."""
 ON_COLLAPSE_CHOICES: tuple[str, ...] = get_args(OnCollapse)
 
 
@@ -268,6 +272,7 @@ class HealthParams:
     rollback_lr_factor: float = 0.5
     max_rollbacks: int = 2
     rollback: RollbackChanges = field(default_factory=RollbackChanges)
+    rollback_rank_by: RankBy = "auto"
 
     def __post_init__(self) -> None:
         if self.on_collapse not in ON_COLLAPSE_CHOICES:
@@ -278,6 +283,11 @@ class HealthParams:
         if not 0 < self.rollback_lr_factor <= 1:
             raise ValueError(f"rollback_lr_factor must be in (0, 1], got {self.rollback_lr_factor}")
         _non_negative("max_rollbacks", self.max_rollbacks)
+        if self.rollback_rank_by not in get_args(RankBy):
+            raise ValueError(
+                f"rollback_rank_by must be one of {', '.join(get_args(RankBy))}, "
+                f"got {self.rollback_rank_by!r}"
+            )
 
 
 @dataclass(frozen=True)

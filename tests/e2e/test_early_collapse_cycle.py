@@ -223,3 +223,19 @@ def test_a_changed_temperature_is_refused_with_a_separate_rollout_producer() -> 
     health = HealthParams(THRESHOLDS, "rollback", rollback=CHANGES)
     with pytest.raises(ValueError, match="temperature_delta needs the colocated placement"):
         build_rig("grpo", health=health, feed=producer_feed)
+
+
+@pytest.mark.parametrize(("rank_by", "restored"), [("auto", 0), ("reward", 1)])
+def test_a_run_that_evaluates_rarely_can_rank_its_rollback_by_training_reward(
+    rank_by: str, restored: int
+) -> None:
+    """Held-out evaluation only before step 1 and after the last step: ranked by it, the
+    rollback at step 4 returns to the start; ranked by training reward, to step 1's state."""
+    health = HealthParams(THRESHOLDS, "rollback", rollback_rank_by=rank_by)  # type: ignore[arg-type]
+    rig = build_rig("grpo", lr=LR, total_steps=6, eval_every=10, health=health)
+    CollapsingRun(rig)
+    with capture_logs() as logs:
+        rig.cycle.run()
+    events = [e for e in logs if e["event"] == "health.rollback"]
+    assert [(e["step"], e["restored_step"]) for e in events] == [(4, restored)]
+    assert events[0]["ranked_by"] == ("eval/accuracy" if rank_by == "auto" else "reward/mean")

@@ -624,6 +624,12 @@ class TrainConfig(Section):
         0.5, gt=0, le=1, description="Each rollback multiplies the learning rate by this."
     )
     max_rollbacks: int = Field(2, ge=0, description="Rollbacks at most; later collapses warn.")
+    rollback_rank_by: Literal["auto", "reward"] = Field(
+        "auto",
+        description="What ranks the state a rollback returns to: auto = held-out accuracy when "
+        "the run evaluates, else the training reward; reward = the training reward always "
+        "(a run evaluating only at its start and end would go back to its start).",
+    )
     collapse_rollback: CollapseRollbackConfig = Field(
         default_factory=CollapseRollbackConfig,
         description="Sampling and loss settings a rollback changes (temperature, entropy "
