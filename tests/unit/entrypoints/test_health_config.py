@@ -49,6 +49,8 @@ def test_collapse_rollback_changes_reach_the_cycle_settings() -> None:
     assert tied == RollbackChanges(0.2, 0.01, 0.28, loss_temperature_follows=True)
     fixed = load_config(overrides=[*overrides, "algorithm.logprob_temperature=1.0"])
     assert not fixed.to_domain().health.rollback.loss_temperature_follows
+    ranked = load_config(overrides=["train.rollback_rank_by=reward"]).to_domain().health
+    assert ranked.rollback_rank_by == "reward"
 
 
 @pytest.mark.parametrize(
@@ -58,6 +60,7 @@ def test_collapse_rollback_changes_reach_the_cycle_settings() -> None:
         ("train.health.entropy_ratio=2", "train.health.entropy_ratio: Input should be less"),
         ("train.rollback_lr_factor=0", "train.rollback_lr_factor: Input should be greater"),
         ("train.health.colour=red", "train.health.colour: unknown key"),
+        ("train.rollback_rank_by=eval", "train.rollback_rank_by: Input should be 'auto'"),
         (
             "train.collapse_rollback.temperature_delta=-0.1",
             "train.collapse_rollback.temperature_delta: Input should be greater",
