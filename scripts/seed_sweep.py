@@ -14,7 +14,10 @@ runs the command sees. Per seed the table shows the first and last held-out valu
 ``--metric`` (default ``eval/accuracy``), the change, the best and the final training reward
 (``--train-metric``, default ``reward/mean``) with the best one's step, and the wall time.
 ``--out DIR/results.json`` keeps the rows; ``--markdown`` prints the table as Markdown with
-the command, the date and the machine's load average, for docs/results.md.
+the command, the date and the machine's load average, for docs/results.md; ``--mechanism``
+adds a second table of how each run trained (lowest entropy, share of groups scoring alike,
+response length, the step ``early_entropy_collapse`` fired), to tell an early entropy
+collapse from other failures.
 
 Jobs (``--job``): ``demo`` (GRPO main job), ``ttrl`` (test-time RL: the label-free
 majority-vote reward on the held-out problems, from the main job's step-5 model), ``rlhf`` (``lightrft demo rlhf``: reward model, then GRPO against it;
