@@ -14,7 +14,10 @@ runs the command sees. Per seed the table shows the first and last held-out valu
 ``--metric`` (default ``eval/accuracy``), the change, the best and the final training reward
 (``--train-metric``, default ``reward/mean``) with the best one's step, and the wall time.
 ``--out DIR/results.json`` keeps the rows; ``--markdown`` prints the table as Markdown with
-the command, the date and the machine's load average, for docs/results.md.
+the command, the date and the machine's load average, for docs/results.md; ``--mechanism``
+adds a second table of how each run trained (lowest entropy, share of groups scoring alike,
+response length, the step ``early_entropy_collapse`` fired), to tell an early entropy
+collapse from other failures.
 
 Jobs (``--job``): ``demo`` (GRPO main job), ``ttrl`` (test-time RL: the label-free
 majority-vote reward on the held-out problems, from the main job's step-5 model), ``rlhf`` (``lightrft demo rlhf``: reward model, then GRPO against it;
@@ -108,6 +111,54 @@ def summarize(
     return result
 
 
+EARLY_COLLAPSE = "health/fired/early_entropy_collapse"
+SETTLED_FROM = 4
+"""First step of the stretch the mechanism table averages over: at steps 1-3 a seed's samples
+may still all run into the token limit (every group scores 0 alike, whatever the policy)."""
+
+
+def mechanism(rows: list[dict[str, float]]) -> dict[str, float | None]:
+    """What a run's training looked like, to tell an early entropy collapse from slow learning:
+    the lowest ``train/entropy`` and its step, the mean share of groups scoring alike
+    (``advantages/zero_groups_fraction``), of the response length and of the training reward
+    from step :data:`SETTLED_FROM` on, and the first step ``early_entropy_collapse`` fired."""
+    steps = [row for row in rows if int(row["step"]) >= 1]
+    entropy = [(row["train/entropy"], int(row["step"])) for row in steps if "train/entropy" in row]
+    late = [row for row in steps if int(row["step"]) >= SETTLED_FROM]
+
+    def mean(key: str) -> float | None:
+        values = [row[key] for row in late if key in row]
+        return sum(values) / len(values) if values else None
+
+    fired = [int(row["step"]) for row in steps if row.get(EARLY_COLLAPSE, 0) > 0]
+    return {
+        "min_entropy": min(entropy)[0] if entropy else None,
+        "min_entropy_step": float(min(entropy)[1]) if entropy else None,
+        "alike": mean("advantages/zero_groups_fraction"),
+        "length": mean("response_length/mean"),
+        "reward": mean("reward/mean"),
+        "collapse_step": float(fired[0]) if fired else None,
+    }
+
+
+def mechanism_table(seeds: list[int], runs: list[list[dict[str, float]]]) -> list[str]:
+    """Markdown lines: :func:`mechanism` per seed."""
+    lines = [
+        f"| seed | lowest entropy, nats (step) | groups alike, steps {SETTLED_FROM}+ | response "
+        f"length, steps {SETTLED_FROM}+ | train reward, steps {SETTLED_FROM}+ | "
+        "early_entropy_collapse fired at |",
+        "|---|---|---|---|---|---|",
+    ]
+    for seed, rows in zip(seeds, runs, strict=True):
+        m = mechanism(rows)
+        step = m["min_entropy_step"]
+        low = f"{_fmt(m['min_entropy'])} ({step:.0f})" if step is not None else "-"
+        fired = f"step {m['collapse_step']:.0f}" if m["collapse_step"] is not None else "no"
+        cells = [str(seed), low, _fmt(m["alike"]), _fmt(m["length"], 1), _fmt(m["reward"]), fired]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def rlhf_extras(run_dir: Path) -> dict[str, float]:
     """The RLHF demo's held-out figures from its ``summary.json`` (flattened numbers)."""
     path = run_dir / "summary.json"
@@ -197,23 +248,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-metric", default="reward/mean")
     parser.add_argument("--extra", nargs="*", default=[], help="summary keys to show (rlhf)")
     parser.add_argument("--markdown", action="store_true", help="print command, date, load")
+    parser.add_argument(
+        "--mechanism",
+        action="store_true",
+        help="also print entropy, groups alike, length and the early-collapse step per seed",
+    )
     args = parser.parse_args(argv)
     command = shlex.split(args.command) if args.command else list(JOBS[args.job])
     args.out.mkdir(parents=True, exist_ok=True)
     load_before = os.getloadavg()[0]
     rows: list[SeedRow] = []
+    runs: list[list[dict[str, float]]] = []
     for seed in args.seeds:
         code, seconds = run_seed(command, seed, args.out, overrides)
         run_dir = args.out / f"seed-{seed}"
         metrics_dir = run_dir / "grpo" if (run_dir / "grpo").is_dir() else run_dir
-        row = summarize(
-            seed,
-            code,
-            seconds,
-            read_metrics(metrics_dir / "metrics.jsonl"),
-            args.metric,
-            args.train_metric,
-        )
+        runs.append(read_metrics(metrics_dir / "metrics.jsonl"))
+        row = summarize(seed, code, seconds, runs[-1], args.metric, args.train_metric)
         row.extra = rlhf_extras(run_dir) if command[:3] == JOBS["rlhf"] else {}
         rows.append(row)
         print(table([row], args.metric, args.extra)[-1], flush=True)
@@ -227,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
             f"on {os.cpu_count()} cores\n"
         )
     print("\n".join(table(rows, args.metric, args.extra)))
+    if args.mechanism:
+        print("\n" + "\n".join(mechanism_table(args.seeds, runs)))
     gains = [row.gain for row in rows if row.gain is not None]
     if gains:
         print(

@@ -8,7 +8,8 @@ threshold; docs/health.md). At the onset of one, the configured action runs:
 - ``stop``: the run ends after this step (with a checkpoint when it has a store);
 - ``rollback``: the policy (and critic) strategy state is restored to the best one so far
   and every later learning rate is scaled by ``rollback_lr_factor ** k`` after the k-th
-  rollback, at most ``max_rollbacks`` times (later onsets only warn).
+  rollback, at most ``max_rollbacks`` times (later onsets only warn); the cycle then changes
+  the sampling and loss settings ``train.collapse_rollback`` names (:mod:`rollback_changes`).
 
 "Best" (``rollback`` only): with held-out evaluation, the state right after the evaluation
 with the highest ``eval/accuracy`` (step 0, the initial policy, included); otherwise the
@@ -141,6 +142,12 @@ class CollapseGuard:
         self.rollbacks.append(event)
         self.warn("health.rollback", **event, ranked_by=self.score_metric)
         return CollapseOutcome(restored=True)
+
+    def note_settings(self, settings: Mapping[str, float]) -> None:
+        """Records on the latest rollback the settings it changed (``train.collapse_rollback``;
+        kept in the summary and the checkpoints)."""
+        if self.rollbacks and settings:
+            self.rollbacks[-1]["settings"] = dict(settings)
 
     def metrics(self) -> dict[str, float]:
         """``health/rollbacks`` (the count so far) when the action rolls back, else nothing."""

@@ -43,6 +43,7 @@ from lightrft.application.reward_failures import (
     RewardFailurePolicy,
     RewardSourceFailingError,
 )
+from lightrft.application.rollback_changes import READINGS_PREFIX, readings, settings_after
 from lightrft.application.rollout_feed import InlineRolloutFeed, RolloutFeed
 from lightrft.application.rollout_queue import Tagged
 from lightrft.application.sample_rows import SampleLog
@@ -145,6 +146,16 @@ class RLCycle:
         placement passes a producer's feed, see ``application/rollout_producer.py``)."""
         c, s = components, settings
         self.components, self._settings = c, s
+        self._configured = s  # before the rollbacks' changes (train.collapse_rollback)
+        if (
+            feed is not None
+            and s.health.rollback.temperature_delta
+            and (s.health.on_collapse == "rollback")
+        ):
+            raise ValueError(
+                "train.collapse_rollback.temperature_delta needs the colocated placement: "
+                "a separate rollout producer samples with its own settings"
+            )
         self.phases = PhaseSwitcher(_switches(c), plan, c.accelerator)
         self.maker = experience_maker(
             c,
@@ -171,7 +182,13 @@ class RLCycle:
         self.stopped_early = False  # run() ended because should_stop() said so
         strategies = [x for x in (c.policy_strategy, c.critic_strategy) if x is not None]
         self.health = HealthWatch(
-            CollapseGuard(s.health, strategies, c.collective, self.phases, by_eval=self._evaluating)
+            CollapseGuard(
+                s.health,
+                strategies,
+                c.collective,
+                self.phases,
+                by_eval=self._evaluating and s.health.rollback_rank_by == "auto",
+            )
         )
         self.state = CycleState.initial(s.algorithm, s.shaping)
         self.policy_version = 0
@@ -202,8 +219,45 @@ class RLCycle:
 
     @settings.setter
     def settings(self, settings: CycleSettings) -> None:
-        self._settings = settings
+        self._settings = self._configured = settings
         self._assemble_step_parts(self.step_metrics.dropped_on_resume)
+        self._apply_rollback_changes()
+
+    def _apply_rollback_changes(self) -> None:
+        """Sets the rollout and algorithm parameters the rollbacks done so far call for
+        (:mod:`rollback_changes`); the experience maker and the optimizer use them from the
+        next step on. Nothing changes when they are the current ones."""
+        base = self._configured
+        rollout, algorithm = settings_after(
+            base.health.rollback, base.rollout, base.algorithm, len(self.health.guard.rollbacks)
+        )
+        if rollout == self._settings.rollout and algorithm == self._settings.algorithm:
+            return
+        self.maker.rollout, self.maker.algorithm = rollout, algorithm
+        self.optimizer = PolicyOptimizer(
+            policy=self.components.policy,
+            strategy=self.components.policy_strategy,
+            collective=self.components.collective,
+            algorithm=algorithm,
+            train=self._settings.train,
+            critic=self.components.critic,
+            critic_strategy=self.components.critic_strategy,
+        )
+        self._settings = replace(self._settings, rollout=rollout, algorithm=algorithm)
+        self._assemble_step_parts(self.step_metrics.dropped_on_resume)
+        self.health.guard.warn(
+            "health.rollback_settings",
+            rollbacks=len(self.health.guard.rollbacks),
+            **self._rollback_settings(),
+        )
+
+    def _rollback_settings(self) -> dict[str, float]:
+        """The current values of the settings a rollback changes (only with
+        ``train.on_collapse=rollback``)."""
+        s = self._settings
+        if s.health.on_collapse != "rollback":
+            return {}
+        return readings(s.health.rollback, s.rollout, s.algorithm)
 
     def _assemble_step_parts(self, dropped_on_resume: int) -> None:
         c, s = self.components, self._settings
@@ -322,6 +376,9 @@ class RLCycle:
         outcome = self.health.after_step(step, metrics)
         if outcome.restored:
             self.policy_version += 1  # rolled back: the engine needs the restored weights
+            self._apply_rollback_changes()
+            self.health.guard.note_settings(self._rollback_settings())
+        metrics.update({READINGS_PREFIX + k: v for k, v in self._rollback_settings().items()})
         return outcome.stop
 
     @property
@@ -423,6 +480,7 @@ class RLCycle:
         self.state, self.policy_version = restored.state, restored.policy_version
         self.engine_version = None
         self.step_metrics.dropped_on_resume = restored.dropped_batches
+        self._apply_rollback_changes()  # the checkpoint's rollbacks call for them
 
     def save_checkpoint(self) -> None:
         """Saves the run state at the current step (atomic, through the store)."""

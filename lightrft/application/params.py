@@ -220,7 +220,44 @@ class CycleParams:
         _non_negative("log_samples_per_step", self.log_samples_per_step)
 
 
+@dataclass(frozen=True)
+class RollbackChanges:
+    """What a collapse rollback changes besides the weights and the learning rate
+    (``train.collapse_rollback``; applied by :mod:`lightrft.application.rollback_changes`).
+
+    After the k-th rollback the rollout temperature is the configured one plus
+    ``k * temperature_delta``; from the first rollback on, the entropy bonus is
+    ``entropy_coef`` and the policy loss's upper clip range is ``clip_eps_high``
+    (DAPO's clip-higher) where they are set (None: unchanged). ``loss_temperature_follows``:
+    the trainer's log-probs are taken at the sampling temperature
+    (``algorithm.logprob_temperature=sampling``), so they follow a changed temperature.
+    """
+
+    temperature_delta: float = 0.0
+    entropy_coef: float | None = None
+    clip_eps_high: float | None = None
+    loss_temperature_follows: bool = False
+
+    def __post_init__(self) -> None:
+        _non_negative("temperature_delta", self.temperature_delta)
+        if self.entropy_coef is not None:
+            _non_negative("entropy_coef", self.entropy_coef)
+        if self.clip_eps_high is not None:
+            _non_negative("clip_eps_high", self.clip_eps_high)
+
+    @property
+    def changes_anything(self) -> bool:
+        """Whether a rollback changes any setting (besides weights and learning rate)."""
+        return bool(self.temperature_delta) or (
+            self.entropy_coef is not None or self.clip_eps_high is not None
+        )
+
+
 OnCollapse = Literal["warn", "rollback", "stop"]
+RankBy = Literal["auto", "reward"]
+"""What ranks the best state a rollback returns to: ``auto``, held-out accuracy when the run
+evaluates, else the training reward; ``reward``, the training reward always (a run that
+evaluates rarely would otherwise go back to its start)."""
 ON_COLLAPSE_CHOICES: tuple[str, ...] = get_args(OnCollapse)
 
 
@@ -230,14 +267,17 @@ class HealthParams:
 
     ``on_collapse``: ``warn`` only logs; ``rollback`` restores the best state so far (by
     held-out accuracy when the run evaluates, else by training reward) and multiplies the
-    learning rate by ``rollback_lr_factor``, at most ``max_rollbacks`` times; ``stop`` ends
-    the run (with a checkpoint when the run has a store).
+    learning rate by ``rollback_lr_factor``, at most ``max_rollbacks`` times, and changes the
+    sampling and loss settings ``rollback`` names; ``stop`` ends the run (with a checkpoint
+    when the run has a store).
     """
 
     thresholds: HealthThresholds = field(default_factory=HealthThresholds)
     on_collapse: OnCollapse = "warn"
     rollback_lr_factor: float = 0.5
     max_rollbacks: int = 2
+    rollback: RollbackChanges = field(default_factory=RollbackChanges)
+    rollback_rank_by: RankBy = "auto"
 
     def __post_init__(self) -> None:
         if self.on_collapse not in ON_COLLAPSE_CHOICES:
@@ -248,6 +288,11 @@ class HealthParams:
         if not 0 < self.rollback_lr_factor <= 1:
             raise ValueError(f"rollback_lr_factor must be in (0, 1], got {self.rollback_lr_factor}")
         _non_negative("max_rollbacks", self.max_rollbacks)
+        if self.rollback_rank_by not in get_args(RankBy):
+            raise ValueError(
+                f"rollback_rank_by must be one of {', '.join(get_args(RankBy))}, "
+                f"got {self.rollback_rank_by!r}"
+            )
 
 
 @dataclass(frozen=True)

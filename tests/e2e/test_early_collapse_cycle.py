@@ -21,7 +21,7 @@ import torch
 from structlog.testing import capture_logs
 
 from lightrft.adapters.fakes import InMemoryCheckpointStore
-from lightrft.application.params import HealthParams
+from lightrft.application.params import HealthParams, RollbackChanges
 from lightrft.domain.health_checks import HealthThresholds
 from lightrft.domain.ports import PolicyOutput
 from lightrft.domain.types import RewardResult, RewardSample
@@ -112,6 +112,91 @@ def test_rollback_restores_the_best_state_and_lowers_the_lr() -> None:
     assert rig.cycle.health.summary()["rollbacks"][0]["signals"] == [SIGNAL]
 
 
+CHANGES = RollbackChanges(temperature_delta=0.5, entropy_coef=0.05, clip_eps_high=0.3)
+
+
+def _temperatures(rig: FakeRig) -> dict[int, float]:
+    """The rollout temperature of each step's generate calls (engine spied on)."""
+    seen: dict[int, float] = {}
+    generate = rig.engine.generate
+
+    def spied(prompts: Any, sampling: Any) -> Any:
+        if rig.cycle.phases.current != "eval_generate":
+            seen[rig.cycle.state.step + 1] = sampling.temperature
+        return generate(prompts, sampling)
+
+    rig.engine.generate = spied  # type: ignore[method-assign]
+    return seen
+
+
+def test_rollback_changes_the_sampling_and_loss_settings_it_names() -> None:
+    rig = build_rig(
+        "grpo", lr=LR, total_steps=6, health=HealthParams(THRESHOLDS, "rollback", rollback=CHANGES)
+    )
+    CollapsingRun(rig)
+    temperatures = _temperatures(rig)
+    with capture_logs() as logs:
+        rig.cycle.run()
+    assert temperatures == {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0, 5: 1.5, 6: 1.5}
+    metrics = dict(rig.tracker.metrics)
+    readings = [
+        (
+            metrics[s]["health/rollback/temperature"],
+            metrics[s]["health/rollback/entropy_coef"],
+            metrics[s]["health/rollback/clip_eps_high"],
+        )
+        for s in range(1, 7)
+    ]
+    # the loss defaults (grpo: ppo's clip 0.2) until the rollback at step 4, then the changes
+    assert readings == [(1.0, 0.0, 0.2)] * 3 + [(1.5, 0.05, 0.3)] * 3
+    settings = rig.cycle.settings
+    assert settings.algorithm.entropy_coef == 0.05
+    assert settings.algorithm.resolved_loss.clip_eps_high == 0.3
+    assert rig.cycle.optimizer.algorithm == settings.algorithm == rig.cycle.maker.algorithm
+    assert rig.strategy.current_lr == pytest.approx(0.5 * LR)
+    (event,) = rig.cycle.health.summary()["rollbacks"]
+    assert event["settings"] == {"temperature": 1.5, "entropy_coef": 0.05, "clip_eps_high": 0.3}
+    changed = [e for e in logs if e["event"] == "health.rollback_settings"]
+    assert [(e["rollbacks"], e["temperature"]) for e in changed] == [(1, 1.5)]
+
+
+def test_the_changed_settings_survive_a_resume() -> None:
+    health = HealthParams(THRESHOLDS, "rollback", rollback=CHANGES)
+    full = build_rig("grpo", lr=LR, total_steps=7, health=health)
+    CollapsingRun(full)
+    full.cycle.run()
+    store = InMemoryCheckpointStore()
+    first = build_rig(
+        "grpo", lr=LR, total_steps=7, health=health, checkpoint_every=5, checkpoints=store
+    )
+    CollapsingRun(first)
+    first.cycle.run(max_steps=5)  # rolled back at step 4, checkpointed at step 5
+    resumed = build_rig(
+        "grpo", lr=LR, total_steps=7, health=health, checkpoint_every=5, checkpoints=store
+    )
+    CollapsingRun(resumed)
+    temperatures = _temperatures(resumed)
+    resumed.cycle.run()
+    assert temperatures == {6: 1.5, 7: 1.5}
+    for part in ("rollout", "algorithm"):
+        assert getattr(resumed.cycle.settings, part) == getattr(full.cycle.settings, part)
+    assert resumed.cycle.settings.rollout.sampling.temperature == 1.5
+    assert _same(_params(resumed), _params(full))
+    for step in (6, 7):
+        want = dict(full.tracker.metrics)[step]
+        got = dict(resumed.tracker.metrics)[step]
+        keep = [k for k in want if k.startswith(("health/", "reward/", "train/"))]
+        assert {k: got[k] for k in keep} == {k: want[k] for k in keep}, step
+
+
+def test_a_rollback_with_nothing_named_keeps_the_settings() -> None:
+    rig, _, _ = _run("rollback", total_steps=6)
+    assert rig.cycle.settings.rollout.sampling.temperature == 1.0
+    assert rig.cycle.settings.algorithm.entropy_coef == 0.0
+    assert not any(k.startswith("health/rollback/") for k in dict(rig.tracker.metrics)[6])
+    assert "settings" not in rig.cycle.health.summary()["rollbacks"][0]
+
+
 def test_stop_ends_the_run_at_the_collapse_with_a_checkpoint() -> None:
     store = InMemoryCheckpointStore()
     rig, _, logs = _run("stop", total_steps=8, checkpoints=store)
@@ -129,3 +214,28 @@ def test_the_same_low_entropy_at_a_high_reward_is_a_convergence_not_a_collapse()
     assert metrics[3]["train/entropy"] < 0.3
     assert all(metrics[s][f"health/fired/{SIGNAL}"] == 0 for s in range(1, 7))
     assert rig.cycle.state.step == 6 and rig.cycle.health.summary()["stopped_at"] is None
+
+
+def test_a_changed_temperature_is_refused_with_a_separate_rollout_producer() -> None:
+    def producer_feed(cycle: Any) -> Any:
+        raise AssertionError("not reached: the settings are refused first")
+
+    health = HealthParams(THRESHOLDS, "rollback", rollback=CHANGES)
+    with pytest.raises(ValueError, match="temperature_delta needs the colocated placement"):
+        build_rig("grpo", health=health, feed=producer_feed)
+
+
+@pytest.mark.parametrize(("rank_by", "restored"), [("auto", 0), ("reward", 1)])
+def test_a_run_that_evaluates_rarely_can_rank_its_rollback_by_training_reward(
+    rank_by: str, restored: int
+) -> None:
+    """Held-out evaluation only before step 1 and after the last step: ranked by it, the
+    rollback at step 4 returns to the start; ranked by training reward, to step 1's state."""
+    health = HealthParams(THRESHOLDS, "rollback", rollback_rank_by=rank_by)  # type: ignore[arg-type]
+    rig = build_rig("grpo", lr=LR, total_steps=6, eval_every=10, health=health)
+    CollapsingRun(rig)
+    with capture_logs() as logs:
+        rig.cycle.run()
+    events = [e for e in logs if e["event"] == "health.rollback"]
+    assert [(e["step"], e["restored_step"]) for e in events] == [(4, restored)]
+    assert events[0]["ranked_by"] == ("eval/accuracy" if rank_by == "auto" else "reward/mean")

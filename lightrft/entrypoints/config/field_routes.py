@@ -43,6 +43,7 @@ NOT_COPIED: Mapping[str, str] = {
     "reward.source_timeout_s": "RewardShapingParams.concurrency",
     "reward.unknown_label": "RewardShapingParams.recipes (the recipe book's fallback)",
     "train.health": "HealthParams.thresholds",
+    "train.collapse_rollback": "HealthParams.rollback (RollbackChanges)",
     "optim.warmup_ratio": "OptimizerParams.warmup_steps (a fraction of the optimizer steps)",
     "optim.critic_lr": "OptimizerParams.lr of the critic's strategy (optimizer_params('critic'))",
     "eval.every": "CycleParams.eval_every",

@@ -237,7 +237,14 @@ class RunConfig(Section):
                 threshold=rw.failure_threshold,
                 patience=rw.failure_patience,
             ),
-            health=params_from(service_params.HealthParams, t, thresholds=t.health.thresholds()),
+            health=params_from(
+                service_params.HealthParams,
+                t,
+                thresholds=t.health.thresholds(),
+                rollback=t.collapse_rollback.to_domain(
+                    loss_temperature_follows=self.algorithm.logprob_temperature == "sampling"
+                ),
+            ),
             off_policy=r.off_policy(),
         )
 

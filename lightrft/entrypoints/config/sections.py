@@ -30,6 +30,7 @@ from lightrft.entrypoints.config import (
     strategy_configs,
 )
 from lightrft.entrypoints.config.base import Section
+from lightrft.entrypoints.config.collapse_rollback_section import CollapseRollbackConfig
 from lightrft.entrypoints.config.components import (
     ENGINE_CONFIGS,
     ENVIRONMENT_CONFIGS,
@@ -622,13 +623,25 @@ class TrainConfig(Section):
     )
     on_collapse: Literal["warn", "rollback", "stop"] = Field(
         "warn",
-        description="At a collapse signal (reward_drop; truncation once it rose): warn; "
-        "rollback to the best state so far (kept in host memory) and lower the lr; or stop.",
+        description="At a collapse signal (reward_drop; early_entropy_collapse; truncation "
+        "once it rose): warn; rollback to the best state so far (kept in host memory), lower "
+        "the lr and change what train.collapse_rollback names; or stop.",
     )
     rollback_lr_factor: float = Field(
         0.5, gt=0, le=1, description="Each rollback multiplies the learning rate by this."
     )
     max_rollbacks: int = Field(2, ge=0, description="Rollbacks at most; later collapses warn.")
+    rollback_rank_by: Literal["auto", "reward"] = Field(
+        "auto",
+        description="What ranks the state a rollback returns to: auto = held-out accuracy when "
+        "the run evaluates, else the training reward; reward = the training reward always "
+        "(a run evaluating only at its start and end would go back to its start).",
+    )
+    collapse_rollback: CollapseRollbackConfig = Field(
+        default_factory=CollapseRollbackConfig,
+        description="Sampling and loss settings a rollback changes (temperature, entropy "
+        "bonus, clip-higher).",
+    )
 
 
 class OptimConfig(Section):

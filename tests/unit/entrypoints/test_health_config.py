@@ -7,7 +7,7 @@ from typing import get_args
 import pytest
 
 from lightrft.application.collapse_rollback import COLLAPSE_ACTIONS
-from lightrft.application.params import ON_COLLAPSE_CHOICES, HealthParams
+from lightrft.application.params import ON_COLLAPSE_CHOICES, HealthParams, RollbackChanges
 from lightrft.domain.health_checks import HealthThresholds
 from lightrft.entrypoints.config.health_section import HealthConfig
 from lightrft.entrypoints.config.loading import ConfigError, load_config
@@ -39,6 +39,20 @@ def test_overrides_reach_the_cycle_settings() -> None:
     )
 
 
+def test_collapse_rollback_changes_reach_the_cycle_settings() -> None:
+    overrides = [
+        "train.collapse_rollback.temperature_delta=0.2",
+        "train.collapse_rollback.entropy_coef=0.01",
+        "train.collapse_rollback.clip_eps_high=0.28",
+    ]
+    tied = load_config(overrides=overrides).to_domain().health.rollback
+    assert tied == RollbackChanges(0.2, 0.01, 0.28, loss_temperature_follows=True)
+    fixed = load_config(overrides=[*overrides, "algorithm.logprob_temperature=1.0"])
+    assert not fixed.to_domain().health.rollback.loss_temperature_follows
+    ranked = load_config(overrides=["train.rollback_rank_by=reward"]).to_domain().health
+    assert ranked.rollback_rank_by == "reward"
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
@@ -46,6 +60,11 @@ def test_overrides_reach_the_cycle_settings() -> None:
         ("train.health.entropy_ratio=2", "train.health.entropy_ratio: Input should be less"),
         ("train.rollback_lr_factor=0", "train.rollback_lr_factor: Input should be greater"),
         ("train.health.colour=red", "train.health.colour: unknown key"),
+        ("train.rollback_rank_by=eval", "train.rollback_rank_by: Input should be 'auto'"),
+        (
+            "train.collapse_rollback.temperature_delta=-0.1",
+            "train.collapse_rollback.temperature_delta: Input should be greater",
+        ),
     ],
 )
 def test_bad_values_name_the_key(override: str, message: str) -> None:
