@@ -119,11 +119,12 @@ def pair_scores(
     model: TrainableRewardModel, chunk: Sequence[PreferencePair]
 ) -> tuple[Tensor, Tensor]:
     """Each head's scores (M, K) of the chosen and of the rejected responses, in one forward
-    of 2M rows (each pair's media, if any, with both of its responses)."""
+    of 2M rows (each pair's prompt media, if any, with both of its responses; media
+    responses with their own items, ``PreferencePair.response_media``)."""
     prompts = [p.prompt for p in chunk]
     responses = [p.chosen for p in chunk] + [p.rejected for p in chunk]
-    media = [p.multimodal for p in chunk]
-    scores = model.pair_head_scores(prompts + prompts, responses, media + media)
+    media = [p.response_media(side) for side in ("chosen", "rejected") for p in chunk]
+    scores = model.pair_head_scores(prompts + prompts, responses, media)
     return scores[: len(chunk)], scores[len(chunk) :]
 
 
