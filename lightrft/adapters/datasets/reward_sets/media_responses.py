@@ -7,7 +7,8 @@ part (Qwen2-VL: ``<|vision_start|><|image_pad|><|vision_end|>``; Qwen2-Audio: ``
 <|audio_bos|><|AUDIO|><|audio_eos|>`` and a newline) right after the rendered prompt, and the
 response's items after the prompt's (``PreferencePair.response_media``). So that the layout
 is the template's and nobody else's, :func:`media_part_texts` finds each part's text by
-rendering a user message with and without one such part and taking the difference.
+rendering a user message with and without one such part (as a generative judge's prompt is
+laid out).
 
 :func:`readable_media_responses` turns every media-response pair into that form: markers
 replaced by the part texts, video paths decoded and sampled
@@ -24,36 +25,24 @@ from typing import Any
 from lightrft.adapters.datasets.bad_rows import BadRowError
 from lightrft.adapters.datasets.reward_sets.media_pairs import RESPONSE_MARKERS
 from lightrft.adapters.datasets.video_frames import FrameSampling, load_video
+from lightrft.adapters.engine_parts.media_markup import media_markup
 from lightrft.domain.types import RESPONSE_SIDES, PreferencePair
 
 _PART_TYPES = {"images": "image", "videos": "video", "audios": "audio"}
-_PROBE = "Q"
-
-
-def _render(tokenizer: Any, parts: list[dict[str, str]]) -> str:
-    chat = [{"role": "user", "content": parts}]
-    return str(tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=False))
 
 
 def media_part_texts(tokenizer: Any) -> dict[str, str]:
-    """Media kind -> the text ``tokenizer``'s chat template renders for one such part (kinds
-    the template does not render are left out)."""
+    """Media kind -> the text ``tokenizer``'s chat template renders for one such part
+    (:func:`~lightrft.adapters.engine_parts.media_markup.media_markup`); kinds the template
+    does not render are left out."""
     if not getattr(tokenizer, "chat_template", None):
         return {}
-    plain = _render(tokenizer, [{"type": "text", "text": _PROBE}])
     texts = {}
     for kind, part in _PART_TYPES.items():
         try:
-            marked = _render(tokenizer, [{"type": part}, {"type": "text", "text": _PROBE}])
+            text = media_markup(tokenizer, part)
         except Exception:  # noqa: BLE001 - a template that cannot render this part
             continue
-        start = 0
-        while start < len(plain) and plain[start] == marked[start]:
-            start += 1
-        end = 0
-        while end < len(plain) - start and plain[-1 - end] == marked[-1 - end]:
-            end += 1
-        text = marked[start : len(marked) - end]
         if text:
             texts[kind] = text
     return texts

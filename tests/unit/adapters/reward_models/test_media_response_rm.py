@@ -187,3 +187,44 @@ def test_audio_response_loss_equals_each_response_scored_alone() -> None:
             assert not math.isclose(float(c), float(r), abs_tol=1e-7)
             want = -torch.nn.functional.logsigmoid(c - r)
             torch.testing.assert_close(losses[i], want, atol=1e-5, rtol=1e-5)
+
+
+def test_video_prompts_read_from_rows_and_encoded_rl_prompts_score_alike(tmp_path: Path) -> None:
+    """A preference row with a video (a frame folder, sampled at the spec's fps) scores its
+    answers with the video; an RL prompt the policy's encoder processed scores the same."""
+    from lightrft.adapters.datasets.preferences import PreferenceSpec, in_memory_preferences
+    from tests.helpers.tiny_video import plain_frames, video_record
+
+    tok = tiny_mm_tokenizer()
+    for name, colour in (("red", (250, 0, 0)), ("blue", (0, 0, 250))):
+        (tmp_path / name).mkdir()
+        for i, frame in enumerate(plain_frames([colour] * 4)):
+            frame.save(tmp_path / name / f"{i}.png")
+    rows = [
+        {
+            "prompt": "<video> which colour?",
+            "video": str(tmp_path / n),
+            "chosen": n,
+            "rejected": "x",
+        }
+        for n in ("red", "blue")
+    ]
+    spec = PreferenceSpec(videos_key="video", frame_sampling=FrameSampling(fps=1.0, max_frames=2))
+    pairs, _ = in_memory_preferences(rows, PromptRenderer(tok), spec)
+    assert "<|video_pad|>" in pairs[0].prompt
+    (video,) = pairs[0].multimodal["videos"]
+    assert len(video.frames) == 2  # 4 frames at the default 2 fps, sampled at 1 fps
+    rm = _vl_rm()
+    with torch.no_grad():
+        red, blue = (
+            rm.pair_scores([p.prompt], ["red"], [p.response_media("chosen")]) for p in pairs
+        )
+    assert not torch.isclose(red, blue, atol=1e-6).any()  # the video counts
+    record = video_record(tok, "v", " which colour?", videos=[video])
+    encoded = rm.net.media.encoder.encode(record)  # what the RL prompt source hands it
+    assert "pixel_values_videos" in encoded.multimodal
+    answer = Completion(0, (1,), "red", "stop")
+    rm.onload()
+    from_raw = rm.score([RewardSample(record, answer)]).scores
+    from_encoded = rm.score([RewardSample(encoded, answer)]).scores
+    torch.testing.assert_close(from_raw, from_encoded)
