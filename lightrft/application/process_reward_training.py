@@ -16,8 +16,7 @@ the first step labelled bad, or none of each: ProcessBench's error-step identifi
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -25,7 +24,7 @@ import torch
 from torch import Tensor
 
 from lightrft.application.reward_model_training import RewardTrainParams
-from lightrft.application.step_trainer import StepTrainer
+from lightrft.application.seeded_batch_trainer import SeededBatchTrainer, inference
 from lightrft.domain.ports import (
     CheckpointStore,
     Collective,
@@ -79,7 +78,7 @@ def evaluate_steps(
         raise ValueError("evaluate needs at least one row")
     hits = losses = first_hits = 0.0
     steps = 0
-    with _inference(model):
+    with inference(model):
         for start in range(0, len(examples), micro_batch_size):
             chunk = examples[start : start + micro_batch_size]
             positive, negative = model.example_logits(chunk)
@@ -97,21 +96,10 @@ def evaluate_steps(
     return StepEval(hits / steps, losses / steps, first_hits / len(examples), steps)
 
 
-@contextmanager
-def _inference(model: TrainableProcessRewardModel) -> Iterator[None]:
-    module = model.module
-    was_training = module.training
-    module.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        module.train(was_training)
-
-
-class ProcessRewardTrainer(StepTrainer):
+class ProcessRewardTrainer(SeededBatchTrainer):
     """Trains ``model`` with ``strategy`` (already ``prepare``d on ``model.module``)."""
 
+    params: RewardTrainParams
     checkpoint_name = "prm"
 
     def __init__(
@@ -126,32 +114,18 @@ class ProcessRewardTrainer(StepTrainer):
         checkpoints: CheckpointStore | None = None,
         tracker: Tracker | None = None,
     ) -> None:
-        if len(train_rows) < params.batch_size:
-            raise ValueError(
-                f"{len(train_rows)} training rows is fewer than one batch ({params.batch_size})"
-            )
-        world = collective.world_size if collective is not None else 1
-        if params.batch_size % world:
-            raise ValueError(f"batch_size {params.batch_size} must divide by {world} ranks")
-        self.model, self.strategy, self.params = model, strategy, params
+        super().__init__(
+            strategy,
+            train_rows,
+            params,
+            eval_items=eval_rows,
+            collective=collective,
+            checkpoints=checkpoints,
+            tracker=tracker,
+            noun="rows",
+        )
+        self.model, self.params = model, params
         self.train_rows, self.eval_rows = train_rows, eval_rows
-        self.collective, self.checkpoints, self.tracker = collective, checkpoints, tracker
-        self.steps_per_epoch = len(train_rows) // params.batch_size
-        self.step = 0
-        self.history: list[dict[str, float]] = []
-
-    @property
-    def total_steps(self) -> int:
-        """``params.total_steps`` or every step of every epoch."""
-        return self.params.total_steps or self.params.epochs * self.steps_per_epoch
-
-    @property
-    def checkpoint_every(self) -> int | None:
-        return self.params.checkpoint_every
-
-    def evaluation_due(self, last: bool) -> bool:
-        every = self.params.eval_every
-        return bool(self.eval_rows) and (bool(every and self.step % every == 0) or last)
 
     def evaluation_metrics(self) -> dict[str, float]:
         return self.evaluate(self.eval_rows).metrics()
@@ -160,19 +134,9 @@ class ProcessRewardTrainer(StepTrainer):
         """Held-out step metrics of ``rows`` under the current weights (this rank)."""
         return evaluate_steps(self.model, rows, self.params.micro_batch_size)
 
-    def batch_indices(self, step: int) -> list[int]:
-        """Indices of the rows of ``step`` on all ranks: batch s of permutation e."""
-        epoch, position = divmod(step, self.steps_per_epoch)
-        generator = torch.Generator().manual_seed(self.params.seed * 1_000_003 + epoch)
-        order = torch.randperm(len(self.train_rows), generator=generator)
-        b = self.params.batch_size
-        return order[position * b : (position + 1) * b].tolist()
-
     def train_step(self) -> dict[str, float]:
         """One optimizer step on the next batch; returns its metrics."""
-        world = self.collective.world_size if self.collective is not None else 1
-        rank = self.collective.rank if self.collective is not None else 0
-        rows = [self.train_rows[i] for i in self.batch_indices(self.step)[rank::world]]
+        rows = self.rank_items()
         steps = sum(len(r.labels) for r in rows)
         self.model.module.train()
         loss_sum = correct = 0.0
@@ -186,10 +150,7 @@ class ProcessRewardTrainer(StepTrainer):
             loss_sum += float(losses.detach().sum())
             probs = step_probabilities(positive.detach(), negative.detach())
             correct += float(((probs > 0.5) == (labels > 0.5)).sum())
-        totals = [loss_sum, correct, float(steps)]
-        if self.collective is not None and world > 1:
-            summed = self.collective.all_reduce_sum(torch.tensor(totals, dtype=torch.float64))
-            totals = [float(v) for v in summed.tolist()]
+        totals = self.sum_over_ranks([loss_sum, correct, float(steps)])
         loss = totals[0] / totals[2]
         result = self.strategy.step(skip_reason=None if math.isfinite(loss) else "non-finite loss")
         self.step += 1

@@ -22,15 +22,14 @@ and the distribution of margins r_c - r_r.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import structlog
 import torch
 from torch import Tensor
 
-from lightrft.application.step_trainer import StepTrainer
+from lightrft.application.seeded_batch_trainer import SeededBatchTrainer, inference
 from lightrft.domain.checks import check_non_negative, check_positive
 from lightrft.domain.ports import (
     CheckpointStore,
@@ -119,11 +118,12 @@ def pair_scores(
     model: TrainableRewardModel, chunk: Sequence[PreferencePair]
 ) -> tuple[Tensor, Tensor]:
     """Each head's scores (M, K) of the chosen and of the rejected responses, in one forward
-    of 2M rows (each pair's media, if any, with both of its responses)."""
+    of 2M rows (each pair's prompt media, if any, with both of its responses; media
+    responses with their own items, ``PreferencePair.response_media``)."""
     prompts = [p.prompt for p in chunk]
     responses = [p.chosen for p in chunk] + [p.rejected for p in chunk]
-    media = [p.multimodal for p in chunk]
-    scores = model.pair_head_scores(prompts + prompts, responses, media + media)
+    media = [p.response_media(side) for side in ("chosen", "rejected") for p in chunk]
+    scores = model.pair_head_scores(prompts + prompts, responses, media)
     return scores[: len(chunk)], scores[len(chunk) :]
 
 
@@ -200,7 +200,7 @@ def evaluate_preferences(
     margins, losses, sign_hits = [], [], []
     hits = torch.zeros(len(heads), dtype=torch.float64)
     asked = torch.zeros(len(heads), dtype=torch.float64)
-    with _inference(model):
+    with inference(model):
         for chunk in _chunks(pairs, micro_batch_size):
             chosen_k, rejected_k = (s.float().cpu() for s in pair_scores(model, chunk))
             chosen, rejected = model.combined(chosen_k), model.combined(rejected_k)
@@ -233,28 +233,17 @@ def score_moments(
     """Mean and variance of the raw scores of every response of ``pairs`` (the normalization
     saved with a trained model)."""
     moments = RunningMoments()
-    with _inference(model):
+    with inference(model):
         for chunk in _chunks(pairs, micro_batch_size):
             chosen, rejected = (model.combined(s) for s in pair_scores(model, chunk))
             moments = moments.update(torch.cat([chosen, rejected]).double().cpu())
     return moments
 
 
-@contextmanager
-def _inference(model: TrainableRewardModel) -> Iterator[None]:
-    module = model.module
-    was_training = module.training
-    module.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        module.train(was_training)
-
-
-class RewardModelTrainer(StepTrainer):
+class RewardModelTrainer(SeededBatchTrainer):
     """Trains ``model`` with ``strategy`` (already ``prepare``d on ``model.module``)."""
 
+    params: RewardTrainParams
     checkpoint_name = "rm"
 
     def __init__(
@@ -269,51 +258,25 @@ class RewardModelTrainer(StepTrainer):
         checkpoints: CheckpointStore | None = None,
         tracker: Tracker | None = None,
     ) -> None:
-        if len(train_pairs) < params.batch_size:
-            raise ValueError(
-                f"{len(train_pairs)} training pairs is fewer than one batch ({params.batch_size})"
-            )
-        world = collective.world_size if collective is not None else 1
-        if params.batch_size % world:
-            raise ValueError(f"batch_size {params.batch_size} must divide by {world} ranks")
-        self.model, self.strategy, self.params = model, strategy, params
+        super().__init__(
+            strategy,
+            train_pairs,
+            params,
+            eval_items=eval_pairs,
+            collective=collective,
+            checkpoints=checkpoints,
+            tracker=tracker,
+            noun="pairs",
+        )
+        self.model, self.params = model, params
         self.train_pairs, self.eval_pairs = train_pairs, eval_pairs
-        self.collective, self.checkpoints, self.tracker = collective, checkpoints, tracker
-        self.steps_per_epoch = len(train_pairs) // params.batch_size
-        self.step = 0
-        self.history: list[dict[str, float]] = []
-
-    # -- the loop ---------------------------------------------------------------------
-
-    @property
-    def total_steps(self) -> int:
-        """``params.total_steps`` or every step of every epoch."""
-        return self.params.total_steps or self.params.epochs * self.steps_per_epoch
-
-    @property
-    def checkpoint_every(self) -> int | None:
-        return self.params.checkpoint_every
-
-    def evaluation_due(self, last: bool) -> bool:
-        every = self.params.eval_every
-        return bool(self.eval_pairs) and (bool(every and self.step % every == 0) or last)
 
     def evaluation_metrics(self) -> dict[str, float]:
         return self.evaluate(self.eval_pairs).metrics()
 
-    def batch_indices(self, step: int) -> list[int]:
-        """Indices of the pairs of ``step`` on all ranks (see the module docstring)."""
-        epoch, position = divmod(step, self.steps_per_epoch)
-        generator = torch.Generator().manual_seed(self.params.seed * 1_000_003 + epoch)
-        order = torch.randperm(len(self.train_pairs), generator=generator)
-        b = self.params.batch_size
-        return order[position * b : (position + 1) * b].tolist()
-
     def train_step(self) -> dict[str, float]:
         """One optimizer step on the next batch; returns its metrics."""
-        world = self.collective.world_size if self.collective is not None else 1
-        indices = self.batch_indices(self.step)[self.rank :: world]
-        pairs = [self.train_pairs[i] for i in indices]
+        pairs = self.rank_items()
         self.model.module.train()
         heads = self.model.head_names
         loss_sum = 0.0
@@ -330,9 +293,7 @@ class RewardModelTrainer(StepTrainer):
             hits, asked = hits + chunk_hits, asked + chunk_asked
         # every rank decides on the global loss, so sharded strategies skip together (a
         # non-finite gradient also makes the strategy skip: its norm is global)
-        totals = self._sum_over_ranks(
-            [loss_sum, float(len(pairs)), *hits.tolist(), *asked.tolist()]
-        )
+        totals = self.sum_over_ranks([loss_sum, float(len(pairs)), *hits.tolist(), *asked.tolist()])
         loss = totals[0] / totals[1]
         k = len(heads)
         head_hits_all, head_asked_all = totals[2 : 2 + k], totals[2 + k :]
@@ -375,11 +336,3 @@ class RewardModelTrainer(StepTrainer):
     def score_moments(self, pairs: Sequence[PreferencePair]) -> RunningMoments:
         """Moments of the raw scores of every response of ``pairs`` (see :func:`score_moments`)."""
         return score_moments(self.model, pairs, self.params.micro_batch_size)
-
-    # -- ranks ------------------------------------------------------------------------
-
-    def _sum_over_ranks(self, values: list[float]) -> list[float]:
-        if self.collective is None or self.collective.world_size == 1:
-            return values
-        total = self.collective.all_reduce_sum(torch.tensor(values, dtype=torch.float64))
-        return [float(v) for v in total.tolist()]

@@ -317,6 +317,10 @@ HEAD_VERDICTS = ("chosen", "rejected", "tie")
 """What one score head of a preference pair is taught (:attr:`PreferencePair.head_labels`)."""
 
 
+RESPONSE_SIDES = ("chosen", "rejected")
+"""The keys of :attr:`PreferencePair.multimodal` holding media responses' own items."""
+
+
 @dataclass(frozen=True)
 class PreferencePair:
     """One preference: ``chosen`` is the better response to ``prompt`` than ``rejected``.
@@ -326,7 +330,10 @@ class PreferencePair:
     ``chosen_sign`` / ``rejected_sign``: safety labels of a cost model's rows (``chosen`` is
     then the more harmful response): +1 unsafe, -1 safe, 0 unlabeled (no sign term).
     ``multimodal``: the prompt's media (opaque to the services, :mod:`.modality`; the prompt
-    text holds one model placeholder per item), shared by both responses.
+    text holds one model placeholder per item), shared by both responses; when the responses
+    are media themselves (a text-to-image preference), each one's items sit under
+    ``multimodal["chosen"]`` / ``multimodal["rejected"]`` (kind -> items) and the response
+    text holds one placeholder per item (:meth:`response_media`).
     ``head_labels``: for a reward model with named score heads (one per aspect), the
     aspect's verdict when it differs from the pair's: head name -> ``"chosen"``,
     ``"rejected"`` (this aspect prefers the other response) or ``"tie"``; a head not named
@@ -356,3 +363,17 @@ class PreferencePair:
                     f"head_labels[{head!r}] must be one of {', '.join(HEAD_VERDICTS)}, "
                     f"got {label!r}"
                 )
+
+    def response_media(self, side: str) -> dict[str, Any]:
+        """The media a reward model reads with one response (``side``: ``chosen`` or
+        ``rejected``): the prompt's media, then that response's own, by kind (in the order
+        their placeholders appear in prompt + response). Pairs whose responses are text give
+        the prompt's media for both sides."""
+        if side not in RESPONSE_SIDES:
+            raise ValueError(f"side must be chosen or rejected, got {side!r}")
+        payload: dict[str, Any] = {
+            kind: items for kind, items in self.multimodal.items() if kind not in RESPONSE_SIDES
+        }
+        for kind, items in self.multimodal.get(side, {}).items():
+            payload[kind] = [*payload.get(kind, ()), *items]
+        return payload

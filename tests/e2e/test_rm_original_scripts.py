@@ -107,16 +107,17 @@ def test_srm_al_script_resolves_with_the_original_meaning(
     assert data_options["data"] == data and data_options["task_instruction"] == INSTRUCTION
 
 
-def test_srm_vl_script_names_video_as_its_one_missing_piece(
+def test_srm_vl_script_is_accepted_unchanged(
     tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = srm_flags(tmp_path, tiny_dir, str(_rows(tmp_path / "t.json", 4)))
-    assert main(["rm", "train", "--dry-run", *argv, *VL_EXTRA]) == 2
-    err = capsys.readouterr().err
-    assert "--fps: no counterpart here: video input (issue 44)" in err
-    assert err.count("--") == err.count("--fps") + err.count("--debug")  # nothing else refused
-    options = _dry_run([*argv, "--max_pixels", "282240"], capsys)
+    options = _dry_run([*argv, *VL_EXTRA], capsys)
     assert options["max_pixels"] == 282240
+    data = options["data"]
+    assert isinstance(data, dict)
+    assert data["spec"]["frame_sampling"] == {"fps": 2.0, "max_frames": 16}
+    options = _dry_run([*argv, "--fps", "0.5", "--max-frames", "4"], capsys)
+    assert options["data"]["spec"]["frame_sampling"] == {"fps": 0.5, "max_frames": 4}  # type: ignore[index]
 
 
 def test_grm_script_lists_every_problem_in_one_message(
@@ -127,7 +128,7 @@ def test_grm_script_lists_every_problem_in_one_message(
     assert main(["rm", "train", "--kind", "generative", *paths, *data, *GRM_FLAGS]) == 2
     err = capsys.readouterr().err
     for expected in (
-        "--fps: no counterpart here: video input (issue 44)",
+        "--fps applies to --kind scalar, not generative",
         "--zero_stage applies to --kind scalar, not generative",
         "--l2 applies to --kind scalar, not generative",
         "--use_tensorboard applies to --kind scalar, not generative",

@@ -13,8 +13,10 @@ the label of the chosen side (``A``: response 1, ``B``: response 2), the verdict
 Image responses (text-to-image sets: ``hpdv3``, ``imagerewarddb``, ``rapidata-t2i`` ...)
 are shown as images: each response's ``<image>`` markers stay in the text and the row's
 ``images`` list holds the prompt's own images, then response 1's, then response 2's, in
-marker order, so the prompt reader places one image part per marker. Video and audio
-responses are refused by name (video input is other work, issue 44).
+marker order, so the prompt reader places one image part per marker. Video responses
+(``rapidata-t2v``, ``rapidata-i2v``, ``omnirewardbench-t2v``) likewise: ``<video>`` markers
+and a ``videos`` list of the two files (decoded and sampled by the prompt reader, at the
+data set's ``fps`` / ``max_frames``). Audio responses are refused by name.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ PAIR_TEMPLATE = (
 FIRST, SECOND = "A", "B"
 """The verdict labels of response 1 and response 2."""
 
-JUDGED_RESPONSES = ("text", "images")
+JUDGED_RESPONSES = ("text", "images", "videos")
 """Response kinds a judge prompt shows."""
 
 
@@ -65,11 +67,12 @@ def judge_pair_row(
         prompt=pair.prompt, response1=texts[sides[0]], response2=texts[sides[1]]
     )
     row: dict[str, Any] = {"prompt": prompt, "reference": FIRST if first else SECOND}
-    images = list(pair.multimodal.get("images", ()))
-    for side in sides:
-        images.extend(pair.multimodal.get(side, {}).get("images", ()))
-    if images:
-        row["images"] = images
+    for kind in ("images", "videos"):
+        items = list(pair.multimodal.get(kind, ()))
+        for side in sides:
+            items.extend(pair.multimodal.get(side, {}).get(kind, ()))
+        if items:
+            row[kind] = items
     return row
 
 
@@ -78,13 +81,10 @@ def refuse_unjudged_sets(text: str) -> None:
     for entry in parse_data_specs(text):
         name = entry.name or DEFAULT_REWARD_DATASET
         kind = REWARD_DATASETS.get(name).responses
-        if kind == "videos":
-            raise ValueError(
-                f"{name} gives video responses: judging video pairs is not built here "
-                "(video input is other work, issue 44); use an image or text set"
-            )
         if kind not in JUDGED_RESPONSES:
-            raise ValueError(f"{name} gives {kind} responses; a judge prompt shows text or images")
+            raise ValueError(
+                f"{name} gives {kind} responses; a judge prompt shows text, images or videos"
+            )
 
 
 def load_judge_pairs(

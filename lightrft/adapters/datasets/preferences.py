@@ -19,11 +19,12 @@ the same text teaches nothing and is a bad row like a malformed one: bad rows ma
 naming the file, row and key of each, or are skipped and counted (``on_bad_row="skip"``).
 
 Pairs for vision- and audio-language reward models name their media columns
-(``images_key`` / ``audios_key``, values as in RL prompt rows:
-:mod:`~lightrft.adapters.datasets.multimodal_rows`; paths relative to the data file). The
+(``images_key`` / ``videos_key`` / ``audios_key``, values as in RL prompt rows:
+:mod:`~lightrft.adapters.datasets.multimodal_rows`, videos sampled by ``frame_sampling``
+(:mod:`~lightrft.adapters.datasets.video_frames`); paths relative to the data file). The
 media belong to the prompt (both responses are judged with them): placed at ``<image>`` /
-``<audio>`` markers of its last user message, else first, rendered as the model's
-placeholders, and carried decoded in ``PreferencePair.multimodal``.
+``<video>`` / ``<audio>`` markers of its last user message, else first, rendered as the
+model's placeholders, and carried decoded in ``PreferencePair.multimodal``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from lightrft.adapters.datasets.hf_prompt_dataset import file_row_refs
 from lightrft.adapters.datasets.multimodal_rows import media_content
 from lightrft.adapters.datasets.prompt_rows import RowRef, RowSpec, multimodal_of
 from lightrft.adapters.datasets.rendering import Content, PromptRenderer
+from lightrft.adapters.datasets.video_frames import FrameSampling
 from lightrft.domain.types import PreferencePair
 
 
@@ -58,6 +60,8 @@ class PreferenceSpec:
     images_key: str | None = None  # the prompt's images (vision-language reward models)
     audios_key: str | None = None  # the prompt's audio clips (audio-language reward models)
     audio_sampling_rate: int | None = None  # every clip's rate (None: any)
+    videos_key: str | None = None  # the prompt's videos (vision-language reward models)
+    frame_sampling: FrameSampling = field(default_factory=FrameSampling)  # videos' frames
     head_labels_key: str | None = None  # per-aspect verdicts {head: A|B|C} (named-head RMs)
 
 
@@ -163,6 +167,8 @@ def preference_pairs(
         images_key=spec.images_key,
         audios_key=spec.audios_key,
         audio_sampling_rate=spec.audio_sampling_rate,
+        videos_key=spec.videos_key,
+        frame_sampling=spec.frame_sampling,
     )
     for ref in rows:
         try:
@@ -172,8 +178,11 @@ def preference_pairs(
             media = multimodal_of(ref, media_spec)
             if media:
                 images, audios = len(media.get("images", ())), len(media.get("audios", ()))
-                key = str(spec.images_key if images else spec.audios_key)
-                prompt = media_content(prompt, images, audios, ref.where, key)
+                videos = len(media.get("videos", ()))
+                key = str(
+                    spec.images_key if images else spec.videos_key if videos else spec.audios_key
+                )
+                prompt = media_content(prompt, images, audios, ref.where, key, videos=videos)
         except BadRowError as error:
             bad.add(error)
             continue

@@ -34,7 +34,7 @@ from torch import Tensor, nn
 from lightrft.adapters.hf.loading import DTypeName, ModelLoadParams
 from lightrft.adapters.hf.media_backbone import media_backbone
 from lightrft.adapters.hf.media_builder import MediaEncoder
-from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
+from lightrft.adapters.hf.multimodal_inputs import MediaRequirements, MultimodalInputs
 from lightrft.adapters.hf.multimodal_loading import load_multimodal_model
 from lightrft.adapters.model_parts.seeds import seeded_init
 from lightrft.domain.modality import Payload
@@ -116,37 +116,51 @@ class HfPairMedia:
         """The feature extractor's rate (None for image models)."""
         return self.encoder.requirements.audio_sampling_rate
 
+    @property
+    def requirements(self) -> MediaRequirements:
+        """The encoder's placeholders (which media the model reads) and audio rate."""
+        return self.encoder.requirements
+
     def expand(self, ids: Sequence[int], payload: Payload, where: str) -> tuple[list[int], Payload]:
-        """``ids`` with one placeholder per item expanded; the processed payload."""
-        parts = tuple(getattr(self.encoder, "expanders", None) or (self.encoder,))
-        processed = any(f"{enc.noun}_tokens" in payload for enc in parts)
-        takes = [enc.media_key for enc in parts]
-        other = sorted(set(payload) - set(takes)) if not processed else []
+        """``ids`` with one placeholder per item expanded, each medium in turn (a
+        vision-language model: images, then videos); the processed payload."""
+        parts: tuple[MediaEncoder, ...] = tuple(
+            getattr(self.encoder, "expanders", None) or (self.encoder,)
+        )
+        if any(f"{part.noun}_tokens" in payload for part in parts):  # an encoded RL prompt
+            out = list(ids)
+            for part in parts:
+                counts = payload.get(f"{part.noun}_tokens", ())
+                _check_count(out, part, len(counts), where)
+                out = list(part.expand_ids(out, counts))
+            return out, payload
+        takes = [part.media_key for part in parts]
+        other = sorted(set(payload) - set(takes))
         if other:
-            said = " and ".join(takes)
-            raise ValueError(f"{where}: media {other} for a model that takes {said} only")
-        out_ids, out = list(ids), ({} if not processed else dict(payload))
-        for enc in parts:
-            counts_key = f"{enc.noun}_tokens"
-            items = payload.get(counts_key, ()) if processed else payload.get(enc.media_key, ())
-            found = out_ids.count(enc.placeholder_id)
-            if found != len(items):
-                raise ValueError(
-                    f"{where}: the prompt holds {found} {enc.noun} placeholder token(s) but "
-                    f"{len(items)} {enc.noun}(s) came with it; the prompt needs one placeholder "
-                    "per item (render it with the model's chat template)"
-                )
-            if not items:
-                continue
-            if processed:
-                out_ids = list(enc.expand_ids(out_ids, items))
-            else:
-                expanded, out = enc.encode_ids(out_ids, list(items), where, rest=out)
-                out_ids = list(expanded)
-        return out_ids, (payload if processed else out)
+            raise ValueError(
+                f"{where}: media {other} for a model that takes {', '.join(takes)} only"
+            )
+        out, processed = list(ids), {}
+        for part in parts:
+            items = list(payload.get(part.media_key, ()))
+            _check_count(out, part, len(items), where)
+            if items:
+                expanded, processed = part.encode_ids(out, items, where, rest=processed)
+                out = list(expanded)
+        return out, processed
 
     def model_kwargs(
         self, input_ids: Tensor, attention_mask: Tensor, payloads: Sequence[Payload]
     ) -> dict[str, Any]:
         """The family's forward arguments (pixels, token types, M-RoPE positions ...)."""
         return self._inputs.model_inputs(input_ids, attention_mask, payloads).kwargs
+
+
+def _check_count(ids: Sequence[int], part: MediaEncoder, items: int, where: str) -> None:
+    found = list(ids).count(part.placeholder_id)
+    if found != items:
+        raise ValueError(
+            f"{where}: the prompt holds {found} {part.noun} placeholder token(s) but "
+            f"{items} {part.noun}(s) came with it; the prompt needs one placeholder "
+            "per item (render it with the model's chat template)"
+        )

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from lightrft.adapters.engine_parts.media_markup import media_markup
 from lightrft.adapters.engine_parts.source_media import source_media
 from lightrft.domain.types import PromptRecord
 
-MEDIA_KINDS = ("image", "audio")  # a kind's records key is its plural ("images", "audios")
+__all__ = ["MEDIA_KINDS", "media_markup", "media_message", "row_media", "row_where"]
+
+MEDIA_KINDS = ("image", "video", "audio")  # a kind's records key: its plural ("images" ...)
 
 
 def row_media(record: PromptRecord) -> dict[str, list[Any]]:
@@ -39,23 +42,6 @@ def row_media(record: PromptRecord) -> dict[str, list[Any]]:
 def row_where(record: PromptRecord) -> str:
     """The row's name in errors (its ``where``, else its uid)."""
     return str(record.metadata.get("where", record.uid))
-
-
-def media_markup(tokenizer: Any, kind: str) -> str:
-    """What the judge's chat template writes for one ``kind`` part (e.g.
-    ``<|vision_start|><|image_pad|><|vision_end|>``): the difference of a message with and
-    without the part."""
-    marker = "\x00judge-text\x00"
-
-    def rendered(parts: list[dict[str, str]]) -> str:
-        message = {"role": "user", "content": [*parts, {"type": "text", "text": marker}]}
-        return str(tokenizer.apply_chat_template([message], tokenize=False))
-
-    with_part, without = rendered([{"type": kind}]), rendered([])
-    head = without.index(marker)
-    if with_part[:head] != without[:head] or not with_part.endswith(without[head:]):
-        raise ValueError(f"the judge's chat template does not render a {kind} part before text")
-    return with_part[head : len(with_part) - len(without) + head]
 
 
 def media_message(text: str, media: dict[str, list[Any]]) -> list[dict[str, Any]]:

@@ -33,6 +33,12 @@ class PairMedia(Protocol):
         """The rate every audio clip must have (None: the model takes no audio)."""
         ...
 
+    @property
+    def requirements(self) -> Any:
+        """The model's ``MediaRequirements``: its placeholders (which media it reads) and
+        audio rate."""
+        ...
+
     def expand(self, ids: Sequence[int], payload: Payload, where: str) -> tuple[list[int], Payload]:
         """``ids`` with its placeholders expanded and the processed payload (raises
         ``ValueError`` naming ``where`` when the placeholders do not match the media)."""

@@ -65,6 +65,19 @@ def _data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--audios-key", default=None, help="column of the prompt's audio (audio-language RMs)"
     )
+    parser.add_argument(
+        "--videos-key", default=None, help="column of the prompt's videos (vision-language RMs)"
+    )
+    parser.add_argument(
+        "--fps",
+        type=float,
+        default=None,
+        help="frames a second sampled from every video, prompt's or response's (default 2; "
+        "0: every frame)",
+    )
+    parser.add_argument(
+        "--max-frames", type=int, default=None, help="at most this many per video (default 16)"
+    )
     parser.add_argument("--skip-bad-rows", action="store_true", help="skip (and count) bad rows")
     parser.add_argument("--system-prompt", default=None)
     parser.add_argument("--render", choices=["auto", "chat", "plain"], default="auto")
@@ -236,6 +249,15 @@ def _resume_choice(text: str) -> bool | str:
     raise argparse.ArgumentTypeError(f"expected true, false or auto, got {text!r}")
 
 
+def _frame_sampling(args: argparse.Namespace) -> Any:
+    """``--fps`` / ``--max-frames`` (unset: 2 frames a second, at most 16; fps 0: all)."""
+    from lightrft.adapters.datasets.video_frames import FrameSampling
+
+    default = FrameSampling()
+    fps = default.fps if args.fps is None else (args.fps or None)
+    return FrameSampling(fps, default.max_frames if args.max_frames is None else args.max_frames)
+
+
 def _data_options(args: argparse.Namespace) -> Any:
     from lightrft.adapters.datasets.preferences import PreferenceSpec
     from lightrft.entrypoints.jobs.reward_model import RmDataOptions
@@ -250,6 +272,8 @@ def _data_options(args: argparse.Namespace) -> Any:
         on_bad_row="skip" if args.skip_bad_rows else "error",
         images_key=args.images_key,
         audios_key=args.audios_key,
+        videos_key=args.videos_key,
+        frame_sampling=_frame_sampling(args),
         head_labels_key=getattr(args, "head_labels_key", None),
     )
     return RmDataOptions(
@@ -298,13 +322,21 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
+def _other_kinds_flags(args: argparse.Namespace) -> list[str]:
+    """One problem per flag another kind reads set to other than its default."""
+    own = set(RM_KINDS.get(args.kind).flags)
+    return [
+        f"--{dest.replace('_', '-')} applies to --kind {_owner(dest)}, not {args.kind}"
+        for dest, default in args.kind_flag_defaults.items()
+        if dest not in own and getattr(args, dest) != default
+    ]
+
+
 def _refuse_other_kinds_flags(args: argparse.Namespace) -> None:
     """A flag another kind reads, set to other than its default, is an error (not ignored)."""
-    own = set(RM_KINDS.get(args.kind).flags)
-    for dest, default in args.kind_flag_defaults.items():
-        if dest not in own and getattr(args, dest) != default:
-            flag = "--" + dest.replace("_", "-")
-            raise ValueError(f"{flag} applies to --kind {_owner(dest)}, not {args.kind}")
+    problems = _other_kinds_flags(args)
+    if problems:
+        raise ValueError(problems[0])
 
 
 def _read_original_flags(args: argparse.Namespace, rest: list[str]) -> None:
@@ -327,7 +359,7 @@ def _read_original_flags(args: argparse.Namespace, rest: list[str]) -> None:
         for name in dict.fromkeys(given)
         if name in RM_FLAGS
         for dest in [d for d in RM_FLAGS[name].keys if d in others][:1]
-    ]
+    ] + _other_kinds_flags(args)  # this command's own flags given to the wrong kind
     try:
         reading = read_args(
             rest,
@@ -552,6 +584,9 @@ RM_KINDS.add(
             "modality",
             "images_key",
             "audios_key",
+            "videos_key",
+            "fps",
+            "max_frames",
             "loss_type",
             "pooling",
             "probing_layer",

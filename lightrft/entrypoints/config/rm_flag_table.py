@@ -36,8 +36,6 @@ from lightrft.entrypoints.config.legacy_flag_spec import (
 )
 from lightrft.entrypoints.config.legacy_rules import Reading, Rule, Values, trackers
 
-VIDEO = "video input (issue 44): reward models read text, images and audio here"
-
 ORIGINAL_DEFAULTS: dict[str, Any] = {
     "loss_type": "hps",
     "margin": 0.1,
@@ -99,7 +97,7 @@ RM_FLAGS: dict[str, Flag] = {
         WORDS, accept=lambda w: not w, refused="no choice of LoRA target modules in `rm train`"
     ),
     "max_pixels": Flag(INT, **sets("max_pixels")),
-    "fps": Flag(FLOAT, refused=VIDEO),
+    "fps": Flag(FLOAT, **sets("fps")),
     "engine_type": Flag(STR, noop=True, note="the trainers generate nothing"),
     # --- the reward model's scores and loss --------------------------------------------------
     "loss_type": Flag(STR, **sets("loss_type")),

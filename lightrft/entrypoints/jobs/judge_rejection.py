@@ -61,19 +61,29 @@ class RejectionSampleOptions:
 
 
 def judge_prompts(
-    rows: Sequence[dict[str, Any]], tokenizer: Any
+    rows: Sequence[dict[str, Any]], tokenizer: Any, encoder: Any | None = None
 ) -> tuple[list[PromptRecord], list[int]]:
-    """The prompt records of judge prompt ``rows`` (the judge's chat template applied) and,
-    for each, the index of its row."""
-    images = any("images" in row for row in rows)
+    """The prompt records of judge prompt ``rows`` (the judge's chat template applied; their
+    media processed by the judge's prompt ``encoder``, None: a text judge) and, for each, the
+    index of its row."""
+    kinds = {kind: any(kind in row for row in rows) for kind in ("images", "videos")}
+    for row in rows:  # a mixed list: an empty list is no media
+        for kind, present in kinds.items():
+            if present:
+                row.setdefault(kind, [])
     source = InMemoryPromptSource(
         rows,
         tokenizer,
-        spec=RowSpec(images_key="images" if images else None),
+        spec=RowSpec(
+            images_key="images" if kinds["images"] else None,
+            videos_key="videos" if kinds["videos"] else None,
+        ),
         prompt_format=PromptFormat(render="auto"),
         name="pairs",
     )
     records = [source[i] for i in range(len(source))]
+    if encoder is not None:
+        records = [encoder.encode(record) for record in records]
     return records, [int(record.uid.rsplit(":", 1)[1]) for record in records]
 
 
@@ -88,7 +98,7 @@ def rejection_sample_judgements(
         options.model, modality=options.modality, dtype=options.dtype
     )
     rows, skipped = load_judge_pairs(options.data, sampler.tokenizer, seed=options.seed)
-    records, row_of = judge_prompts(rows, sampler.tokenizer)
+    records, row_of = judge_prompts(rows, sampler.tokenizer, sampler.encoder)
     sampling = SamplingParams(
         n=options.n,
         temperature=options.temperature,

@@ -26,8 +26,10 @@ from lightrft.adapters.datasets.preferences import (
 )
 from lightrft.adapters.datasets.rendering import RenderMode
 from lightrft.adapters.datasets.reward_sets import load_reward_pairs
+from lightrft.adapters.datasets.reward_sets.media_responses import readable_media_responses
 from lightrft.adapters.datasets.task_instruction import TaskInstructionRenderer
 from lightrft.adapters.hf import default_model_path
+from lightrft.adapters.hf.multimodal_inputs import MediaRequirements
 from lightrft.adapters.reward_models import (
     PairEncoding,
     RewardLoraParams,
@@ -82,6 +84,7 @@ class RmDataOptions(RowSourceOptions):
     synthetic_instruction: str = ""
     spec: PreferenceSpec = field(default_factory=PreferenceSpec)
     task_instruction: str | None = None  # the system message, {prompt}: the row's prompt
+    responses: tuple[str, ...] = ("text",)  # what responses may be: text, images, videos, audios
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,8 @@ def _read(
         )
         return in_memory_preferences(rows, renderer, name=f"synthetic-{seed}")
     # a path, or the original's name:path,name:path list (each name a reward data set)
-    pairs, skipped = load_reward_pairs(source, renderer, data.spec, responses={"text"})
+    pairs, skipped = load_reward_pairs(source, renderer, data.spec, responses=data.responses)
+    pairs = readable_media_responses(pairs, renderer.tokenizer, data.spec.frame_sampling)
     if skipped:
         log.warning("rm.data.skipped_rows", source=source, skipped=skipped)
     if not pairs:
@@ -208,8 +212,7 @@ def _train_in(
     seed = options.train.seed  # seeds the fresh score head and LoRA adapters
     tokenizer = root.tokenizer(path)
     encoder = root.media_encoder(path, options.modality, tokenizer)
-    rate = None if encoder is None else encoder.requirements.audio_sampling_rate
-    data = _with_audio_rate(options.data, rate)
+    data = _with_media(options.data, None if encoder is None else encoder.requirements)
     # the data (every row checked) before the weights
     train_pairs, eval_pairs, skipped_rows = preference_splits(tokenizer, data, seed)
     renderer = _renderer(tokenizer, options.data)
@@ -276,11 +279,23 @@ def _train_in(
     return summary
 
 
-def _with_audio_rate(data: RmDataOptions, rate: int | None) -> RmDataOptions:
-    """``data`` whose audio clips must have the reward model's feature-extractor ``rate``."""
-    if rate is None or data.spec.audio_sampling_rate is not None:
+def _with_media(data: RmDataOptions, requirements: MediaRequirements | None) -> RmDataOptions:
+    """``data`` read for a reward model with a media encoder of ``requirements`` (None: a
+    text model): responses of every medium it reads, audio clips at its feature extractor's
+    rate."""
+    if requirements is None:
         return data
-    return replace(data, spec=replace(data.spec, audio_sampling_rate=rate))
+    placeholders = {
+        "images": requirements.image_placeholder,
+        "videos": requirements.video_placeholder,
+        "audios": requirements.audio_placeholder,
+    }
+    kinds = tuple(dict.fromkeys([*data.responses, *(k for k, v in placeholders.items() if v)]))
+    rate = requirements.audio_sampling_rate
+    spec = data.spec
+    if rate is not None and spec.audio_sampling_rate is None:
+        spec = replace(spec, audio_sampling_rate=rate)
+    return replace(data, spec=spec, responses=kinds)
 
 
 def eval_reward_model(
@@ -288,9 +303,7 @@ def eval_reward_model(
 ) -> dict[str, Any]:
     """Held-out accuracy and margin distribution of a saved reward model on ``data.data``."""
     rm = saved_reward_model(model, micro_batch_size=micro_batch_size)
-    data = _with_audio_rate(
-        data, None if rm.net.media is None else rm.net.media.audio_sampling_rate
-    )
+    data = _with_media(data, None if rm.net.media is None else rm.net.media.requirements)
     pairs, skipped = _read(data.data, _renderer(rm.tokenizer, data), data, seed)
     result = evaluate_preferences(rm, pairs, micro_batch_size)
     return {"model": str(model), "pairs": len(pairs), "skipped_rows": skipped, **result.metrics()}

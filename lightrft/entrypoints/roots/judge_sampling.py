@@ -1,5 +1,5 @@
-"""The root of ``lightrft rm rejection-sample``: the model's tokenizer and an HF rollout
-engine over it (the ``generative_rm`` judge engine, built through ``JUDGE_ENGINES`` as a
+"""The root of ``lightrft rm rejection-sample``: the model's tokenizer, its prompt encoder (a
+vision- or audio-language model's media) and an HF rollout engine over it (the ``generative_rm`` judge engine, built through ``JUDGE_ENGINES`` as a
 judge of ``model.modality`` is), on the detected accelerator."""
 
 from __future__ import annotations
@@ -15,13 +15,16 @@ from lightrft.entrypoints.roots.policy_free import policy_free_context
 from lightrft.entrypoints.wiring import models
 from lightrft.entrypoints.wiring.registrations import register_builtins
 from lightrft.entrypoints.wiring.registries import JUDGE_ENGINES
+from lightrft.entrypoints.wiring.scalar_reward_models import reward_media_encoder
 
 
 class JudgeSampler(NamedTuple):
-    """The tokenizer judge prompts are rendered with and the engine that samples them."""
+    """The tokenizer judge prompts are rendered with, the engine that samples them and the
+    model's prompt encoder (None: a text model), which processes the prompts' media."""
 
     tokenizer: Any
     engine: RolloutEngine
+    encoder: Any | None = None
 
 
 def judge_tokenizer(model: str) -> Any:
@@ -39,4 +42,6 @@ def judge_sampler(model: str, *, modality: str = "text", dtype: str = "fp32") ->
     )
     context = policy_free_context(config, Path(model), device, who="rejection sampling")
     engine = JUDGE_ENGINES.get("hf")(section, context, Path(model))
-    return JudgeSampler(judge_tokenizer(model), engine)
+    tokenizer = judge_tokenizer(model)
+    encoder = reward_media_encoder(model, modality, config, tokenizer)
+    return JudgeSampler(tokenizer, engine, encoder)

@@ -173,8 +173,15 @@ def _judge_pairs(
         f"{name}:{path}" if name else str(path), tokenizer, seed=dataset.seed
     )
     images = any("images" in row for row in rows)
+    videos = any("videos" in row for row in rows)
+    for row in rows:  # a mixed list (image and video sets): an empty list is no media
+        for kind, present in (("images", images), ("videos", videos)):
+            if present:
+                row.setdefault(kind, [])
     spec = RowSpec(
         images_key="images" if images else None,
+        videos_key="videos" if videos else None,
+        frame_sampling=FrameSampling(dataset.fps, dataset.max_frames),
         on_bad_row=dataset.on_bad_row,
         placeholders=marks,
         label_key=dataset.label_key,

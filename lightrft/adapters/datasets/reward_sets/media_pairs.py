@@ -28,13 +28,13 @@ from lightrft.adapters.datasets.bad_rows import BadRowError
 from lightrft.adapters.datasets.multimodal_rows import load_audio, load_image, media_content
 from lightrft.adapters.datasets.prompt_rows import RowRef
 from lightrft.adapters.datasets.rendering import PromptRenderer
-from lightrft.domain.types import PreferencePair
+from lightrft.domain.types import RESPONSE_SIDES, PreferencePair
 
 MediaKind = Literal["images", "videos", "audios"]
 RESPONSE_MARKERS: dict[str, str] = {"images": "<image>", "videos": "<video>", "audios": "<audio>"}
 """The marker a media response's text holds per item, by media kind."""
 
-SIDES = ("chosen", "rejected")
+SIDES = RESPONSE_SIDES
 
 
 def media_item(
@@ -95,15 +95,9 @@ def media_pair(
 
 def response_payload(pair: PreferencePair, side: str) -> dict[str, Any]:
     """The media a reward model reads with one response (``side``: chosen or rejected):
-    the prompt's media, then the response's, by kind."""
-    if side not in SIDES:
-        raise ValueError(f"side must be chosen or rejected, got {side!r}")
-    payload: dict[str, Any] = {
-        kind: list(items) for kind, items in pair.multimodal.items() if kind not in SIDES
-    }
-    for kind, items in pair.multimodal.get(side, {}).items():
-        payload[kind] = [*payload.get(kind, []), *items]
-    return payload
+    the prompt's media, then the response's, by kind
+    (:meth:`~lightrft.domain.types.PreferencePair.response_media`)."""
+    return pair.response_media(side)
 
 
 def winner(first: float | None, second: float | None) -> int | None:

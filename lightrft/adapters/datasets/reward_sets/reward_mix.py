@@ -96,6 +96,10 @@ def load_reward_pairs(
             raise ValueError(
                 f"{name} gives {reward_set.responses} responses; this trainer reads {kinds}"
             )
-    options = RewardSetOptions(on_bad_row=spec.on_bad_row, preference_spec=spec)
+    options = RewardSetOptions(
+        on_bad_row=spec.on_bad_row,
+        audio_sampling_rate=spec.audio_sampling_rate,
+        preference_spec=spec,
+    )
     loaded = load_reward_data(text, renderer, options, probabilities=probabilities, seed=seed)
     return loaded.records, loaded.skipped

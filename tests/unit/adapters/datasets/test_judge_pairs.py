@@ -1,5 +1,5 @@
 """Preference pairs as pairwise judge prompts: the chosen side's label is the reference, both
-sides occur, images follow the markers, video sets are refused by name."""
+sides occur, images and videos follow the markers, audio sets are refused by name."""
 
 from __future__ import annotations
 
@@ -11,7 +11,15 @@ import pytest
 from lightrft.adapters.datasets.judge_pairs import judge_pair_row, load_judge_pairs
 from lightrft.adapters.datasets.judge_sft_rows import judge_sft_row
 from lightrft.domain.types import PreferencePair
-from tests.helpers.reward_set_files import colour_of, colour_png, touch_video, write_json
+from tests.helpers.reward_set_files import (
+    FLOAT,
+    STRING,
+    colour_of,
+    colour_png,
+    touch_video,
+    write_json,
+    write_parquet,
+)
 from tests.unit.adapters.datasets.tiny_tokenizers import byte_tokenizer
 
 
@@ -69,10 +77,28 @@ def colour_of_file(path: Path) -> tuple[int, int, int]:
         return colour_of(image.convert("RGB"))
 
 
-def test_video_sets_are_refused_by_name(tmp_path: Path) -> None:
-    touch_video(tmp_path / "videos" / "a.mp4")
-    with pytest.raises(ValueError, match="rapidata-t2v gives video responses.*issue 44"):
-        load_judge_pairs(f"rapidata-t2v:{tmp_path / 'data'}", byte_tokenizer())
+def test_video_pairs_show_both_videos_in_marker_order(tmp_path: Path) -> None:
+    one = touch_video(tmp_path / "videos" / "a.mp4")
+    two = touch_video(tmp_path / "videos" / "b.mp4")
+    criteria = ("Preference", "Coherence", "Alignment")
+    features = {"prompt": STRING, "file_name1": STRING, "file_name2": STRING,
+                **{f"weighted_results{i}_{m}": FLOAT for i in (1, 2) for m in criteria}}  # fmt: skip
+    rows = [
+        {"prompt": f"clip {i}", "file_name1": "a.mp4", "file_name2": "b.mp4",
+         **{f"weighted_results1_{m}": 0.6 for m in criteria},
+         **{f"weighted_results2_{m}": 0.1 for m in criteria}}
+        for i in range(8)
+    ]  # fmt: skip
+    write_parquet(tmp_path / "data" / "train.parquet", rows, features)
+    judged, _ = load_judge_pairs(f"rapidata-t2v:{tmp_path / 'data'}", byte_tokenizer())
+    assert {row["reference"] for row in judged} == {"A", "B"}
+    for row in judged:
+        assert row["prompt"].count("<video>") == 2 and "images" not in row
+        chosen_first = row["reference"] == "A"
+        want = [one, two] if chosen_first else [two, one]  # file 1 is chosen
+        assert row["videos"] == [str(p.resolve()) for p in want]
+    with pytest.raises(ValueError, match="audio-alpaca gives audios responses; a judge prompt"):
+        load_judge_pairs(f"audio-alpaca:{tmp_path / 'data'}", byte_tokenizer())
 
 
 def test_a_text_pair_becomes_a_prompt_completion_row(tmp_path: Path) -> None:
