@@ -54,6 +54,7 @@ from lightrft.domain.gateway_calls import (
     join_calls,
 )
 from lightrft.domain.ports import NamedTensors, RolloutEngine
+from lightrft.domain.row_metadata import PROMPT_CONTENT_KEY
 from lightrft.domain.tool_calls import TOOL_CALL_FORMATS
 from lightrft.domain.trajectory import Segment
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
@@ -150,7 +151,7 @@ class GatewayRolloutEngine(EngineWrapper):
         task: dict[str, object] = {
             "uid": e.prompt.uid,
             "sample": e.sample,
-            "prompt": e.prompt.metadata.get("prompt_content", e.prompt.prompt_text),
+            "prompt": e.prompt.metadata.get(PROMPT_CONTENT_KEY, e.prompt.prompt_text),
         }
         if self.params.pass_reference:
             task["reference"] = e.prompt.reference
@@ -303,6 +304,7 @@ class GatewayRolloutEngine(EngineWrapper):
                 call.error = TimeoutError("the call was abandoned")
             else:
                 e.calls.extend(records)
+                e.count("tool_calls", sum(len(choice.tool_calls) for choice in choices))
                 e.last = Exchange(
                     call.request.messages,
                     call.request.tools,
