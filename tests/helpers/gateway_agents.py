@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import time
 from typing import Any
 
 import httpx
@@ -44,14 +42,6 @@ def rewriting(task: dict[str, Any]) -> float:
     messages = [{"role": "user", "content": "9" + task["prompt"]}, edited]
     _chat([*messages, {"role": "user", "content": "3"}], max_tokens=3)
     return 0.5
-
-
-def hung(task: dict[str, Any]) -> None:
-    """Starts a child that would outlive it, then never returns."""
-    child = subprocess.Popen(["sleep", "600"])
-    with open(os.environ["LIGHTRFT_REWARD_FILE"] + ".child", "w") as out:
-        out.write(str(child.pid))
-    time.sleep(600)
 
 
 def probing(task: dict[str, Any]) -> None:

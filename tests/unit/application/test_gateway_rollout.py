@@ -48,21 +48,26 @@ class Recording:
     shares_policy_weights = False
 
 
-def gateway(tmp_path: Path, agent: str, engine: Recording | None = None, **params: object):
+def gateway(
+    tmp_path: Path,
+    agent: str | list[str],
+    engine: Recording | None = None,
+    call_timeout_s: float = 30.0,
+    **params: object,
+) -> tuple[GatewayRolloutEngine, Recording]:
+    """The gateway over ``engine``; ``agent``: a function of tests/helpers/gateway_agents.py,
+    or a command."""
     engine = engine or Recording()
-    session = GatewaySession(
-        FakeChatRenderer(), call_timeout_s=float(params.pop("call_timeout_s", 30.0))
-    )  # type: ignore[arg-type]
-    launcher = SubprocessAgentLauncher(tmp_path, function=f"tests.helpers.gateway_agents:{agent}")
-    defaults = {"episode_timeout_s": 60.0, "straggler_wait_s": 0.0}
-    rollout = GatewayRolloutEngine(
-        engine,
-        session,
-        launcher,
-        start_gateway,
-        GatewayParams(**{**defaults, **params}),  # type: ignore[arg-type]
-    )
-    return rollout, engine
+    session = GatewaySession(FakeChatRenderer(), call_timeout_s=call_timeout_s)
+    if isinstance(agent, str):
+        launcher = SubprocessAgentLauncher(
+            tmp_path, function=f"tests.helpers.gateway_agents:{agent}"
+        )
+    else:
+        launcher = SubprocessAgentLauncher(tmp_path, command=agent)
+    defaults: dict[str, object] = {"episode_timeout_s": 60.0, "straggler_wait_s": 0.0}
+    settings = GatewayParams(**{**defaults, **params})  # type: ignore[arg-type]
+    return GatewayRolloutEngine(engine, session, launcher, start_gateway, settings), engine
 
 
 def test_recorded_ids_are_the_engines_samples_and_only_they_are_trained(tmp_path: Path) -> None:
@@ -117,7 +122,9 @@ def test_a_history_rewriting_agent_is_segmented_and_counted(tmp_path: Path) -> N
 
 
 def test_a_hung_agent_is_killed_with_its_children_at_the_deadline(tmp_path: Path) -> None:
-    rollout, _ = gateway(tmp_path, "hung", episode_timeout_s=1.5)
+    # a shell that starts a child which would outlive it, then waits forever
+    hung = ["sh", "-c", 'sleep 600 & echo $! > "$LIGHTRFT_REWARD_FILE.child"; wait']
+    rollout, _ = gateway(tmp_path, hung, episode_timeout_s=1.5)
     start = time.monotonic()
     (completion,) = rollout.generate(synthetic_records(1, seed=7), SAMPLING)
     assert time.monotonic() - start < 20
