@@ -47,6 +47,7 @@ from lightrft.domain.gateway_calls import (
     AgentProcess,
     ChatChoice,
     ChatReply,
+    ChoiceFinish,
     GatewayBackend,
     JoinedRow,
     RecordedCall,
@@ -324,7 +325,7 @@ class GatewayRolloutEngine(EngineWrapper):
                 rest = _without_calls(text) if self.tool_format.name == "hermes" else ""
                 calls = tuple(ToolCallOut(c.name, dict(c.arguments)) for c in parsed.calls)
                 return ChatChoice(rest, calls, "tool_calls")
-        finish = "length" if record.finish_reason == "length" else "stop"
+        finish: ChoiceFinish = "length" if record.finish_reason == "length" else "stop"
         return ChatChoice(text, (), finish)
 
     # --- trained rows --------------------------------------------------------------------
