@@ -31,6 +31,12 @@ class RolloutTensors:
     response_lengths: Tensor  # (B,) long
 
 
+def prompt_ids_of(prompts: Sequence[PromptRecord], completion: Completion) -> tuple[int, ...]:
+    """The ids ``completion`` follows: its own (a gateway row), else its prompt's."""
+    own = completion.prompt_token_ids
+    return own if own is not None else prompts[completion.prompt_index].prompt_token_ids
+
+
 def build_rollout_tensors(
     prompts: Sequence[PromptRecord], completions: Sequence[Completion], pad_token_id: int
 ) -> RolloutTensors:
@@ -42,7 +48,7 @@ def build_rollout_tensors(
     if not completions:
         raise ValueError("completions is empty; nothing to build")
     b = len(completions)
-    p = max(len(prompts[c.prompt_index].prompt_token_ids) for c in completions)
+    p = max(len(prompt_ids_of(prompts, c)) for c in completions)
     r = max(1, max(len(c.token_ids) for c in completions))
     input_ids = torch.full((b, p + r), pad_token_id, dtype=torch.long)
     attention_mask = torch.zeros((b, p + r), dtype=torch.long)
@@ -50,7 +56,7 @@ def build_rollout_tensors(
     have_logprobs = all(c.logprobs is not None for c in completions)
     logprobs = torch.zeros((b, r), dtype=torch.float32)
     for i, c in enumerate(completions):
-        prompt = prompts[c.prompt_index].prompt_token_ids
+        prompt = prompt_ids_of(prompts, c)
         n = len(c.token_ids)
         input_ids[i, p - len(prompt) : p] = torch.tensor(prompt, dtype=torch.long)
         attention_mask[i, p - len(prompt) : p + n] = 1

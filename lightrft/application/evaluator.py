@@ -64,7 +64,9 @@ class Evaluator:
                 prompts[i] for i in range(start, min(count, start + self.batch_size))
             ]
             with _phase(phases, Phase.EVAL):
-                completions = self.engine.generate(batch, sampling)
+                # one row per sample; an engine may append more trained rows after them (the
+                # rollout gateway: the earlier rows of an episode whose agent rewrote history)
+                completions = self.engine.generate(batch, sampling)[: len(batch) * sampling.n]
             with _phase(phases, Phase.EVAL_REWARD):
                 scores = score_completions(
                     self.reward_sources, batch, completions, self.weights, recipes=self.recipes

@@ -27,6 +27,10 @@ EndReason = Literal[
     "env_invalid",  # the environment answered what cannot be used (ids outside the
     # vocabulary, a non-finite or absurd reward, too many counters)
     "observation_too_long",  # an observation passed rollout.agent.max_observation_tokens
+    # the rollout gateway (a black-box agent program, lightrft/application/gateway_rollout.py)
+    "agent_error",  # the agent program exited with a non-zero status or could not start
+    "max_calls",  # the agent made more model calls than rollout.agent.gateway.max_calls
+    "history_rewritten",  # a row of an episode whose agent rewrote its history after it
 ]
 END_REASONS: tuple[EndReason, ...] = (
     "done",
@@ -37,6 +41,9 @@ END_REASONS: tuple[EndReason, ...] = (
     "env_error",
     "env_invalid",
     "observation_too_long",
+    "agent_error",
+    "max_calls",
+    "history_rewritten",
 )
 
 

@@ -112,8 +112,13 @@ class Completion:
     loss_mask: tuple[int, ...] | None = None
     episode: Episode | None = None
     token_versions: tuple[int, ...] | None = None
+    # the ids the response follows when they are not the request's prompt (a rollout-gateway
+    # row: the prompt the agent's own first call rendered, lightrft/domain/gateway_calls.py)
+    prompt_token_ids: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.prompt_token_ids is not None and not self.prompt_token_ids:
+            raise ValueError("a completion's own prompt_token_ids must not be empty")
         for name in ("logprobs", "loss_mask", "token_versions"):
             values = getattr(self, name)
             if values is not None and len(values) != len(self.token_ids):

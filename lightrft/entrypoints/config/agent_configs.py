@@ -20,6 +20,7 @@ from lightrft.entrypoints.config.components import (
     register_config,
 )
 from lightrft.entrypoints.config.extractor_field import ExtractorNames, extractors_field
+from lightrft.entrypoints.config.gateway_configs import GatewayConfig
 
 ToolFormatName = Literal["hermes", "json"]
 
@@ -81,6 +82,11 @@ class AgentConfig(Section):
         ge=0,
         description="After the first environment step of a turn is back, how long to wait for "
         "the others before generating the next turn of those that are ready.",
+    )
+    gateway: GatewayConfig | None = Field(
+        None,
+        description="Episodes of a black-box agent program through an OpenAI-compatible "
+        "endpoint (docs/agents.md, the rollout gateway); excludes rollout.environment.",
     )
 
 

@@ -457,6 +457,15 @@ class RolloutConfig(OffPolicyFields):
         return self
 
     @model_validator(mode="after")
+    def _one_episode_driver(self) -> RolloutConfig:
+        if self.agent.gateway is not None and self.environment is not None:
+            raise ValueError(
+                "rollout.agent.gateway and rollout.environment exclude each other: the "
+                "gateway's agent program is the environment (drop one)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _fp8_needs_vllm(self) -> RolloutConfig:
         if self.fp8 and self.engine.type != "vllm":
             raise ValueError(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ from lightrft.entrypoints.recipes.stage_checks import check_stage, demo_run_dir
 from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
 
 ENVIRONMENT = "{type: tools, tools: [calculator], extractors: [answer_is, last_number]}"
+AGENT_PROGRAM = Path(__file__).parent / "agent_programs" / "calculator_agent.py"
+"""The black-box agent of ``demo agent --gateway`` (httpx and the OpenAI protocol only)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class AgentDemoOptions:
     sft_epochs: int = 1
     sft_lr: float = 5e-5
     model_path: Path | None = None  # None: the embedded model
+    gateway: bool = False  # episodes by the black-box agent program through the gateway
     overwrite: bool = False  # move a previous demo in run_dir aside (else it is refused)
 
 
@@ -69,9 +73,19 @@ def episode_overrides(options: AgentDemoOptions, train: Path, held_out: Path) ->
         f"data.eval.path={held_out}",
         f"data.train.system_prompt={SYSTEM_PROMPT}",
         f"data.eval.system_prompt={SYSTEM_PROMPT}",
+        "rollout.max_new_tokens=40",
+        *(gateway_overrides() if options.gateway else environment_overrides()),
+        f"eval.max_prompts={options.eval_rows}",
+        "logging.progress=false",
+        "logging.overwrite=true",
+    ]
+
+
+def environment_overrides() -> list[str]:
+    """Episodes in the built-in tool environment."""
+    return [
         f"rollout.environment={ENVIRONMENT}",
         "rollout.max_turns=3",
-        "rollout.max_new_tokens=40",
         "rollout.agent.max_response_tokens=160",
         # a batch's episodes share one clock: on a busy 2-core CPU one turn of 32 episodes
         # can take minutes, and the default 300 s would cut episodes for the machine's load
@@ -80,9 +94,19 @@ def episode_overrides(options: AgentDemoOptions, train: Path, held_out: Path) ->
         # docs/results.md, "Multi-turn agent")
         "rollout.agent.step_timeout_s=300",
         "reward.sources=[{type: environment}]",
-        f"eval.max_prompts={options.eval_rows}",
-        "logging.progress=false",
-        "logging.overwrite=true",
+    ]
+
+
+def gateway_overrides() -> list[str]:
+    """Episodes of the black-box calculator agent through the rollout gateway (at most 3
+    calls of 40 tokens, like the environment's 3 turns); its final answer is graded by the
+    math reward with the environment's extractors. Deadlines as generous as the
+    environment's, for a loaded CPU."""
+    program = f"[{sys.executable}, {AGENT_PROGRAM}]"
+    return [
+        f"rollout.agent.gateway={{command: {program}, reward: sources, max_calls: 3, "
+        "episode_timeout_s: 3600, call_timeout_s: 3600}",
+        "reward.sources=[{type: math, extractors: [answer_is, last_number]}]",
     ]
 
 
@@ -188,6 +212,7 @@ def _run_stages(options: AgentDemoOptions, overrides: Sequence[str]) -> dict[str
     tool_use = "eval/agent/tool_use_rate"
     summary: dict[str, Any] = {
         "seed": options.seed,
+        "episodes": "gateway" if options.gateway else "environment",
         "eval_accuracy_before": base["metrics"]["eval/accuracy"],
         "eval_accuracy_after_sft": first["eval/accuracy"],
         "eval_accuracy_after": last["eval/accuracy"],
@@ -215,6 +240,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"output directory (default {AgentDemoOptions.run_dir}; logging.run_dir=DIR too)",
     )
+    parser.add_argument(
+        "--gateway",
+        action="store_true",
+        help="run the episodes through the rollout gateway: a black-box agent program "
+        "(httpx and the OpenAI chat-completions protocol, no LightRFT import) per episode",
+    )
 
 
 def _run(args: argparse.Namespace, overrides: list[str]) -> int:
@@ -226,6 +257,7 @@ def _run(args: argparse.Namespace, overrides: list[str]) -> int:
         run_dir=run_dir,
         seed=(seed or [0])[-1],
         overwrite=True,  # like the other demos: running it again moves the old run aside
+        gateway=bool(getattr(args, "gateway", False)),
     )
     summary = run_agent_demo(options, rest)
     print(json.dumps(summary, indent=2))

@@ -26,6 +26,7 @@ from lightrft.entrypoints.config.agent_configs import (
     ToolEnvironmentConfig,
 )
 from lightrft.entrypoints.field_copy import copy_fields
+from lightrft.entrypoints.wiring.gateway import gateway_engine
 from lightrft.entrypoints.wiring.registries import (
     ENVIRONMENTS,
     TOOLS,
@@ -108,7 +109,11 @@ def _vocab_size(tokenizer: Any) -> int | None:
 
 
 def with_environment(context: BuildContext, engine: RolloutEngine) -> RolloutEngine:
-    """``engine`` itself, or with ``rollout.environment`` the multi-turn engine over it."""
+    """``engine`` itself, or with ``rollout.environment`` the multi-turn engine over it, or
+    with ``rollout.agent.gateway`` the rollout gateway over it."""
+    gateway = context.config.rollout.agent.gateway
+    if gateway is not None:  # a black-box agent program per episode (wiring/gateway.py)
+        return gateway_engine(context, engine, gateway)
     section = context.config.rollout.environment
     if section is None:
         return engine
