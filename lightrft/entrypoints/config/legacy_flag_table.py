@@ -398,13 +398,13 @@ FLAGS: dict[str, Flag] = {
     "remote_rm_url": Flag(
         STR,
         rule="reward",
-        keys=("reward.sources",),
+        keys=("reward.sources", "teacher.url"),
         note="a reward server speaking the original's protocol (type remote, protocol "
         "original: POST {queries, prompts, references} -> {rewards}), or a .py file whose "
         "reward_func(queries, prompts, labels) scores (type python, convention openrlhf); "
-        "docs/reward-models.md",
-        refused="with on_policy_distillation, where it is the teacher: the teacher is a local "
-        "model directory here (teacher.path)",
+        "docs/reward-models.md. With on_policy_distillation: the served teacher (SGLang's "
+        "/generate or vLLM's /v1/completions, asked for the log-probs of the student's token "
+        "ids; docs/algorithms.md)",
     ),
     # --- checkpoints, evaluation, logging ---------------------------------------------------
     "save_path": Flag(STR, **sets("logging.run_dir")),

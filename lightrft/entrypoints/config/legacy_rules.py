@@ -248,9 +248,10 @@ def ckpt_path(values: Values, out: Reading) -> None:
 def reward(values: Values, out: Reading) -> None:
     """--reward_pretrain: reward models by label (a JSON object; the model of a path is the
     source ``rm_<first label with that path>``, so labels sharing a path share one model), one
-    for every row (a path), or none (``{}``); --remote_rm_url: a reward server speaking the original's protocol, or a
-    ``.py`` file whose ``reward_func(queries, prompts, labels)`` scores (as in the original
-    and OpenRLHF)."""
+    for every row (a path), or none (``{}``); --remote_rm_url: a reward server speaking the
+    original's protocol, or a ``.py`` file whose ``reward_func(queries, prompts, labels)``
+    scores (as in the original and OpenRLHF), or with on_policy_distillation the served
+    teacher (``teacher.url``)."""
     text = values.get("reward_pretrain")
     sources: list[dict[str, Any]] = []
     if text is not None and text.strip() not in ("", "{}"):
@@ -275,11 +276,7 @@ def reward(values: Values, out: Reading) -> None:
     url = values.get("remote_rm_url")
     if url is not None:
         if _estimator(values) in ("on_policy_distillation", "opd"):
-            out.refuse(
-                "remote_rm_url",
-                "a remote teacher server: the teacher of opd is a local model directory "
-                "here (teacher.path=DIR)",
-            )
+            out.overrides["teacher.url"] = url  # the served teacher, as in the original
         else:
             sources.append(
                 {"type": "python", "function": url, "convention": "openrlhf"}

@@ -18,7 +18,6 @@ from tests.helpers.original_scripts import SCRIPTS, script_args
 # what cannot be built here, by script: the flag and the words its refusal names
 REFUSED: dict[str, tuple[str, str]] = {
     "grm_vl_rl": ("--system_prompt_path", "by task type"),  # a YAML of prompts per task
-    "opd": ("--remote_rm_url", "remote teacher"),  # the teacher of opd is local here
 }
 
 
@@ -240,6 +239,14 @@ def test_the_cli_reports_them_together(capsys: pytest.CaptureFixture[str]) -> No
 def test_flag_meanings(flags: list[str], key: str, expected: Any) -> None:
     o = read(flags).overrides
     assert o.get(key, "unset") == expected
+
+
+def test_opd_reads_its_served_teacher(tmp_path: Path) -> None:
+    """--remote_rm_url with on_policy_distillation is the teacher (an SGLang server), not a
+    reward source."""
+    o = read(script_args("opd", **paths(tmp_path))).overrides
+    assert o["teacher.url"] == "http://127.0.0.1:13141/generate"
+    assert o["algorithm.advantage_estimator"] == "opd" and "reward.sources" not in o
 
 
 @pytest.mark.parametrize(
