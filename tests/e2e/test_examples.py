@@ -19,6 +19,7 @@ from lightrft.entrypoints.config.legacy_flag_table import PENDING_KEYS
 from tests.e2e.example_runs import CLI, EXAMPLES, preprocess, printed_command, run_example
 from tests.helpers.fake_teacher import FakeTeacher
 from tests.helpers.hf_media_files import wav_bytes
+from tests.helpers.judge_media_sets import judge_media_sets
 from tests.helpers.tiny_multimodal import save_tiny_audio_model, save_tiny_vl_model
 
 RL_SCRIPTS = {
@@ -225,6 +226,24 @@ def test_opd_script_runs_a_step_with_a_served_teacher(
     assert teacher.requests >= 1 and sum(teacher.sizes) == 4  # 2 prompts x 2 samples
     metrics = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
     assert abs(metrics["distill/reverse_kl"]) < 1e-5, metrics["distill/reverse_kl"]
+
+
+@pytest.mark.slow
+def test_grm_vl_rl_script_runs_a_step_on_image_and_video_pairs(tmp_path: Path) -> None:
+    """The original's grm_vl_rl flags on a tiny Qwen2-VL: Rapidata image-to-video pairs (real
+    videos) and HPDv3 image pairs, each judge prompt with its task type's system prompt."""
+    model = save_tiny_vl_model(tmp_path / "vl")
+    run = tmp_path / "run"
+    run_example(
+        "grm_vl_rl/run_grm_vl_rl.sh",
+        "data.train.max_prompt_length=900",
+        MODEL_PATH=str(model),
+        DATA_PATH=judge_media_sets(tmp_path / "data"),
+        SAVE_PATH=str(run),
+    )
+    assert json.loads((run / "summary.json").read_text())["steps"] == 1
+    metrics = (run / "metrics.jsonl").read_text()
+    assert "judge_agreement" in metrics
 
 
 @pytest.mark.slow
