@@ -237,13 +237,22 @@ def test_grm_vl_rl_script_runs_a_step_on_image_and_video_pairs(tmp_path: Path) -
     run_example(
         "grm_vl_rl/run_grm_vl_rl.sh",
         "data.train.max_prompt_length=900",
+        "--rollout_batch_size",
+        "4",  # every pair of both sets in the one step, every sample logged
+        "logging.log_samples_per_step=8",
         MODEL_PATH=str(model),
         DATA_PATH=judge_media_sets(tmp_path / "data"),
         SAVE_PATH=str(run),
     )
     assert json.loads((run / "summary.json").read_text())["steps"] == 1
-    metrics = (run / "metrics.jsonl").read_text()
-    assert "judge_agreement" in metrics
+    assert "reward/judge_agreement/agreement" in (run / "metrics.jsonl").read_text()
+    samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    prompts = {s["uid"].split(":")[0]: s["prompt"] for s in samples}
+    video, image = prompts["rapidata-i2v"], prompts["hpdv3"]
+    assert "You judge two videos" in video and "Instruction: **make scene" in video
+    assert video.count("<|video_pad|>") == 2 and video.count("<|image_pad|>") == 1
+    assert "You judge two images" in image and "Caption: **a " in image
+    assert image.count("<|image_pad|>") == 2 and "<|video_pad|>" not in image
 
 
 @pytest.mark.slow

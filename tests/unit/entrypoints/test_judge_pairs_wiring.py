@@ -11,7 +11,6 @@ import pytest
 from lightrft.entrypoints.config.sections import DatasetConfig
 from lightrft.entrypoints.wiring.data import build_prompts
 from tests.helpers.judge_scripts import write_judge_pairs
-from tests.helpers.reward_set_files import touch_video
 from tests.unit.adapters.datasets.tiny_tokenizers import byte_tokenizer
 
 
@@ -28,10 +27,12 @@ def test_pairs_become_judge_prompts_with_the_preferred_side_as_reference(tmp_pat
         assert record.reference == ("A" if first == chosen else "B")
 
 
-def test_a_video_set_folder_is_refused_by_name(tmp_path: Path) -> None:
-    touch_video(tmp_path / "videos" / "a.mp4")
+def test_an_audio_set_folder_is_refused_by_name(tmp_path: Path) -> None:
+    # video pairs are judged (tests/unit/adapters/datasets/test_judge_task_prompts.py)
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "shard.parquet").write_bytes(b"")
-    config = DatasetConfig(path=f"rapidata-t2v:{tmp_path / 'data'}", preprocessor="judge_pairs")
-    with pytest.raises(ValueError, match="rapidata-t2v gives video responses"):
+    config = DatasetConfig(
+        path=f"omnirewardbench-t2a:{tmp_path / 'data'}", preprocessor="judge_pairs"
+    )
+    with pytest.raises(ValueError, match="omnirewardbench-t2a gives audios responses"):
         build_prompts(config, byte_tokenizer())

@@ -11,7 +11,7 @@ import pytest
 from lightrft.adapters.datasets.judge_pairs import judge_pair_row, load_judge_pairs
 from lightrft.adapters.datasets.judge_sft_rows import judge_sft_row
 from lightrft.domain.types import PreferencePair
-from tests.helpers.reward_set_files import colour_of, colour_png, touch_video, write_json
+from tests.helpers.reward_set_files import colour_of, colour_png, write_json
 from tests.unit.adapters.datasets.tiny_tokenizers import byte_tokenizer
 
 
@@ -69,10 +69,10 @@ def colour_of_file(path: Path) -> tuple[int, int, int]:
         return colour_of(image.convert("RGB"))
 
 
-def test_video_sets_are_refused_by_name(tmp_path: Path) -> None:
-    touch_video(tmp_path / "videos" / "a.mp4")
-    with pytest.raises(ValueError, match="rapidata-t2v gives video responses.*issue 44"):
-        load_judge_pairs(f"rapidata-t2v:{tmp_path / 'data'}", byte_tokenizer())
+def test_audio_sets_are_refused_by_name(tmp_path: Path) -> None:
+    # video pairs are judged (test_judge_task_prompts.py)
+    with pytest.raises(ValueError, match="omnirewardbench-t2a gives audios responses"):
+        load_judge_pairs(f"omnirewardbench-t2a:{tmp_path}", byte_tokenizer())
 
 
 def test_a_text_pair_becomes_a_prompt_completion_row(tmp_path: Path) -> None:

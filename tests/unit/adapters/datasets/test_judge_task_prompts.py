@@ -96,3 +96,11 @@ def test_the_original_answer_verdict(text: str, reference: str, score: float) ->
     reward = JudgeAgreementReward(verdict="answer")
     result = reward.score([sample(text, reference)])
     assert result.scores.tolist() == [score]
+
+
+def test_the_built_in_form_shows_video_pairs_as_videos(tmp_path: Path) -> None:
+    (row,), _ = load_judge_pairs(f"rapidata-i2v:{rapidata(tmp_path)}", tiny_tokenizer())
+    assert row["prompt"].count("<video>") == 2 and row["prompt"].count("<image>") == 1
+    assert "spin it" in row["prompt"] and len(row["images"]) == 1
+    chosen = str((tmp_path / "videos" / "b.mp4").resolve())
+    assert (row["videos"][0] == chosen) == (row["reference"] == "A")
