@@ -2,41 +2,37 @@
 # GRPO of a vision-language judge (RL with verifiable rewards on preference pairs), the
 # counterpart of the original LightRFT's grm_vl_rl/run_grm_vl_rl.sh, with its flags.
 #
-#   MODEL_PATH=/models/Qwen2.5-VL-7B-Instruct DATA_PATH=/data/HPDv3/train.json bash examples/grm_vl_rl/run_grm_vl_rl.sh
+#   MODEL_PATH=/models/Qwen2.5-VL-7B-Instruct \
+#   DATA_PATH=rapidata-i2v:/data/rapidata/image-to-video/data/train.parquet \
+#   bash examples/grm_vl_rl/run_grm_vl_rl.sh
 #
-# The pairs of DATA_NAME:DATA_PATH (a reward data set of docs/reward-models.md, image or
-# text responses) become pairwise judge prompts (data.train.preprocessor=judge_pairs: both
-# responses shown, their images in place), and the judge_agreement reward scores the
-# judge's [[A]] / [[B]] verdict against the human preference plus a <think> block before it
-# (the original's accuracy + format). docs/reward-models.md, "Judges trained by RL".
+# DATA_PATH is the original's list of reward data sets, name:path,name:path (rapidata-i2v,
+# rapidata-t2v, hpdv3 ..., docs/reward-models.md): their preference pairs become judge prompts
+# in the original's layout (both generations shown, videos sampled at --fps), each with the
+# system prompt of its data set's task type from --system_prompt_path (system_prompts.yaml
+# here), and the reward is the original's: the <answer>Video 1 is better</answer> verdict
+# agreeing with the human preference, plus a <think> block before it (judge_agreement,
+# verdict: answer). docs/migrating.md, docs/reward-models.md "Judges trained by RL".
 #
-# GPU-ONLY AND UNVERIFIED at this size (the same path runs on a tiny model in
-# tests/e2e/test_judge_rl.py); what differs from the original:
-# - the original's rows are video pairs (rapidata image-to-video); video pairs are refused
-#   (video input is other work; --fps and --limit_mm_video_per_prompt change nothing), so
-#   DATA_NAME defaults to hpdv3, image pairs;
-# - the verdict is [[A]] / [[B]] (the label parser of generative_rm), not the original's
-#   <answer>Image 1 is better</answer>;
-# - --system_prompt_path examples/grm_vl_rl/system_prompts.yaml (one system prompt per task
-#   type) is left out: one system prompt serves every row here (SYSTEM_PROMPT below).
-# Environment (all optional): MODEL_PATH, DATA_PATH, DATA_NAME (the source's name in the
-# original's name:path list), SYSTEM_PROMPT, NPROC, SAVE_PATH, WANDB_API_KEY / WANDB_PROJECT,
-# LIGHTRFT_DRY_RUN=1 (print the configuration only).
+# GPU-ONLY AND UNVERIFIED at this size (one step on a tiny Qwen2-VL with image and video pairs:
+# tests/e2e/test_examples.py, slow). Environment (all optional): MODEL_PATH, DATA_PATH,
+# SYSTEM_PROMPT_PATH, NPROC, SAVE_PATH, WANDB_API_KEY / WANDB_PROJECT, LIGHTRFT_DRY_RUN=1
+# (print the configuration only).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../common.sh"
 
 MODEL_PATH=${MODEL_PATH:-/path/to/Qwen2.5-VL-7B-Instruct}
-DATA_PATH=${DATA_PATH:-/path/to/HPDv3/train.json}
+DATA_PATH=${DATA_PATH:-rapidata-i2v:/path/to/rapidata/image-to-video/data/train.parquet}
+SYSTEM_PROMPT_PATH=${SYSTEM_PROMPT_PATH:-$HERE/system_prompts.yaml}
 EXPERIMENT_NAME=${EXPERIMENT_NAME:-LightRFT-GRM-VL-GRPO}
 SAVE_PATH=${SAVE_PATH:-results/$EXPERIMENT_NAME/$EXPERIMENT_NAME-$STAMP}
-SYSTEM_PROMPT=${SYSTEM_PROMPT:-'You compare two generated results for the same request. Reason inside <think></think>, then give your verdict: [[A]] if the first is better, [[B]] if the second is.'}
 
+# model.modality=vision-language: the original trains a vision-language model unless
+# --text_only is given; here it is said explicitly.
 lightrft_train grpo \
   --pretrain "$MODEL_PATH" \
   model.modality=vision-language \
-  data.train.preprocessor=judge_pairs \
-  'reward.sources=[{type: judge_agreement}]' \
   --save_trajectories \
   --fsdp \
   --use_kl_loss \
@@ -59,7 +55,7 @@ lightrft_train grpo \
   --actor_learning_rate 1e-6 \
   --init_kl_coef 0.001 \
   --kl_estimator k3 \
-  --prompt_data "${DATA_NAME:-hpdv3}:$DATA_PATH" \
+  --prompt_data "$DATA_PATH" \
   --flash_attn \
   --gradient_checkpointing \
   --save_steps 20 \
@@ -67,7 +63,7 @@ lightrft_train grpo \
   --engine_mem_util 0.8 \
   --engine_tp_size "${ENGINE_TP:-1}" \
   --enable_engine_sleep \
-  --system_prompt "$SYSTEM_PROMPT" \
+  --system_prompt_path "$SYSTEM_PROMPT_PATH" \
   --l2 1.0e-2 \
   --freeze_prefix \
   --adam_offload \

@@ -14,9 +14,12 @@ import numpy as np
 import pytest
 import yaml
 
+from lightrft.adapters.reward_service import BackgroundServer
 from lightrft.entrypoints.config.legacy_flag_table import PENDING_KEYS
 from tests.e2e.example_runs import CLI, EXAMPLES, preprocess, printed_command, run_example
+from tests.helpers.fake_teacher import FakeTeacher
 from tests.helpers.hf_media_files import wav_bytes
+from tests.helpers.judge_media_sets import judge_media_sets
 from tests.helpers.tiny_multimodal import save_tiny_audio_model, save_tiny_vl_model
 
 RL_SCRIPTS = {
@@ -129,9 +132,9 @@ def geo3k_dir(tmp_path: Path) -> Path:
     return out
 
 
-def one_step(script: str, model: Path, data: Path, tmp_path: Path, **env: str) -> Path:
+def one_step(script: str, model: Path, data: Path, tmp_path: Path, *args: str, **env: str) -> Path:
     run = tmp_path / "run"
-    run_example(script, MODEL_PATH=str(model), DATA_PATH=str(data), SAVE_PATH=str(run), **env)
+    run_example(script, *args, MODEL_PATH=str(model), DATA_PATH=str(data), SAVE_PATH=str(run), **env)  # fmt: skip
     assert json.loads((run / "summary.json").read_text())["steps"] == 1
     return run
 
@@ -191,11 +194,65 @@ def test_r1_aqa_script_runs_a_step(tmp_path: Path) -> None:
     assert "reward/recipe/avqa_rule/mean" in (run / "metrics.jsonl").read_text()
 
 
+TINY_CONTEXT = (
+    "data.train.max_prompt_length=64",
+    "data.eval.max_prompt_length=64",
+    "model.dtype=fp32",
+)
+"""The tiny text model has 128 positions: the OPD script's --prompt_max_len 1024 is lowered;
+float32 weights (not the script's --bf16), so the student's log-probs equal a forward's."""
+
+
 @pytest.mark.slow
 def test_opd_script_runs_a_step(tiny_dir: Path, tmp_path: Path) -> None:
     data = tmp_path / "prompts.jsonl"
     data.write_text("".join(json.dumps({"prompt": f"Count to {i}."}) + "\n" for i in range(4)))
-    one_step("on_policy_distillation/run_opd_qwen.sh", tiny_dir, data, tmp_path, TEACHER_MODEL_PATH=str(tiny_dir))  # fmt: skip
+    one_step("on_policy_distillation/run_opd_qwen.sh", tiny_dir, data, tmp_path, *TINY_CONTEXT, TEACHER_MODEL_PATH=str(tiny_dir))  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("route", ["/generate", "/v1/completions"])
+def test_opd_script_runs_a_step_with_a_served_teacher(
+    tiny_dir: Path, tmp_path: Path, route: str
+) -> None:
+    """The original's --remote_rm_url: a fake SGLang (or vLLM) server computing the teacher's
+    log-probs with the student's own weights, so the student-teacher reverse KL of the step is
+    0 when the served log-probs are the ones a forward gives (the tokens went out unchanged)."""
+    data = tmp_path / "prompts.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"Count to {i}."}) + "\n" for i in range(4)))
+    teacher = FakeTeacher(tiny_dir)
+    with BackgroundServer(teacher.app()) as server:
+        run = one_step("on_policy_distillation/run_opd_qwen.sh", tiny_dir, data, tmp_path, *TINY_CONTEXT, TEACHER_URL=server.url + route)  # fmt: skip
+    assert teacher.requests >= 1 and sum(teacher.sizes) == 4  # 2 prompts x 2 samples
+    metrics = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+    assert abs(metrics["distill/reverse_kl"]) < 1e-5, metrics["distill/reverse_kl"]
+
+
+@pytest.mark.slow
+def test_grm_vl_rl_script_runs_a_step_on_image_and_video_pairs(tmp_path: Path) -> None:
+    """The original's grm_vl_rl flags on a tiny Qwen2-VL: Rapidata image-to-video pairs (real
+    videos) and HPDv3 image pairs, each judge prompt with its task type's system prompt."""
+    model = save_tiny_vl_model(tmp_path / "vl")
+    run = tmp_path / "run"
+    run_example(
+        "grm_vl_rl/run_grm_vl_rl.sh",
+        "data.train.max_prompt_length=900",
+        "--rollout_batch_size",
+        "4",  # every pair of both sets in the one step, every sample logged
+        "logging.log_samples_per_step=8",
+        MODEL_PATH=str(model),
+        DATA_PATH=judge_media_sets(tmp_path / "data"),
+        SAVE_PATH=str(run),
+    )
+    assert json.loads((run / "summary.json").read_text())["steps"] == 1
+    assert "reward/judge_agreement/agreement" in (run / "metrics.jsonl").read_text()
+    samples = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    prompts = {s["uid"].split(":")[0]: s["prompt"] for s in samples}
+    video, image = prompts["rapidata-i2v"], prompts["hpdv3"]
+    assert "You judge two videos" in video and "Instruction: **make scene" in video
+    assert video.count("<|video_pad|>") == 2 and video.count("<|image_pad|>") == 1
+    assert "You judge two images" in image and "Caption: **a " in image
+    assert image.count("<|image_pad|>") == 2 and "<|video_pad|>" not in image
 
 
 @pytest.mark.slow

@@ -7,8 +7,10 @@ label that agrees with the human preference (``A`` / ``B``). As the original Lig
 
 - accuracy: 1 when the verdict, read by the strict label parser
   (:class:`~lightrft.adapters.reward_models.verdict.LabelVerdict`, every ``[[X]]`` in the
-  text the same known label), is the reference's label; an unparsable verdict scores 0 and
-  is counted (``unparsable``);
+  text the same known label; or with ``verdict="answer"`` the original's
+  ``<answer>Video 1 is better</answer>``,
+  :class:`~lightrft.adapters.reward_models.answer_verdict.AnswerVerdict`), is the
+  reference's label; an unparsable verdict scores 0 and is counted (``unparsable``);
 - format: 1 when a ``<think>...</think>`` block closes before the verdict (the verdict
   parses from the text after ``</think>``), else 0 (the original checks that its think
   block ends before its answer block).
@@ -20,13 +22,21 @@ rate), ``format_rate``, ``unparsable``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 
+from lightrft.adapters.reward_models.answer_verdict import AnswerVerdict
 from lightrft.adapters.reward_models.verdict import LabelVerdict
 from lightrft.adapters.reward_parts.source_bases import RuleSource
 from lightrft.domain.types import RewardResult, RewardSample
+
+VERDICT_FORMS: dict[str, Callable[[Mapping[str, float]], Any]] = {
+    "brackets": LabelVerdict,  # [[A]] / [[B]]
+    "answer": AnswerVerdict,  # the original's <answer>Video 1 is better</answer>
+}
+"""How a judgement names its verdict, by the ``verdict`` option."""
 
 
 class JudgeAgreementReward(RuleSource):
@@ -39,12 +49,15 @@ class JudgeAgreementReward(RuleSource):
         labels: Sequence[str] = ("A", "B"),
         format_weight: float = 1.0,
         think_tag: str = "think",
+        verdict: str = "brackets",
     ) -> None:
         if len(set(labels)) < 2:
             raise ValueError(f"a pairwise judge needs at least two labels, got {list(labels)}")
+        if verdict not in VERDICT_FORMS:
+            raise ValueError(f"verdict must be one of {sorted(VERDICT_FORMS)}, got {verdict!r}")
         self._name, self.format_weight = name, format_weight
         self._labels = {label: float(i) for i, label in enumerate(labels)}
-        self._verdict = LabelVerdict(self._labels)
+        self._verdict = VERDICT_FORMS[verdict](self._labels)
         self._think = re.compile(
             rf"<{re.escape(think_tag)}>.*?</{re.escape(think_tag)}>", re.DOTALL
         )

@@ -87,9 +87,11 @@ FLAGS: dict[str, Flag] = {
     "prompt_data": Flag(
         STR,
         rule="prompt_data",
-        keys=("data.train.path",),
+        keys=("data.train.path", "data.train.preprocessor", "reward.sources"),
         note="the raw string, `name:path,name:path` lists included; with --eval_split and no "
-        "--eval_data it is also data.eval.path",
+        "--eval_data it is also data.eval.path. Reward data sets by name (`rapidata-i2v:...`, "
+        "`hpdv3:...`, the original's grm_vl_rl) are judge prompts (preprocessor judge_pairs) "
+        "scored by judge_agreement, unless a reward flag is given",
     ),
     "prompt_data_probs": Flag(STR, rule="prompt_data", keys=("data.train.sampling_probs",)),
     "prompt_split": Flag(STR, **sets("data.train.split")),
@@ -113,10 +115,12 @@ FLAGS: dict[str, Flag] = {
     "system_prompt_path": Flag(
         STR,
         rule="system_prompt_path",
-        keys=("data.train.system_prompt",),
+        keys=("data.train.system_prompt", "data.train.system_prompt_file"),
         under=("data.eval.system_prompt",),
-        note="a .yaml/.yml file holding one string, or any other text, is the prompt",
-        refused="a YAML of prompts by task type (one system prompt serves every row here)",
+        note="a .yaml/.yml file holding one string, or any other text, is the prompt; a YAML "
+        "mapping of task type to prompt (the original's grm_vl_rl) is data.train."
+        "system_prompt_file: each judge prompt takes its data set's task type's prompt",
+        refused="a YAML file holding neither one prompt nor prompts by task type",
     ),
     "input_template": Flag(
         STR,
@@ -398,13 +402,13 @@ FLAGS: dict[str, Flag] = {
     "remote_rm_url": Flag(
         STR,
         rule="reward",
-        keys=("reward.sources",),
+        keys=("reward.sources", "teacher.url"),
         note="a reward server speaking the original's protocol (type remote, protocol "
         "original: POST {queries, prompts, references} -> {rewards}), or a .py file whose "
         "reward_func(queries, prompts, labels) scores (type python, convention openrlhf); "
-        "docs/reward-models.md",
-        refused="with on_policy_distillation, where it is the teacher: the teacher is a local "
-        "model directory here (teacher.path)",
+        "docs/reward-models.md. With on_policy_distillation: the served teacher (SGLang's "
+        "/generate or vLLM's /v1/completions, asked for the log-probs of the student's token "
+        "ids; docs/algorithms.md)",
     ),
     # --- checkpoints, evaluation, logging ---------------------------------------------------
     "save_path": Flag(STR, **sets("logging.run_dir")),

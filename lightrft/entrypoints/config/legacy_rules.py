@@ -94,9 +94,15 @@ def global_size(values: Values, out: Reading) -> None:
 
 
 def prompt_data(values: Values, out: Reading) -> None:
-    """--prompt_data (the raw string) and --prompt_data_probs (one number per dataset)."""
+    """--prompt_data (the raw string) and --prompt_data_probs (one number per dataset).
+    Reward data sets by name (``rapidata-i2v:path``, ``hpdv3:path`` ...: the original's
+    grm_vl_rl) are pairs a judge is trained on: judge prompts (data.train.preprocessor=
+    judge_pairs) scored by the verdict's agreement with the human preference, the original's
+    ``<answer>Video 1 is better</answer>`` under its prompts by task type
+    (--system_prompt_path), unless a reward flag names the reward."""
     if "prompt_data" in values:
         out.overrides["data.train.path"] = values["prompt_data"]
+        _judge_sets(values, out)
     probs = values.get("prompt_data_probs")
     if probs is None or probs.strip() == "1.0":
         return  # the original's default: one dataset, all of it
@@ -115,6 +121,32 @@ def prompt_data(values: Values, out: Reading) -> None:
     out.overrides["data.train.sampling_probs"] = numbers
 
 
+def _judge_sets(values: Values, out: Reading) -> None:
+    from lightrft.adapters.datasets.task_prompts import TASK_TYPES  # the judge sets' names
+
+    names = {entry.split(":", 1)[0].strip() for entry in str(values["prompt_data"]).split(",")}
+    if not names & set(TASK_TYPES):
+        return
+    out.overrides["data.train.preprocessor"] = "judge_pairs"
+    if values.get("eval_data") is None:
+        out.overrides["data.eval"] = None  # the original's judge training evaluates nothing
+    rewarded = values.get("remote_rm_url") is not None or str(
+        values.get("reward_pretrain", "{}")
+    ).strip() not in ("", "{}")
+    if not rewarded:
+        verdict = (
+            "answer" if _prompts_by_task_type(values.get("system_prompt_path")) else "brackets"
+        )
+        out.overrides["reward.sources"] = [{"type": "judge_agreement", "verdict": verdict}]
+
+
+def _prompts_by_task_type(text: str | None) -> bool:
+    """Whether ``text`` names a YAML file holding prompts by task type."""
+    if text is None or not text.endswith((".yaml", ".yml")) or not Path(text).is_file():
+        return False
+    return isinstance(yaml.safe_load(Path(text).read_text(encoding="utf-8")), dict)
+
+
 def eval_set(values: Values, out: Reading) -> None:
     """--eval_data P: the evaluation set; --eval_split S: its split, of --eval_data or (as in
     the original) of --prompt_data."""
@@ -130,8 +162,8 @@ def eval_set(values: Values, out: Reading) -> None:
 
 
 def system_prompt_path(values: Values, out: Reading) -> None:
-    """The original reads a .yaml/.yml file (one prompt per task type, or one prompt);
-    any other text is the prompt itself."""
+    """The original reads a .yaml/.yml file (one prompt per task type: the judge prompts'
+    data.train.system_prompt_file; or one prompt); any other text is the prompt itself."""
     text = values["system_prompt_path"]
     prompt: Any = text
     if text.endswith((".yaml", ".yml")):
@@ -140,11 +172,13 @@ def system_prompt_path(values: Values, out: Reading) -> None:
             out.refuse("system_prompt_path", f"{text} is not a file")
             return
         prompt = yaml.safe_load(file.read_text(encoding="utf-8"))
+        if isinstance(prompt, dict):  # by task type: the judge prompts' (see prompt_data)
+            out.overrides["data.train.system_prompt_file"] = text
+            return
         if not isinstance(prompt, str):
             out.refuse(
                 "system_prompt_path",
-                f"{text} holds prompts by task type; one system prompt serves every row here "
-                "(--system_prompt, data.train.system_prompt)",
+                f"{text}: expected one prompt or a mapping of task type to prompt",
             )
             return
     out.overrides["data.train.system_prompt"] = prompt
@@ -248,9 +282,10 @@ def ckpt_path(values: Values, out: Reading) -> None:
 def reward(values: Values, out: Reading) -> None:
     """--reward_pretrain: reward models by label (a JSON object; the model of a path is the
     source ``rm_<first label with that path>``, so labels sharing a path share one model), one
-    for every row (a path), or none (``{}``); --remote_rm_url: a reward server speaking the original's protocol, or a
-    ``.py`` file whose ``reward_func(queries, prompts, labels)`` scores (as in the original
-    and OpenRLHF)."""
+    for every row (a path), or none (``{}``); --remote_rm_url: a reward server speaking the
+    original's protocol, or a ``.py`` file whose ``reward_func(queries, prompts, labels)``
+    scores (as in the original and OpenRLHF), or with on_policy_distillation the served
+    teacher (``teacher.url``)."""
     text = values.get("reward_pretrain")
     sources: list[dict[str, Any]] = []
     if text is not None and text.strip() not in ("", "{}"):
@@ -275,11 +310,7 @@ def reward(values: Values, out: Reading) -> None:
     url = values.get("remote_rm_url")
     if url is not None:
         if _estimator(values) in ("on_policy_distillation", "opd"):
-            out.refuse(
-                "remote_rm_url",
-                "a remote teacher server: the teacher of opd is a local model directory "
-                "here (teacher.path=DIR)",
-            )
+            out.overrides["teacher.url"] = url  # the served teacher, as in the original
         else:
             sources.append(
                 {"type": "python", "function": url, "convention": "openrlhf"}

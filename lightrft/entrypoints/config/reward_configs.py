@@ -158,6 +158,12 @@ class JudgeAgreementConfig(RewardSourceSection):
         1.0, ge=0, description="Weight of the format check (the original's 1.0)."
     )
     think_tag: str = Field("think", description="Tag of the reasoning block before the verdict.")
+    verdict: Literal["brackets", "answer"] = Field(
+        "brackets",
+        description="How the verdict is written: brackets ([[A]] / [[B]], the built-in judge "
+        "prompt) or answer (the original's <answer>Video 1 is better</answer>, its judge "
+        "prompts by task type: data.*.system_prompt_file).",
+    )
 
 
 @register_config(REWARD_SOURCE_CONFIGS, "geo3k_rule")

@@ -128,7 +128,8 @@ class RunConfig(Section):
         if needs and not has:
             raise ValueError(
                 f"algorithm.advantage_estimator {a.advantage_estimator!r} distills from "
-                "teachers: set teacher.path=DIR or teacher.models=[{path: DIR, weight: 1}]"
+                "teachers: set teacher.path=DIR, teacher.url=URL (a served teacher) or "
+                "teacher.models=[{path: DIR, weight: 1}]"
             )
         if has and not needs:
             raise ValueError(

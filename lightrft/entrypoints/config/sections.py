@@ -10,6 +10,7 @@ each option is documented once, in its ``Field(description=...)``.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
@@ -237,6 +238,13 @@ class DatasetConfig(Section):
     )
     reference_key: str | None = Field("reference", description="Column holding the answer.")
     system_prompt: str | None = Field(None, description="System message prepended to each prompt.")
+    system_prompt_file: str | None = Field(
+        None,
+        description="A YAML file of system prompts by task type (the original LightRFT's "
+        "--system_prompt_path: text-to-image: ..., image-to-video: ...) for judge prompts "
+        "(preprocessor judge_pairs): each row takes its data set's task type's prompt, "
+        "'{prompt}' replaced by the generation prompt, in the original's judge layout.",
+    )
     apply_chat_template: bool = Field(True, description="Render prompts with the chat template.")
     max_prompt_length: int = Field(
         512, gt=0, description="Prompt tokens kept (see truncate); longer prompts are counted."
@@ -277,6 +285,19 @@ class DatasetConfig(Section):
         "the probability of drawing from each, one per dataset, mixed with the dataset's "
         "seed; null: their rows one dataset after another.",
     )
+
+    @model_validator(mode="after")
+    def _prompts_by_task_type_for_judge_prompts(self) -> DatasetConfig:
+        if self.system_prompt_file is None:
+            return self
+        if self.preprocessor != "judge_pairs":
+            raise ValueError(
+                "system_prompt_file (prompts by task type) gives judge prompts their system "
+                "prompt: set preprocessor=judge_pairs, or one prompt in system_prompt"
+            )
+        if not Path(self.system_prompt_file).is_file():
+            raise ValueError(f"system_prompt_file {self.system_prompt_file} is not a file")
+        return self
 
     @model_validator(mode="after")
     def _one_probability_per_dataset(self) -> DatasetConfig:

@@ -24,6 +24,7 @@ from lightrft.adapters.datasets.in_memory import InMemoryPromptSource
 from lightrft.adapters.datasets.judge_pairs import load_judge_pairs
 from lightrft.adapters.datasets.placeholders import MediaPlaceholders
 from lightrft.adapters.datasets.synthetic_video import motion_prompts
+from lightrft.adapters.datasets.task_prompts import TaskPrompts
 from lightrft.adapters.datasets.video_frames import FrameSampling
 from lightrft.adapters.hf.multimodal_inputs import MediaRequirements
 from lightrft.domain.ports import PromptSource
@@ -169,8 +170,11 @@ def _judge_pairs(
     marks: MediaPlaceholders,
     name: str | None = None,
 ) -> PromptSource:
+    prompts = (
+        None if dataset.system_prompt_file is None else TaskPrompts(dataset.system_prompt_file)
+    )
     rows, _ = load_judge_pairs(
-        f"{name}:{path}" if name else str(path), tokenizer, seed=dataset.seed
+        f"{name}:{path}" if name else str(path), tokenizer, seed=dataset.seed, task_prompts=prompts
     )
     images = any("images" in row for row in rows)
     videos = any("videos" in row for row in rows)
@@ -182,6 +186,7 @@ def _judge_pairs(
         images_key="images" if images else None,
         videos_key="videos" if videos else None,
         frame_sampling=FrameSampling(dataset.fps, dataset.max_frames),
+        max_videos=dataset.max_videos,
         on_bad_row=dataset.on_bad_row,
         placeholders=marks,
         label_key=dataset.label_key,

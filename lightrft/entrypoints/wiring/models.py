@@ -52,6 +52,7 @@ from lightrft.entrypoints.wiring.registries import (
     ModelLoader,
     build,
 )
+from lightrft.entrypoints.wiring.remote_teachers import build_remote_teacher
 
 log = structlog.get_logger(__name__)
 
@@ -219,14 +220,28 @@ def build_reference(context: BuildContext) -> ReferenceModel | None:
 
 
 def build_teachers(context: BuildContext) -> list[ReferenceModel]:
-    """The frozen teachers of ``teacher`` (on-policy distillation), loaded like the
-    reference; each must use the student's tokenizer (ValueError naming both paths)."""
-    models = []
-    for path, _ in context.config.teacher.weighted():
+    """The frozen teachers of ``teacher`` (on-policy distillation): a directory loaded like
+    the reference, or a served model (a URL, :mod:`.remote_teachers`); each must use the
+    student's tokenizer (ValueError naming both)."""
+    models: list[ReferenceModel] = []
+    load = loader(context.config)
+    for teacher in context.config.teacher.teachers():
+        if teacher.url is not None:
+            models.append(
+                build_remote_teacher(
+                    teacher,
+                    context.tokenizer,
+                    str(context.model_path),
+                    lambda where: load.tokenizer(context.config, where),
+                    seed=context.config.train.seed,
+                )
+            )
+            continue
+        path = str(teacher.path)
         teacher_context = replace(context, model_path=Path(path))
-        teacher_tokenizer = loader(context.config).tokenizer(context.config, Path(path))
+        teacher_tokenizer = load.tokenizer(context.config, Path(path))
         check_same_tokenizer(context.tokenizer, teacher_tokenizer, str(context.model_path), path)
-        models.append(loader(context.config).reference(teacher_context))
+        models.append(load.reference(teacher_context))
     return models
 
 

@@ -90,6 +90,7 @@ def build_judge_agreement(
         labels=tuple(section.labels),
         format_weight=section.format_weight,
         think_tag=section.think_tag,
+        verdict=section.verdict,
     )
 
 

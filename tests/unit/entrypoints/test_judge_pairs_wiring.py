@@ -29,10 +29,13 @@ def test_pairs_become_judge_prompts_with_the_preferred_side_as_reference(tmp_pat
 
 
 def test_an_audio_set_folder_is_refused_by_name(tmp_path: Path) -> None:
+    # video pairs are judged (tests/unit/adapters/datasets/test_judge_task_prompts.py)
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "shard.parquet").write_bytes(b"")
-    config = DatasetConfig(path=f"audio-alpaca:{tmp_path / 'data'}", preprocessor="judge_pairs")
-    with pytest.raises(ValueError, match="audio-alpaca gives audios responses; a judge prompt"):
+    config = DatasetConfig(
+        path=f"omnirewardbench-t2a:{tmp_path / 'data'}", preprocessor="judge_pairs"
+    )
+    with pytest.raises(ValueError, match="omnirewardbench-t2a gives audios responses"):
         build_prompts(config, byte_tokenizer())
 
 

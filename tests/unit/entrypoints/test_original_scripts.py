@@ -15,12 +15,6 @@ from lightrft.entrypoints.config.legacy_flags import CommandLine, FlagError, rea
 from lightrft.entrypoints.config.loading import ConfigError, load_config, parse_value
 from tests.helpers.original_scripts import SCRIPTS, script_args
 
-# what cannot be built here, by script: the flag and the words its refusal names
-REFUSED: dict[str, tuple[str, str]] = {
-    "grm_vl_rl": ("--system_prompt_path", "by task type"),  # a YAML of prompts per task
-    "opd": ("--remote_rm_url", "remote teacher"),  # the teacher of opd is local here
-}
-
 
 def paths(tmp_path: Path) -> dict[str, str]:
     prompts = tmp_path / "system_prompts.yaml"
@@ -40,20 +34,12 @@ def read(args: list[str]) -> CommandLine:
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_each_original_script_is_read(name: str, tmp_path: Path) -> None:
-    args = script_args(name, **paths(tmp_path))
-    if name in REFUSED:
-        flag, why = REFUSED[name]
-        with pytest.raises(FlagError) as err:
-            read(args)
-        assert str(err.value).startswith(flag) and why in str(err.value)
-        assert "\n" not in str(err.value)  # the only problem of the script
-        return
-    line = read(args)
+    line = read(script_args(name, **paths(tmp_path)))
     assert line.overrides["model.path"] == str(tmp_path / "model")
     assert line.overrides["logging.run_dir"] == str(tmp_path / "out")
 
 
-@pytest.mark.parametrize("name", sorted(set(SCRIPTS) - set(REFUSED)))
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_each_script_validates_but_for_the_keys_being_added(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -240,6 +226,27 @@ def test_the_cli_reports_them_together(capsys: pytest.CaptureFixture[str]) -> No
 def test_flag_meanings(flags: list[str], key: str, expected: Any) -> None:
     o = read(flags).overrides
     assert o.get(key, "unset") == expected
+
+
+def test_grm_vl_rl_trains_a_judge_with_prompts_by_task_type(tmp_path: Path) -> None:
+    """The reward data set named in --prompt_data gives judge prompts, each with the system
+    prompt of its task type from the YAML, scored by the original's <answer> verdict."""
+    where = paths(tmp_path)
+    o = read(script_args("grm_vl_rl", **where)).overrides
+    assert o["data.train.path"] == f"rapidata-i2v:{where['DATA']}/train.parquet"
+    assert o["data.train.preprocessor"] == "judge_pairs"
+    assert o["data.train.system_prompt_file"] == where["PROMPTS"]
+    assert o["reward.sources"] == [{"type": "judge_agreement", "verdict": "answer"}]
+    assert o["data.eval"] is None  # the original's judge training evaluates nothing
+    assert o["data.train.fps"] == 2.0 and o["data.train.max_videos"] == 2
+
+
+def test_opd_reads_its_served_teacher(tmp_path: Path) -> None:
+    """--remote_rm_url with on_policy_distillation is the teacher (an SGLang server), not a
+    reward source."""
+    o = read(script_args("opd", **paths(tmp_path))).overrides
+    assert o["teacher.url"] == "http://127.0.0.1:13141/generate"
+    assert o["algorithm.advantage_estimator"] == "opd" and "reward.sources" not in o
 
 
 @pytest.mark.parametrize(

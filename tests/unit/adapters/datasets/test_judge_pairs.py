@@ -101,6 +101,12 @@ def test_video_pairs_show_both_videos_in_marker_order(tmp_path: Path) -> None:
         load_judge_pairs(f"audio-alpaca:{tmp_path / 'data'}", byte_tokenizer())
 
 
+def test_audio_sets_are_refused_by_name(tmp_path: Path) -> None:
+    # video pairs are judged (test_judge_task_prompts.py)
+    with pytest.raises(ValueError, match="omnirewardbench-t2a gives audios responses"):
+        load_judge_pairs(f"omnirewardbench-t2a:{tmp_path}", byte_tokenizer())
+
+
 def test_a_text_pair_becomes_a_prompt_completion_row(tmp_path: Path) -> None:
     pair = PreferencePair("u", "Q?", "good", "bad")
     row = judge_pair_row(pair)
