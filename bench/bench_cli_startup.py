@@ -1,4 +1,4 @@
-"""Wall time of the CLI's answers that need no training: help texts and a config error.
+"""Wall time of the CLI's answers that need no training: help texts and config errors.
 
 Run: ``.venv/bin/python bench/bench_cli_startup.py [--runs N] [--before REV]``. Each command
 runs ``N`` times in a fresh interpreter (``python -m lightrft.entrypoints.cli ...`` from this
@@ -24,6 +24,7 @@ COMMANDS: tuple[tuple[str, ...], ...] = (
     ("--help",),
     ("train", "--help"),
     ("config", "show", "grpo", "bad.key=1"),
+    ("train", "grpo", "algorithm.policy_loss=nope"),
 )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import structlog
@@ -23,24 +23,15 @@ import torch
 
 from lightrft.application.collapse_rollback import CollapseGuard
 from lightrft.application.cycle_checkpoint import CycleCheckpoints, CycleState
+from lightrft.application.cycle_settings import CycleSettings as CycleSettings
 from lightrft.application.evaluator import Evaluator
 from lightrft.application.experience_maker import CollectedRollout, ExperienceMaker
 from lightrft.application.health_watch import HealthWatch
-from lightrft.application.off_policy_params import OffPolicyParams
-from lightrft.application.params import (
-    AlgorithmParams,
-    CycleParams,
-    HealthParams,
-    RewardShapingParams,
-    RolloutParams,
-    TrainParams,
-)
 from lightrft.application.phases import DEFAULT_PLAN, Phase, PhaseSwitcher, Switch
 from lightrft.application.policy_optimizer import PolicyOptimizer
 from lightrft.application.policy_update import UpdatePolicy
 from lightrft.application.reward_failures import (
     RewardFailureMonitor,
-    RewardFailurePolicy,
     RewardSourceFailingError,
 )
 from lightrft.application.rollback_changes import READINGS_PREFIX, readings, settings_after
@@ -88,20 +79,6 @@ class CycleComponents:
     accelerator: Accelerator | None = None
     eval_prompts: PromptSource | None = None
     teachers: Sequence[ReferenceModel] = ()  # on-policy distillation (awake with the reference)
-
-
-@dataclass(frozen=True)
-class CycleSettings:
-    """Every parameter object of the cycle in one place."""
-
-    rollout: RolloutParams = field(default_factory=RolloutParams)
-    algorithm: AlgorithmParams = field(default_factory=AlgorithmParams)
-    shaping: RewardShapingParams = field(default_factory=RewardShapingParams)
-    train: TrainParams = field(default_factory=TrainParams)
-    cycle: CycleParams = field(default_factory=CycleParams)
-    reward_failures: RewardFailurePolicy = field(default_factory=RewardFailurePolicy)
-    health: HealthParams = field(default_factory=HealthParams)
-    off_policy: OffPolicyParams = field(default_factory=OffPolicyParams)
 
 
 def experience_maker(

@@ -10,16 +10,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
-from lightrft.application.source_scoring import SourceConcurrency
-from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator, AdvantageParams
-from lightrft.domain.constraints import CostLimit
+from lightrft.application.source_concurrency import SourceConcurrency
+from lightrft.domain.advantage_params import AdvantageParams
+from lightrft.domain.algorithm_registries import (
+    ADVANTAGE_ESTIMATORS,
+    KL_CONTROLLERS,
+    KL_ESTIMATORS,
+    POLICY_LOSSES,
+)
+from lightrft.domain.cost_limit import CostLimit
 from lightrft.domain.health_checks import HealthThresholds
-from lightrft.domain.kl import KL_CONTROLLERS, KL_ESTIMATORS
-from lightrft.domain.policy_losses import POLICY_LOSSES, PolicyLoss, PolicyLossParams
+from lightrft.domain.policy_loss_params import PolicyLossParams
 from lightrft.domain.reward_recipes import RecipeBook
-from lightrft.domain.types import SamplingParams
+from lightrft.domain.sampling_params import SamplingParams
+
+if TYPE_CHECKING:  # the implementations import torch; a config is validated without them
+    from lightrft.domain.advantages import AdvantageEstimator
+    from lightrft.domain.policy_losses import PolicyLoss
 
 
 def _positive(name: str, value: float) -> None:
@@ -154,12 +163,14 @@ class AlgorithmParams:
     @cached_property
     def estimator(self) -> AdvantageEstimator:
         """The registered advantage estimator and its capability flags (looked up once)."""
-        return ADVANTAGE_ESTIMATORS.get(self.advantage_estimator)
+        estimator: AdvantageEstimator = ADVANTAGE_ESTIMATORS.get(self.advantage_estimator)
+        return estimator
 
     @cached_property
     def loss_definition(self) -> PolicyLoss:
         """The registered policy loss and its capability flags (looked up once)."""
-        return POLICY_LOSSES.get(self.policy_loss)
+        loss: PolicyLoss = POLICY_LOSSES.get(self.policy_loss)
+        return loss
 
     @property
     def resolved_loss(self) -> PolicyLossParams:

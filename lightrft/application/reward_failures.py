@@ -12,10 +12,10 @@ that step and stops (resuming re-runs the step, e.g. after the function is fixed
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import torch
 
+from lightrft.application.reward_failure_policy import RewardFailurePolicy as RewardFailurePolicy
 from lightrft.domain.ports import Collective
 
 FAILURES_METRIC = "failures"
@@ -25,24 +25,6 @@ FAILURES_METRIC = "failures"
 def failure_rate_key(source: str) -> str:
     """The step metric holding ``source``'s failed fraction of the scored samples."""
     return f"reward/{source}/failure_rate"
-
-
-@dataclass(frozen=True)
-class RewardFailurePolicy:
-    """Stop when a source's failure rate is >= ``threshold`` for ``patience`` steps in a row.
-
-    ``enabled=False`` keeps training on fallback scores however many samples fail.
-    """
-
-    enabled: bool = True
-    threshold: float = 0.9
-    patience: int = 3
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.threshold <= 1.0:
-            raise ValueError(f"threshold must be in (0, 1], got {self.threshold}")
-        if self.patience < 1:
-            raise ValueError(f"patience must be >= 1, got {self.patience}")
 
 
 class RewardSourceFailingError(RuntimeError):

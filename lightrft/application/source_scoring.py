@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -24,26 +23,12 @@ from lightrft.application.reward_failures import (
     RewardSourceFailingError,
     failure_rate_key,
 )
+from lightrft.application.source_concurrency import SourceConcurrency as SourceConcurrency
 from lightrft.domain.async_errors import DeadlineExceededError
 from lightrft.domain.ports import RewardSource, RewardSourceUnavailableError
 from lightrft.domain.types import RewardResult, RewardSample
 
 Scored = tuple[RewardResult, float]  # a source's result and the seconds it took
-
-
-@dataclass(frozen=True)
-class SourceConcurrency:
-    """``max_workers`` sources scored at once (1: one after another, on the caller's
-    thread); ``deadline_s``: how long a pooled source may take."""
-
-    max_workers: int = 4
-    deadline_s: float = 600.0
-
-    def __post_init__(self) -> None:
-        if self.max_workers < 1:
-            raise ValueError(f"max_workers must be >= 1, got {self.max_workers}")
-        if not self.deadline_s > 0:
-            raise ValueError(f"deadline_s must be > 0, got {self.deadline_s}")
 
 
 def runs_concurrently(source: RewardSource) -> bool:

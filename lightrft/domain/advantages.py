@@ -35,14 +35,14 @@ from types import MappingProxyType
 import torch
 from torch import Tensor
 
+from lightrft.domain import algorithm_registries
+from lightrft.domain.advantage_params import AdvantageParams as AdvantageParams
 from lightrft.domain.checks import (
     check_finite,
     check_mask,
-    check_non_negative,
-    check_positive,
     check_shape,
 )
-from lightrft.domain.distillation import check_teacher_weights, teacher_advantages
+from lightrft.domain.distillation import teacher_advantages
 from lightrft.domain.groups import GroupStats, dense_group_ids, group_stats
 from lightrft.domain.kl import kl_in_reward
 from lightrft.domain.masked import masked_mean, masked_whiten
@@ -76,30 +76,6 @@ class AdvantageInputs:
 
 
 @dataclass(frozen=True)
-class AdvantageParams:
-    """Hyper-parameters shared by the estimators (each reads the ones it needs)."""
-
-    eps: float = 1e-6  # group std epsilon (grpo, cpgd)
-    gamma: float = 1.0  # discount (reinforce_pp, gae)
-    lam: float = 0.95  # GAE lambda
-    kl_coef: float = 0.0  # beta for KL in the reward (reinforce_pp, gae)
-    whiten_eps: float = 1e-8  # masked whitening epsilon
-    teacher_weights: tuple[float, ...] = (1.0,)  # opd: w_k per teacher, summing to 1
-    opd_weight: float = 1.0  # opd: alpha, the distillation share; 1 - alpha: GRPO's
-
-    def __post_init__(self) -> None:
-        check_non_negative("eps", self.eps)
-        check_teacher_weights(self.teacher_weights)
-        if not 0.0 <= self.opd_weight <= 1.0:
-            raise ValueError(f"opd_weight must lie in [0, 1], got {self.opd_weight}")
-        check_positive("whiten_eps", self.whiten_eps)
-        check_non_negative("kl_coef", self.kl_coef)
-        for name, value in (("gamma", self.gamma), ("lam", self.lam)):
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must lie in [0, 1], got {value}")
-
-
-@dataclass(frozen=True)
 class AdvantageOutput:
     """Advantages and returns, both (B, R) and 0 where ``response_mask`` is 0."""
 
@@ -126,11 +102,7 @@ class AdvantageEstimator:
     needs_step_rewards: bool = False  # True: needs step_rewards and step_mask (process rewards)
 
 
-ADVANTAGE_ESTIMATORS: Registry[AdvantageEstimator] = Registry(
-    "advantage estimator",
-    # process_grpo registers itself in its own module (domain/process_rewards.py)
-    builtin_modules=("lightrft.domain.process_rewards",),
-)
+ADVANTAGE_ESTIMATORS: Registry[AdvantageEstimator] = algorithm_registries.ADVANTAGE_ESTIMATORS
 
 
 def _require(estimator: str, field: str, tensor: Tensor | None) -> Tensor:

@@ -18,19 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, get_args
 
 import torch
 from torch import Tensor
 
+from lightrft.domain import algorithm_registries
+from lightrft.domain.agg_modes import AGG_MODES as AGG_MODES
+from lightrft.domain.agg_modes import AggMode as AggMode
 from lightrft.domain.checks import check_positive, check_shape, check_token_tensor
 from lightrft.domain.reduce import AllReduceSum, local_sum
 from lightrft.domain.registry import Registry
-
-AggMode = Literal[
-    "token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"
-]
-AGG_MODES: tuple[str, ...] = get_args(AggMode)
 
 
 @dataclass(frozen=True)
@@ -95,7 +92,7 @@ def _seq_mean_token_sum_norm(loss: Tensor, mask: Tensor, norm: LossNormalizer) -
 
 
 Aggregator = Callable[[Tensor, Tensor, LossNormalizer], Tensor]
-AGGREGATIONS: Registry[Aggregator] = Registry("loss aggregation mode")
+AGGREGATIONS: Registry[Aggregator] = algorithm_registries.AGGREGATIONS
 AGGREGATIONS.add("token-mean", _token_mean)
 AGGREGATIONS.add("seq-mean-token-mean", _seq_mean_token_mean)
 AGGREGATIONS.add("seq-mean-token-sum", _seq_mean_token_sum)

@@ -11,6 +11,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from lightrft.domain.scalar_checks import check_non_negative as check_non_negative
+from lightrft.domain.scalar_checks import check_positive as check_positive
+
 
 def check_shape(name: str, tensor: Tensor, expected: Sequence[int | None]) -> None:
     """Checks ``tensor.shape`` against ``expected`` (``None`` matches any size)."""
@@ -65,15 +68,3 @@ def check_mask(name: str, mask: Tensor, *, allow_empty: bool = False) -> None:
         raise ValueError(f"{name} must contain only 0 and 1 (True where the token counts)")
     if not allow_empty and not bool(mask.any()):
         raise ValueError(f"{name} selects no token (all zeros); nothing to compute")
-
-
-def check_positive(name: str, value: float) -> None:
-    """Refuses zero, negative and non-finite numbers."""
-    if not (value > 0 and value != float("inf")):
-        raise ValueError(f"{name} must be a positive finite number, got {value}")
-
-
-def check_non_negative(name: str, value: float) -> None:
-    """Refuses negative and non-finite numbers."""
-    if not (value >= 0 and value != float("inf")):
-        raise ValueError(f"{name} must be a non-negative finite number, got {value}")

@@ -24,33 +24,12 @@ the reward's scale. Everything here is pure: floats in, floats out, tensors for 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from lightrft.domain.checks import check_finite, check_non_negative, check_positive, check_shape
-
-
-@dataclass(frozen=True)
-class CostLimit:
-    """One constraint on the reward source ``name``: its cost must average at most ``limit``;
-    ``multiplier_lr`` is the dual-ascent step eta, ``init`` the starting multiplier (>= 0).
-
-    The cost of a sample is the source's score, or with ``as_violation`` the indicator
-    score > ``violation_threshold`` (then ``limit`` bounds the violation rate).
-    """
-
-    name: str
-    limit: float
-    multiplier_lr: float
-    init: float = 0.0
-    as_violation: bool = False
-    violation_threshold: float = 0.0
-
-    def __post_init__(self) -> None:
-        check_positive("multiplier_lr", self.multiplier_lr)
-        check_non_negative("init", self.init)
+from lightrft.domain.checks import check_finite, check_non_negative, check_shape
+from lightrft.domain.cost_limit import CostLimit as CostLimit
 
 
 def update_multiplier(multiplier: float, mean_cost: float, limit: float, lr: float) -> float:

@@ -30,6 +30,7 @@ from typing import NamedTuple, Protocol
 import torch
 from torch import Tensor
 
+from lightrft.domain import algorithm_registries
 from lightrft.domain.aggregation import LossNormalizer, aggregate
 from lightrft.domain.checks import check_non_negative, check_positive, check_token_tensor
 from lightrft.domain.registry import Registry
@@ -42,7 +43,7 @@ K3_BOUND = 10.0
 KLEstimator = Callable[[Tensor, Tensor], Tensor]
 """``(logprobs (B, R), ref_logprobs (B, R)) -> per-token KL estimate (B, R)``."""
 
-KL_ESTIMATORS: Registry[KLEstimator] = Registry("KL estimator")
+KL_ESTIMATORS: Registry[KLEstimator] = algorithm_registries.KL_ESTIMATORS
 
 
 @KL_ESTIMATORS.register("k1")
@@ -195,7 +196,7 @@ class AdaptiveKLController:
 KLControllerFactory = Callable[[float, float | None, float | None], KLController]
 """``(init, target, horizon) -> controller``; ``fixed`` ignores target and horizon."""
 
-KL_CONTROLLERS: Registry[KLControllerFactory] = Registry("KL controller")
+KL_CONTROLLERS: Registry[KLControllerFactory] = algorithm_registries.KL_CONTROLLERS
 
 
 @KL_CONTROLLERS.register("fixed")

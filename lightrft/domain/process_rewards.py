@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from lightrft.domain import algorithm_registries
 from lightrft.domain.advantages import (
     AdvantageInputs,
     AdvantageOutput,
@@ -109,7 +110,7 @@ def step_classification_loss(
 # -- aggregation ---------------------------------------------------------------------------
 
 Aggregation = Callable[[Tensor], Tensor]
-STEP_AGGREGATIONS: Registry[Aggregation] = Registry("step aggregation")
+STEP_AGGREGATIONS: Registry[Aggregation] = algorithm_registries.STEP_AGGREGATIONS
 STEP_AGGREGATIONS.add("min", lambda s: s.min())
 STEP_AGGREGATIONS.add("last", lambda s: s[-1])
 STEP_AGGREGATIONS.add("product", lambda s: s.prod())

@@ -27,34 +27,17 @@ Names as in TRL's ``vllm_importance_sampling_mode``. Default: ``token_truncate``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, get_args
-
 import torch
 from torch import Tensor
 
-from lightrft.domain.checks import check_mask, check_positive, check_same_shape, check_shape
+from lightrft.domain.checks import check_mask, check_same_shape, check_shape
+from lightrft.domain.correction_modes import CORRECTION_MODES as CORRECTION_MODES
+from lightrft.domain.correction_modes import DEFAULT_CORRECTION_CAP as DEFAULT_CORRECTION_CAP
+from lightrft.domain.correction_modes import DEFAULT_CORRECTION_MODE as DEFAULT_CORRECTION_MODE
+from lightrft.domain.correction_modes import CorrectionMode as CorrectionMode
+from lightrft.domain.correction_modes import RolloutCorrection as RolloutCorrection
 
-CorrectionMode = Literal["token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
-CORRECTION_MODES: tuple[str, ...] = get_args(CorrectionMode)
-DEFAULT_CORRECTION_MODE: CorrectionMode = "token_truncate"
-DEFAULT_CORRECTION_CAP = 2.0
 LOG_RATIO_BOUND = 20.0
-
-
-@dataclass(frozen=True)
-class RolloutCorrection:
-    """A correction ``mode`` with its cap C > 0 (see the module docstring)."""
-
-    mode: CorrectionMode = DEFAULT_CORRECTION_MODE
-    cap: float = DEFAULT_CORRECTION_CAP
-
-    def __post_init__(self) -> None:
-        if self.mode not in CORRECTION_MODES:
-            raise ValueError(
-                f"unknown rollout correction mode {self.mode!r}; valid: {', '.join(CORRECTION_MODES)}"
-            )
-        check_positive("cap", self.cap)
 
 
 def _checked(trainer: Tensor, rollout: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:

@@ -3,13 +3,16 @@
 Every loader of this package (RL prompts, SFT rows, preference pairs) reads its rows through
 a :class:`BadRows` log: with ``on_bad_row="error"`` it reads on past a bad row and then raises
 one :class:`BadRowsError` naming every bad row (the first :data:`MAX_LISTED`, then how many
-more), so a user fixes a file in one pass; with ``"skip"`` it counts them.
+more), so a user fixes a file in one pass; with ``"skip"`` it counts them. A file's lines that
+do not even parse (:mod:`json_check`) are named in that same error (:func:`with_bad_lines`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
 
 BadRowPolicy = Literal["error", "skip"]
 
@@ -70,6 +73,28 @@ class BadRows:
         if self.policy == "error" and self.count:
             raise BadRowsError(self._listed, self.count)
         return self.count
+
+
+def with_bad_lines(lines: Sequence[BadRowError], read: Callable[[], T]) -> T:
+    """``read()`` (the loader checking the rows that parsed), reporting the bad ``lines`` of
+    the file (left out of those rows, :func:`~hf_prompt_dataset.read_table` with
+    ``defer_bad_lines``) in one :class:`BadRowsError` with the rows ``read`` refuses: every
+    bad line and row of a file in one message, lines first (the first :data:`MAX_LISTED`
+    named). Without bad lines, ``read()`` as it is."""
+    if not lines:
+        return read()
+    rows: list[BadRowError] = []
+    count = 0
+    try:
+        read()
+    except BadRowsError as error:
+        rows, count = list(error.errors), error.count
+    except BadRowError as error:
+        rows, count = [error], 1
+    except ValueError:
+        pass  # e.g. no usable row left: the bad lines are the cause to name
+    listed = [*lines, *rows][:MAX_LISTED]
+    raise BadRowsError(listed, len(lines) + count)
 
 
 def text_field(row: Mapping[str, Any], key: str, where: str) -> str:

@@ -21,8 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from lightrft.adapters.datasets.bad_rows import BadRowPolicy
-from lightrft.adapters.datasets.json_check import check_json_file
+from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows, with_bad_lines
+from lightrft.adapters.datasets.json_check import json_line_errors
 from lightrft.adapters.datasets.media_features import undecoded_media
 from lightrft.adapters.datasets.prepared_source import PreparedPromptSource
 from lightrft.adapters.datasets.prompt_rows import (
@@ -40,10 +40,21 @@ FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".arr
 
 
 class Table(NamedTuple):
-    """A ``datasets.Dataset`` and the bad JSON-lines lines left out of it (``"skip"``)."""
+    """A ``datasets.Dataset`` and the bad JSON-lines lines left out of it: counted
+    (``skipped_lines``, ``"skip"``) or to be reported with the bad rows (``bad_lines``,
+    ``defer_bad_lines``); ``lines``: each row's line number when lines were left out (the
+    rows after one are numbered without it)."""
 
     rows: Any
     skipped_lines: int = 0
+    bad_lines: tuple[BadRowError, ...] = ()
+    lines: tuple[int, ...] = ()
+
+    def where(self, file: Path, index: int) -> str:
+        """How a row error names row ``index`` of ``file`` (its line too, when lines were
+        left out before it)."""
+        line = f" (line {self.lines[index]})" if self.lines else ""
+        return f"{file} row {index}{line}"
 
 
 def load_table(path: PathLike, *, split: str = "train", cache_dir: PathLike | None = None) -> Any:
@@ -57,10 +68,13 @@ def read_table(
     split: str = "train",
     cache_dir: PathLike | None = None,
     on_bad_row: BadRowPolicy = "error",
+    defer_bad_lines: bool = False,
 ) -> Table:
     """:func:`load_table`; under ``on_bad_row="skip"`` a JSON-lines file's bad lines (not
     UTF-8, not JSON, not an object) are left out and counted instead of refused (the rows
-    after one are then numbered without it)."""
+    after one are then numbered without it). ``defer_bad_lines`` (under ``"error"``): they
+    are left out too and returned in ``bad_lines``, for the loader to name them in one
+    error with the bad rows (:func:`~bad_rows.with_bad_lines`)."""
     import datasets
 
     file = Path(path)
@@ -79,36 +93,58 @@ def read_table(
     builder = FILE_BUILDERS.get(file.suffix.lower())
     if builder is None:
         raise ValueError(f"{file}: unsupported file type; use one of {sorted(FILE_BUILDERS)}")
-    skipped = check_json_file(file, on_bad_row) if builder == "json" else []
-    if skipped:
-        rows = _good_lines(file, set(skipped))
+    errors = json_line_errors(file) if builder == "json" else []
+    deferred = on_bad_row == "error" and defer_bad_lines
+    if errors and not deferred:
+        log = BadRows(on_bad_row)
+        for error in errors:
+            log.add(error)
+        log.check()  # raises under "error"
+    numbers: tuple[int, ...] = ()
+    if errors:
+        good = _good_lines(file, {error.number for error in errors})
+        numbers, rows = tuple(n for n, _ in good), [row for _, row in good]
         keys = list(dict.fromkeys(key for row in rows for key in row))  # every row's keys
         table = datasets.Dataset.from_dict({k: [row.get(k) for row in rows] for k in keys})
     else:
         table = _load_file(datasets, builder, file, cache_dir)
     if len(table) == 0:
+        if deferred and errors:
+            with_bad_lines(errors, lambda: None)  # raises: every line is a bad one
         raise ValueError(f"{file} holds no rows")
-    return Table(table, len(skipped))
+    if deferred:
+        return Table(table, 0, tuple(errors), numbers)
+    return Table(table, len(errors), (), numbers)
 
 
-def file_row_refs(path: PathLike, on_bad_row: BadRowPolicy = "error") -> tuple[list[RowRef], int]:
+def file_row_refs(
+    path: PathLike,
+    on_bad_row: BadRowPolicy = "error",
+    *,
+    bad_lines: list[BadRowError] | None = None,
+) -> tuple[list[RowRef], int]:
     """The rows of a file as refs (uid ``<stem>:<i>``, where ``<name> row <i>``; relative
     media paths start at the file's folder) and the number of bad lines skipped reading it
-    (see :func:`read_table`)."""
+    (see :func:`read_table`). ``bad_lines``: under ``"error"``, the file's bad lines are
+    appended there instead of raised, for :func:`~bad_rows.with_bad_lines`."""
     file = Path(path)
-    table = read_table(file, on_bad_row=on_bad_row)
+    table = read_table(file, on_bad_row=on_bad_row, defer_bad_lines=bad_lines is not None)
+    if bad_lines is not None:
+        bad_lines.extend(table.bad_lines)
     base = file if file.is_dir() else file.parent
+    named = Path(file.name)
     refs = [
-        RowRef(f"{file.stem}:{i}", f"{file.name} row {i}", dict(row), base_dir=base)
+        RowRef(f"{file.stem}:{i}", table.where(named, i), dict(row), base_dir=base)
         for i, row in enumerate(table.rows)
     ]
     return refs, table.skipped_lines
 
 
-def _good_lines(file: Path, bad: set[int]) -> list[dict[str, Any]]:
+def _good_lines(file: Path, bad: set[int]) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, row)`` of each good non-blank line."""
     with open(file, "rb") as f:
         return [
-            json.loads(raw)
+            (number, json.loads(raw))
             for number, raw in enumerate(f, start=1)
             if number not in bad and raw.strip()
         ]
@@ -174,13 +210,22 @@ class HfPromptDataset(PreparedPromptSource):
         self.renderer = PromptRenderer(tokenizer, prompt_format)
         self.name = name or given[0].stem
         read = [
-            read_table(f, split=split, cache_dir=cache_dir, on_bad_row=self.spec.on_bad_row)
+            read_table(
+                f,
+                split=split,
+                cache_dir=cache_dir,
+                on_bad_row=self.spec.on_bad_row,
+                defer_bad_lines=True,
+            )
             for f in files
         ]
         self._tables = [table.rows for table in read]
         self._dirs = [f if f.is_dir() else f.parent for f in files]
-        refs = self._row_refs(files)
-        self._prepared, stats = prepare_prompts(refs, self.renderer, self.spec, self.name)
+        refs = self._row_refs(files, read)
+        bad_lines = [error for table in read for error in table.bad_lines]
+        self._prepared, stats = with_bad_lines(
+            bad_lines, lambda: prepare_prompts(refs, self.renderer, self.spec, self.name)
+        )
         lines = sum(table.skipped_lines for table in read)  # bad lines are skipped rows too
         self.stats = replace(
             stats, rows=stats.rows + lines, skipped_bad_rows=stats.skipped_bad_rows + lines
@@ -188,14 +233,14 @@ class HfPromptDataset(PreparedPromptSource):
         if not self._prepared:
             raise ValueError(f"no usable prompts in {[str(f) for f in files]}: {self.stats}")
 
-    def _row_refs(self, files: list[Path]) -> Iterator[RowRef]:
+    def _row_refs(self, files: list[Path], read: list[Table]) -> Iterator[RowRef]:
         several = len(files) > 1
-        for table_index, (file, table) in enumerate(zip(files, self._tables, strict=True)):
+        for table_index, (file, table) in enumerate(zip(files, read, strict=True)):
             prefix = f"{self.name}:{file.stem}" if several else self.name
-            for row_index, row in enumerate(table):
+            for row_index, row in enumerate(table.rows):
                 yield RowRef(
                     uid=f"{prefix}:{row_index}",
-                    where=f"{file} row {row_index}",
+                    where=table.where(file, row_index),
                     row=row,
                     position=(table_index, row_index),
                     base_dir=self._dirs[table_index],

@@ -26,6 +26,18 @@ def check_json_file(file: Path, on_bad_row: BadRowPolicy = "error") -> list[int]
     """Raises ``ValueError`` naming the file (and line) if it is empty, or holds a line that
     is not a JSON object (JSON lines) / is not a JSON array or object (``.json``); under
     ``"skip"`` returns the numbers (from 1) of the bad lines instead."""
+    errors = json_line_errors(file)
+    log = BadRows(on_bad_row)
+    for error in errors:
+        log.add(error)
+    log.check()
+    return [error.number for error in errors]
+
+
+def json_line_errors(file: Path) -> list[BadLineError]:
+    """The bad lines of a JSON-lines file, one :class:`BadLineError` each (none for a
+    ``.json`` array); raises ``ValueError`` for an empty or blank file or a ``.json`` array
+    that does not parse (nothing of those can be read)."""
     if file.stat().st_size == 0:
         raise ValueError(f"{file} is empty: expected {_EXPECTED}")
     with open(file, encoding="utf-8", errors="replace") as f:
@@ -37,20 +49,19 @@ def check_json_file(file: Path, on_bad_row: BadRowPolicy = "error") -> list[int]
     if first.startswith("["):
         _check_array(file)
         return []
-    bad = bad_lines(file)
-    log = BadRows(on_bad_row)
-    for number, problem in bad:
-        log.add(BadLineError(f"{file} line {number}", f"{problem}: expected {_EXPECTED}"))
-    log.check()
-    return [number for number, _ in bad]
+    return [
+        BadLineError(f"{file} line {number}", f"{problem}: expected {_EXPECTED}", number)
+        for number, problem in bad_lines(file)
+    ]
 
 
 class BadLineError(BadRowError):
     """A JSON-lines line that is not a JSON object; the message names the file and line."""
 
-    def __init__(self, where: str, problem: str) -> None:
+    def __init__(self, where: str, problem: str, number: int = 0) -> None:
         super().__init__(where, "", problem)
         self.args = (f"{where} {problem}",)
+        self.number = number  # the line's, from 1
 
 
 def _check_array(file: Path) -> None:

@@ -28,7 +28,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lightrft.adapters.datasets.arithmetic import arithmetic_problems
-from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows, text_field
+from lightrft.adapters.datasets.bad_rows import (
+    BadRowError,
+    BadRowPolicy,
+    BadRows,
+    text_field,
+    with_bad_lines,
+)
 from lightrft.adapters.datasets.chat_check import check_chat
 from lightrft.adapters.datasets.hf_prompt_dataset import file_row_refs
 from lightrft.adapters.datasets.prompt_rows import RowRef
@@ -136,8 +142,9 @@ def load_judge_rows(
 ) -> tuple[list[JudgedResponse], int]:
     """Judge rows from a jsonl / json / parquet file (or ``save_to_disk`` directory)."""
     spec = spec or JudgeRowSpec()
-    refs, bad_lines = file_row_refs(path, spec.on_bad_row)  # bad lines are skipped rows too
-    rows, skipped = judge_rows(refs, renderer, spec, verdict)
+    deferred: list[BadRowError] = []  # named with the bad rows, in one error
+    refs, bad_lines = file_row_refs(path, spec.on_bad_row, bad_lines=deferred)
+    rows, skipped = with_bad_lines(deferred, lambda: judge_rows(refs, renderer, spec, verdict))
     return rows, skipped + bad_lines
 
 

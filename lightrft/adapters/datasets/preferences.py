@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from lightrft.adapters.datasets.arithmetic import arithmetic_problems
-from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
+from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows, with_bad_lines
 from lightrft.adapters.datasets.hf_prompt_dataset import file_row_refs
 from lightrft.adapters.datasets.multimodal_rows import media_content
 from lightrft.adapters.datasets.prompt_rows import RowRef, RowSpec, multimodal_of
@@ -198,8 +198,9 @@ def load_preferences(
 ) -> tuple[list[PreferencePair], int]:
     """Pairs from a jsonl / json / parquet file (or ``save_to_disk`` directory)."""
     spec = spec or PreferenceSpec()
-    refs, bad_lines = file_row_refs(path, spec.on_bad_row)  # bad lines are skipped rows too
-    pairs, skipped = preference_pairs(refs, renderer, spec)
+    deferred: list[BadRowError] = []  # named with the bad rows, in one error
+    refs, bad_lines = file_row_refs(path, spec.on_bad_row, bad_lines=deferred)
+    pairs, skipped = with_bad_lines(deferred, lambda: preference_pairs(refs, renderer, spec))
     return pairs, skipped + bad_lines
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
+from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows, with_bad_lines
 from lightrft.adapters.datasets.chat_check import check_chat
 from lightrft.adapters.datasets.chat_media import (
     MediaExpander,
@@ -113,17 +113,23 @@ def load_sft_dataset(
         raise ValueError("paths must name at least one file or directory")
 
     spec = spec or SftRowSpec()
-    tables = [read_table(file, split=split, on_bad_row=spec.on_bad_row) for file in files]
+    tables = [
+        read_table(file, split=split, on_bad_row=spec.on_bad_row, defer_bad_lines=True)
+        for file in files
+    ]
 
     def refs() -> Iterator[RowRef]:
         for file, table in zip(files, tables, strict=True):
             for index, row in enumerate(table.rows):
-                where = f"{file} row {index}"
+                where = table.where(file, index)
                 base = file if file.is_dir() else file.parent
                 yield RowRef(uid=f"{file.stem}:{index}", where=where, row=row, base_dir=base)
 
-    built = build_sft_examples(
-        refs(), tokenizer, spec=spec, prompt_format=prompt_format, media=media
+    built = with_bad_lines(
+        [error for table in tables for error in table.bad_lines],
+        lambda: build_sft_examples(
+            refs(), tokenizer, spec=spec, prompt_format=prompt_format, media=media
+        ),
     )
     lines = sum(table.skipped_lines for table in tables)  # bad lines are skipped rows too
     stats = replace(

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
+from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows, with_bad_lines
 from lightrft.adapters.datasets.hf_prompt_dataset import file_row_refs
 from lightrft.adapters.datasets.multimodal_rows import media_content
 from lightrft.adapters.datasets.prompt_rows import RowRef, RowSpec, multimodal_of
@@ -184,8 +184,9 @@ def load_step_rows(
 ) -> tuple[list[StepLabelledExample], int]:
     """Step-labelled rows from a jsonl / json / parquet file (or ``save_to_disk`` directory)."""
     spec = spec or StepRowSpec()
-    refs, bad_lines = file_row_refs(path, spec.on_bad_row)
-    rows, skipped = step_rows(refs, renderer, spec)
+    deferred: list[BadRowError] = []  # named with the bad rows, in one error
+    refs, bad_lines = file_row_refs(path, spec.on_bad_row, bad_lines=deferred)
+    rows, skipped = with_bad_lines(deferred, lambda: step_rows(refs, renderer, spec))
     return rows, skipped + bad_lines
 
 

@@ -15,6 +15,7 @@ weights are dense, and then refuses ``save_pretrained`` and training;
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -27,6 +28,7 @@ from lightrft.adapters.hf.attention_choice import AttnImplementation, check_attn
 from lightrft.adapters.hf.causal_lm_head import check_causal_lm_head
 from lightrft.adapters.hf.model_files import (
     ModelFilesError,
+    check_model_config,
     check_model_directory,
     check_tokenizer_directory,
 )
@@ -83,6 +85,11 @@ def resolve_source(source: str | Path) -> ModelSource:
             raise FileNotFoundError(f"GGUF file {path} does not exist")
         return ModelSource(str(path.parent), gguf_file=path.name)
     if path.is_dir():
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise ModelFilesError(
+                f"model directory {path} cannot be read (permission denied): make it readable "
+                f"(chmod -R u+rX {path}) or run as a user who may read it"
+            )
         if (path / "snapshots").is_dir():
             return ModelSource(str(_hub_cache_snapshot(path)))
         return ModelSource(str(path))
@@ -115,6 +122,7 @@ def load_tokenizer(
     """The tokenizer of ``source``, left-padding, with a pad token (EOS if it had none)."""
     src = resolve_source(source)
     if src.gguf_file is None and Path(src.name_or_path).is_dir():
+        check_model_config(Path(src.name_or_path) / "config.json")
         check_tokenizer_directory(Path(src.name_or_path))
     tokenizer = AutoTokenizer.from_pretrained(
         src.name_or_path,

@@ -3,6 +3,7 @@
 - Only safetensors are loaded. A directory holding pickled weights only (``*.bin``, ``*.pt``,
   ``*.pth``, ``*.ckpt``) is refused with the reason (unpickling runs code) and the one-line
   conversion to safetensors.
+- ``config.json``, when there is one, must be a JSON object (named otherwise).
 - Each safetensors file's header is read (not its data): a file too short for its header, a
   header that is not JSON, or tensor data that ends past the end of the file (a truncated
   copy) is reported by name, with the advice to export it again. A sharded model's index
@@ -29,6 +30,7 @@ class ModelFilesError(ValueError):
 def check_model_directory(directory: Path) -> None:
     """Raises :class:`ModelFilesError` for the problems listed in the module docstring."""
     directory = Path(directory)
+    check_model_config(directory / "config.json")
     safetensors = sorted(directory.glob("*.safetensors"))
     if not safetensors:
         pickled = sorted(p.name for p in directory.iterdir() if p.suffix in PICKLE_SUFFIXES)
@@ -43,6 +45,23 @@ def check_model_directory(directory: Path) -> None:
     index = directory / INDEX_FILE
     if index.is_file():
         _check_index(index)
+
+
+def check_model_config(path: Path) -> None:
+    """A ``config.json`` that is not a JSON object is refused naming the file (transformers'
+    own message is not a model-files error)."""
+    if not path.is_file():
+        return
+    try:
+        config = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ModelFilesError(f"{path} is not UTF-8 text (byte {error.start})") from None
+    except (ValueError, RecursionError) as error:
+        raise ModelFilesError(
+            f"{path} is not valid JSON ({error}); restore the model's config.json"
+        ) from None
+    if not isinstance(config, dict):
+        raise ModelFilesError(f"{path} holds a JSON {type(config).__name__}, not an object")
 
 
 def check_safetensors_file(path: Path) -> None:

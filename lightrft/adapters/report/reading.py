@@ -15,17 +15,28 @@ Series = list[tuple[int, float]]
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The objects of ``path``, one per line; a broken *last* line is dropped.
+    """The objects of ``path``, one per line; a broken *last* line is dropped (the line
+    being written when the run died: cut JSON, or bytes cut inside a UTF-8 character).
 
-    Raises ``ValueError`` naming the file and line for a broken line elsewhere.
+    Raises ``ValueError`` naming the file and line (``FILE:N``, from 1, as an editor counts) for a
+    broken line elsewhere: not UTF-8, not JSON, not an object with a ``step``.
     """
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    raw_lines = path.read_bytes().splitlines()
+    last = max((n for n, raw in enumerate(raw_lines, start=1) if raw.strip()), default=0)
     records: list[dict[str, Any]] = []
-    for number, line in enumerate(lines, start=1):
+    for number, raw in enumerate(raw_lines, start=1):
+        if not raw.strip():
+            continue
         try:
-            record = json.loads(line)
+            record = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            if number == last:
+                break
+            raise ValueError(
+                f"{path}:{number} is not UTF-8 text (byte {error.start} of the line)"
+            ) from None
         except json.JSONDecodeError as error:
-            if number == len(lines):
+            if number == last:
                 break  # the line being written when the run died
             raise ValueError(f"{path}:{number} is not valid JSON: {error}") from error
         if not isinstance(record, dict) or "step" not in record:

@@ -48,6 +48,9 @@ class SampleFilter:
 def read_samples(run_dir: Path) -> list[dict[str, Any]]:
     """The rows of ``run_dir/samples.jsonl``; a clear error when there is none."""
     path = Path(run_dir) / SAMPLES_FILE
+    if not Path(run_dir).is_dir():
+        what = "is not a directory" if Path(run_dir).exists() else "does not exist"
+        raise FileNotFoundError(f"run directory {run_dir} {what}")
     if not path.is_file():
         raise FileNotFoundError(f"no {SAMPLES_FILE} in {run_dir}: the run logged no samples")
     return read_jsonl(path)

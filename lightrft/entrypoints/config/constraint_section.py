@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from lightrft.domain.constraints import CostLimit
+from lightrft.domain.cost_limit import CostLimit
 from lightrft.entrypoints.config.base import Section
 from lightrft.entrypoints.field_copy import params_from
 

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 
 from lightrft.application import params as service
 from lightrft.application.off_policy_params import OffPolicyParams
-from lightrft.domain.advantages import AdvantageParams
-from lightrft.domain.policy_losses import PolicyLossParams
-from lightrft.domain.types import OptimizerParams, SamplingParams
+from lightrft.domain.advantage_params import AdvantageParams
+from lightrft.domain.optimizer_params import OptimizerParams
+from lightrft.domain.policy_loss_params import PolicyLossParams
+from lightrft.domain.sampling_params import SamplingParams
 
 SECTION_PARAMETERS: Mapping[str, tuple[type, ...]] = {
     "algorithm": (service.AlgorithmParams, AdvantageParams, PolicyLossParams),

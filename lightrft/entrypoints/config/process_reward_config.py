@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from lightrft.domain.process_rewards import STEP_AGGREGATIONS
+from lightrft.domain.algorithm_registries import STEP_AGGREGATIONS
 from lightrft.entrypoints.config.components import (
     REWARD_SOURCE_CONFIGS,
     RewardSourceSection,

@@ -8,13 +8,14 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from lightrft.application import params as service_params
-from lightrft.application.cycle import CycleSettings
-from lightrft.application.reward_failures import RewardFailurePolicy
-from lightrft.application.source_scoring import SourceConcurrency
-from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageParams
-from lightrft.domain.policy_losses import POLICY_LOSSES
-from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_CAP
-from lightrft.domain.types import OptimizerParams, SamplingParams
+from lightrft.application.cycle_settings import CycleSettings
+from lightrft.application.reward_failure_policy import RewardFailurePolicy
+from lightrft.application.source_concurrency import SourceConcurrency
+from lightrft.domain.advantage_params import AdvantageParams
+from lightrft.domain.algorithm_registries import ADVANTAGE_ESTIMATORS, POLICY_LOSSES
+from lightrft.domain.correction_modes import DEFAULT_CORRECTION_CAP
+from lightrft.domain.optimizer_params import OptimizerParams
+from lightrft.domain.sampling_params import SamplingParams
 from lightrft.entrypoints.config.components import ComponentSection
 from lightrft.entrypoints.config.model_modality import media_keys_problem, requested_modality
 from lightrft.entrypoints.config.reward_recipes import recipe_book, recipe_sections

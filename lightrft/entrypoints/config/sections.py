@@ -16,11 +16,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from lightrft.application.off_policy_params import OffPolicyParams
-from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS
-from lightrft.domain.aggregation import AggMode
-from lightrft.domain.kl import KL_CONTROLLERS, KL_ESTIMATORS
-from lightrft.domain.policy_losses import POLICY_LOSSES
-from lightrft.domain.rollout_correction import DEFAULT_CORRECTION_MODE, CorrectionMode
+from lightrft.domain.agg_modes import AggMode
+from lightrft.domain.algorithm_registries import (
+    ADVANTAGE_ESTIMATORS,
+    KL_CONTROLLERS,
+    KL_ESTIMATORS,
+    POLICY_LOSSES,
+)
+from lightrft.domain.correction_modes import DEFAULT_CORRECTION_MODE, CorrectionMode
 from lightrft.entrypoints.config import (
     agent_configs,
     engine_configs,

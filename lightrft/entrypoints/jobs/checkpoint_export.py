@@ -19,7 +19,6 @@ model directory is written atomically (complete or absent), a full disk ends in
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from lightrft.entrypoints.run_dir.directory import (
     set_aside_path,
 )
 from lightrft.entrypoints.run_dir.output_target import check_output_directory
+from lightrft.entrypoints.run_dir.write_advice import state_bytes, write_failure_advice
 
 log = structlog.get_logger(__name__)
 STRATEGY_KEYS = ("policy_strategy", "strategy")  # RL cycle, single-model trainers (SFT)
@@ -91,7 +91,7 @@ def export_checkpoint(
     try:
         replace_directory(out, lambda tmp: _write(policy, state, tmp), previous_to=aside)
     except OSError as error:
-        raise ExportWriteError(_write_failure(out, error)) from error
+        raise ExportWriteError(_write_failure(out, error, state_bytes(state))) from error
     if aside is not None:
         log.warning("checkpoints.previous_output_moved", directory=str(out), to=str(aside))
     log.info("checkpoints.exported", step=step, directory=str(out), ranks=len(stores))
@@ -124,15 +124,11 @@ def _write(policy: ExportablePolicy, state: dict[str, Tensor], directory: Path) 
         policy.export_adapter(directory / "adapter", state=state)
 
 
-def _write_failure(out: Path, error: OSError) -> str:
-    try:
-        free = f"{shutil.disk_usage(out.resolve().parent).free / 2**30:.1f} GiB free there"
-    except OSError:
-        free = "free space unknown"
+def _write_failure(out: Path, error: OSError, needed: int) -> str:
     return (
-        f"cannot write the exported model to {out} ({error.strerror or error}; {free}); "
-        "nothing half-written was left there and the run directory is untouched: free some "
-        "space (or choose another --out), then run the same command again"
+        f"cannot write the exported model to {out} ({write_failure_advice(out, error, needed)});"
+        " nothing half-written was left there and the run directory is untouched; then run "
+        "the same command again"
     )
 
 

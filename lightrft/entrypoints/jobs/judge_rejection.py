@@ -12,12 +12,18 @@
    (``<out>.summary.json``: pairs, samples, kept, acceptance rate).
 4. With ``--sft RUN_DIR``, ``lightrft sft``'s job trains ``--model`` on those rows
    (``key=value`` overrides go to its config: ``sft.total_steps=...``, ``optim.lr=...``).
+
+Like every writer, it keeps out of other runs: ``--out`` inside a run directory (or inside
+``RUN_DIR``) is refused before the model loads, and ``RUN_DIR``'s lock is held from the
+start (a run using it is refused at once, not after the sampling), handed to the SFT job
+when it starts.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +41,8 @@ from lightrft.domain.types import PromptRecord, SamplingParams
 from lightrft.entrypoints.config.loading import load_sft_config
 from lightrft.entrypoints.jobs.sft import sft
 from lightrft.entrypoints.roots.judge_sampling import JudgeSampler, judge_sampler
+from lightrft.entrypoints.run_dir.directory import RunDirectoryLock
+from lightrft.entrypoints.run_dir.output_target import check_output_file
 
 log = structlog.get_logger(__name__)
 
@@ -94,6 +102,28 @@ def rejection_sample_judgements(
     tokenizer and engine (None: the HF engine over ``options.model``)."""
     if options.n < 1:
         raise ValueError(f"--n must be >= 1, got {options.n}")
+    check_output_file(options.out, "--out", run_dir=options.sft_run_dir)
+    with _held(options.sft_run_dir) if options.sft_run_dir else nullcontext():
+        summary = _sample(options, sampler)
+    if options.sft_run_dir is not None:
+        summary["sft"] = _train(options)
+    return summary
+
+
+@contextmanager
+def _held(run_dir: Path) -> Iterator[None]:
+    """``run_dir``'s lock while the judgements are sampled (refused at once if a run holds
+    it); released for the SFT job, which takes it for the run."""
+    lock = RunDirectoryLock(run_dir)
+    lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _sample(options: RejectionSampleOptions, sampler: JudgeSampler | None) -> dict[str, Any]:
+    """Steps 1-3 of the module docstring; returns the summary."""
     sampler = sampler or judge_sampler(
         options.model, modality=options.modality, dtype=options.dtype
     )
@@ -126,9 +156,7 @@ def rejection_sample_judgements(
     summary = _summary(options, result, len(records), skipped)
     summary_path = options.out.with_name(options.out.name + ".summary.json")
     summary_path.write_text(json.dumps(summary, indent=2) + "\n")
-    log.info("rejection_sample.done", **{k: v for k, v in summary.items() if k != "sft"})
-    if options.sft_run_dir is not None:
-        summary["sft"] = _train(options)
+    log.info("rejection_sample.done", **summary)
     return summary
 
 

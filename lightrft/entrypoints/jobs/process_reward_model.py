@@ -181,6 +181,7 @@ def train_process_reward_model(options: PrmTrainOptions) -> dict[str, Any]:
                     lambda tmp: prm.export_hf(tmp, state=state),
                     kept,
                     options.next_command,
+                    state=state,
                 )
             )
             summary["reward_source"] = {

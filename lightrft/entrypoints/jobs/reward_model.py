@@ -270,6 +270,7 @@ def _train_in(
                 lambda tmp: rm.export_hf(tmp, state=state, normalization=normalization),
                 kept,
                 options.next_command,
+                state=state,
             )
         )
         (out / "summary.json").write_text(json.dumps(summary, indent=2))

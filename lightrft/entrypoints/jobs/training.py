@@ -183,7 +183,11 @@ def export_policy(
     if main:
         command = next_command or NextCommand()
         write_final(
-            paths["final_model"], lambda tmp: policy.export_hf(tmp, state=state), kept, command
+            paths["final_model"],
+            lambda tmp: policy.export_hf(tmp, state=state),
+            kept,
+            command,
+            state=state,
         )
         if "final_adapter" in paths:
             write_final(

@@ -6,16 +6,17 @@
 2. :func:`write_final` (the writing rank): the model goes to a temporary sibling directory
    that is renamed over the target (:func:`replace_directory`), so the target is complete
    or as it was. An ``OSError`` (a full disk) becomes :class:`ExportFailedError`: one
-   message with the cause, the checkpoint that holds the trained state (only one that
-   exists), and the command to run next.
+   message with the cause and advice for that path (:mod:`write_advice`: the filesystem,
+   the space the model needs and the space free), the checkpoint that holds the trained
+   state (only one that exists), and the command to run next.
 """
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -23,6 +24,7 @@ from lightrft.adapters.checkpoint import CheckpointWriteError
 from lightrft.adapters.checkpoint.directory_swap import replace_directory
 from lightrft.domain.ports import CheckpointStore
 from lightrft.entrypoints.next_command import NextCommand
+from lightrft.entrypoints.run_dir.write_advice import state_bytes, write_failure_advice
 
 log = structlog.get_logger(__name__)
 
@@ -78,27 +80,36 @@ class FinalState:
 
 
 def write_final(
-    target: Path, write: Callable[[Path], object], kept: KeptState, next_command: NextCommand
+    target: Path,
+    write: Callable[[Path], object],
+    kept: KeptState,
+    next_command: NextCommand,
+    *,
+    state: Mapping[str, Any] | None = None,
 ) -> Path:
     """``write(directory)`` into ``target`` atomically; raises :class:`ExportFailedError`
-    (the cause, what is kept, what to run) when the writing fails with an ``OSError``."""
+    (the cause with advice for that path, what is kept, what to run) when the writing fails
+    with an ``OSError``. ``state``: the tensors written (for the space the model needs)."""
     try:
         replace_directory(target, write)
     except OSError as error:
-        raise ExportFailedError(_failure(target, error, kept, next_command)) from error
+        needed = state_bytes(state) if state is not None else None
+        raise ExportFailedError(_failure(target, error, needed, kept, next_command)) from error
     log.info("export.done", directory=str(target))
     return target
 
 
-def _failure(target: Path, error: OSError, kept: KeptState, next_command: NextCommand) -> str:
+def _failure(
+    target: Path, error: OSError, needed: int | None, kept: KeptState, next_command: NextCommand
+) -> str:
     head = (
-        f"cannot write the final model to {target} ({type(error).__name__}: {error}; "
-        f"{_free(target.parent)}); nothing half-written was left there"
+        f"cannot write the final model to {target} "
+        f"({write_failure_advice(target, error, needed)}); nothing half-written was left there"
     )
     if kept.step is not None:
         return (
             f"{head}. The trained state is kept in the checkpoint of step {kept.step} in "
-            f"{kept.where}. Fix the cause (free some space), then run: {next_command.resume()}"
+            f"{kept.where}. Fix the cause, then run: {next_command.resume()}"
         )
     if kept.newest is not None:
         return (
@@ -111,10 +122,3 @@ def _failure(target: Path, error: OSError, kept: KeptState, next_command: NextCo
         f"{head}, and no checkpoint could be written either: there is none, so this run's "
         f"training is lost. Fix the cause, then start again: {next_command.start_over()}"
     )
-
-
-def _free(directory: Path) -> str:
-    try:
-        return f"{shutil.disk_usage(directory).free / 2**30:.1f} GiB free there"
-    except OSError:
-        return "free space unknown"

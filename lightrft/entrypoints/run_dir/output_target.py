@@ -1,5 +1,6 @@
-"""Where a verb may write a directory of its own output (``checkpoints export --out``):
-never into a run directory, never over a directory that holds something unless told.
+"""Where a verb may write a directory of its own output (``checkpoints export --out``), or a
+file (``rm rejection-sample --out``): never into a run directory, never over a directory
+that holds something unless told.
 
 :func:`check_output_directory` refuses, in one line naming both paths, an output that is a
 run directory, lies inside one, or holds one (replacing it would replace the run: its
@@ -56,3 +57,20 @@ def check_output_directory(out: Path, run_dir: Path, flag: str, *, force: bool) 
             f"move what it holds aside to {out.name}.old-<UTC time> (nothing is deleted)"
         )
     return occupied
+
+
+def check_output_file(out: Path, flag: str, *, run_dir: Path | None = None) -> None:
+    """Refuses ``out``, a file a job writes (with files beside it), inside a run directory
+    (one with the run markers, or ``run_dir``: the run the job starts next, which would then
+    hold files no run wrote), naming both paths."""
+    target = out.resolve()
+    for place in target.parents:
+        if (run_dir is not None and place == run_dir.resolve()) or (
+            place.is_dir() and is_run_directory(place)
+        ):
+            raise RunDirectoryError(
+                f"{flag} {out} is inside the run directory {place}: writing there would mix "
+                "this job's files into that run's; choose a path outside every run directory"
+            )
+    if target.is_dir():
+        raise RunDirectoryError(f"{flag} {out} is a directory; expected a file path")

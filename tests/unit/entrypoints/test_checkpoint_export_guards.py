@@ -117,6 +117,7 @@ def test_a_full_disk_ends_in_one_line(
     with pytest.raises(ExportWriteError, match="No space left") as info:
         export_checkpoint(run, tmp_path / "out")
     assert "\n" not in str(info.value) and "run the same command again" in str(info.value)
+    assert "the model needs about" in str(info.value) and " free" in str(info.value)
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.tmp-*"))
     code = main(["checkpoints", "export", str(run), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err

@@ -222,3 +222,18 @@ def test_a_reward_model_path_is_one_scalar_reward_model() -> None:
     config = load_config(overrides=["--reward_pretrain", "/models/rm"])
     assert [s.model_dump()["path"] for s in config.reward.sources] == ["/models/rm"]
     assert config.reward.sources[0].type == "scalar_rm"
+
+
+@pytest.mark.parametrize("flag", ["--bf16", "--flash_attn", "--adam_offload"])
+def test_value_switches_take_false_too(flag: str) -> None:
+    """EC LF17: ``--bf16=false``, ``--flash_attn=false`` and ``--adam_offload=false`` were
+    refused (the value False reached dtype, attn_implementation and cpu_offload): each
+    means the switch is off, the same config as without it."""
+    default = load_config(overrides=[])
+    for spelling in ([f"{flag}=false"], [flag, "false"]):
+        off = load_config(overrides=spelling)
+        assert off.model.dtype == default.model.dtype
+        assert off.model.attn_implementation == default.model.attn_implementation
+        assert off.backend.model_dump() == default.backend.model_dump()
+    on = load_config(overrides=[flag])
+    assert on.model_dump() != default.model_dump()

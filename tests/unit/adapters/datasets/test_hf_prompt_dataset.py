@@ -292,3 +292,42 @@ def test_many_bad_lines_list_the_first_twenty_then_a_count(tmp_path: Path) -> No
     assert lines[0] == "25 bad rows:" and len(lines) == 1 + MAX_LISTED + 1
     assert "many.jsonl line 2 " in lines[1] and "many.jsonl line 21 " in lines[MAX_LISTED]
     assert lines[-1] == "  ... and 5 more"
+
+
+def test_bad_lines_and_bad_rows_are_named_in_one_message_and_skip_skips_both(
+    tmp_path: Path,
+) -> None:
+    """EC D20 (mixed_bad.jsonl): lines that do not parse and rows that parse but miss a key
+    were reported in two rounds (the schema-bad rows only once the lines were fixed)."""
+    path = tmp_path / "mixed_bad.jsonl"
+    path.write_bytes(
+        b'{"prompt": "What is 2+2?", "reference": "4"}\n'  # line 1: good
+        b"{oops\n"  # line 2: not JSON
+        b'{"prompt": "no reference"}\n'  # line 3: row 1, no reference
+        b"\xff\n"  # line 4: not UTF-8
+        b'{"prompt": "   ", "reference": "1"}\n'  # line 5: row 2, empty prompt
+        b'{"prompt": "What is 3+4?", "reference": "7"}\n'  # line 6: good
+    )
+    with pytest.raises(BadRowError) as caught:
+        build(path, tmp_path)
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "4 bad rows:"
+    assert lines[1].startswith(f"  {path} line 2 is not valid JSON")
+    assert lines[2].startswith(f"  {path} line 4 is not UTF-8 text")
+    assert lines[3] == (
+        f"  {path} row 1 (line 3): no value (null or absent in this row) for key 'reference'"
+    )
+    assert lines[4] == f"  {path} row 2 (line 5): empty prompt in 'prompt'"
+    dataset = build(path, tmp_path, spec=RowSpec(on_bad_row="skip"))
+    assert [dataset[i].reference for i in range(len(dataset))] == ["4", "7"]
+    assert dataset.stats.rows == 6 and dataset.stats.skipped_bad_rows == 4
+
+
+def test_a_file_of_bad_lines_only_names_them_all(tmp_path: Path) -> None:
+    path = tmp_path / "all_bad.jsonl"
+    path.write_text("oops\n[1]\n")
+    with pytest.raises(BadRowError) as caught:
+        build(path, tmp_path)
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "2 bad rows:" and "line 1 is not valid JSON" in lines[1]
+    assert "line 2 is a JSON array, not an object" in lines[2]

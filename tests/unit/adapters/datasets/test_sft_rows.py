@@ -101,3 +101,20 @@ def test_jsonl_parquet_and_saved_dataset_give_the_same_examples(tmp_path: Path) 
     loaded = [load_sft_dataset(p, tok) for p in (jsonl, tmp_path / "d.parquet", tmp_path / "saved")]
     key = [[(e.prompt_ids, e.response_ids, e.loss_mask) for e in ds] for ds in loaded]
     assert key[0] == key[1] == key[2] and len(key[0]) == 3
+
+
+def test_a_files_bad_lines_and_bad_rows_are_named_together(tmp_path: Path) -> None:
+    """EC D20 for SFT files: the row without a completion is named with the line that is
+    not JSON, in one message; skip mode skips both."""
+    path = tmp_path / "sft.jsonl"
+    path.write_text(
+        '{"prompt": "ok", "completion": "ok"}\n{oops\n{"prompt": "x"}\n'
+        '{"prompt": "q", "completion": "a"}\n'
+    )
+    with pytest.raises(BadRowError) as info:
+        load_sft_dataset(path, tiny_tokenizer())
+    lines = str(info.value).splitlines()
+    assert lines[0] == "2 bad rows:" and lines[1].startswith(f"  {path} line 2 is not valid")
+    assert lines[2] == f"  {path} row 1 (line 3): expected a non-empty string in 'completion'"
+    skipped = load_sft_dataset(path, tiny_tokenizer(), spec=SftRowSpec(on_bad_row="skip"))
+    assert len(skipped) == 2 and skipped.stats.skipped_bad_rows == 2

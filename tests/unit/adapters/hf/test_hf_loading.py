@@ -208,3 +208,36 @@ def test_real_default_model_converts_and_generates(
         [PromptRecord("q", "", tuple(ids))], SamplingParams(temperature=0, max_new_tokens=16)
     )
     assert "4" in out[0].text
+
+
+def test_a_config_json_that_is_not_json_is_a_model_files_error(
+    saved_dir: Path, tmp_path: Path
+) -> None:
+    """EC M15: transformers' own message, exit 1 (model files are bad input: exit 2)."""
+    import shutil
+
+    from lightrft.adapters.hf import load_tokenizer
+    from lightrft.adapters.hf.model_files import ModelFilesError
+
+    broken = tmp_path / "m"
+    shutil.copytree(saved_dir, broken)
+    (broken / "config.json").write_text("{not json")
+    with pytest.raises(ModelFilesError, match=f"^{broken / 'config.json'} is not valid JSON"):
+        load_tokenizer(broken)
+    (broken / "config.json").write_text("[1, 2]")
+    with pytest.raises(ModelFilesError, match="holds a JSON list, not an object"):
+        load_tokenizer(broken)
+
+
+def test_an_unreadable_model_directory_is_named(
+    saved_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EC M19: a directory without read permission was reported as a missing
+    '<dir>/snapshots' (a hub-cache lookup). Root reads everything, so the permission check
+    is what is simulated here."""
+    from lightrft.adapters.hf import loading
+    from lightrft.adapters.hf.model_files import ModelFilesError
+
+    monkeypatch.setattr(loading.os, "access", lambda path, mode: Path(path) != saved_dir)
+    with pytest.raises(ModelFilesError, match=f"model directory {saved_dir} cannot be read"):
+        loading.resolve_source(saved_dir)
