@@ -102,6 +102,10 @@ class Completion:
 
     ``token_versions`` (partial rollouts, :mod:`lightrft.domain.partial_rollout`) is the
     policy version that sampled each token (``None``: one version, the batch's).
+
+    ``multimodal``: the row's media payload when its tokens hold media of their own (an
+    episode whose observations returned images: the prompt's media then the observations');
+    ``None``: the prompt's payload is the row's.
     """
 
     prompt_index: int
@@ -112,6 +116,7 @@ class Completion:
     loss_mask: tuple[int, ...] | None = None
     episode: Episode | None = None
     token_versions: tuple[int, ...] | None = None
+    multimodal: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         for name in ("logprobs", "loss_mask", "token_versions"):
