@@ -99,6 +99,12 @@ class _PrefillCounter:
             self.tokens += sum(len(p.prompt_token_ids) for p in prompts)
         return self.engine.generate(prompts, sampling)
 
+    def generate_turns(self, prompts: Any, sampling: Any, episodes: Any) -> Any:
+        return self.generate(prompts, sampling)  # no episode cache on this side
+
+    def release_episodes(self, episodes: Any) -> None:
+        pass
+
 
 def run_side(name: str, prompts: int, tokens: int, threads: int) -> dict[str, Any]:
     """One side, in this process."""
@@ -125,7 +131,10 @@ def run_side(name: str, prompts: int, tokens: int, threads: int) -> dict[str, An
     )
     source = arithmetic_prompts(64, seed=10_000, tokenizer=tokenizer)
     batch = [source[i] for i in range(prompts)]
-    sampling = SamplingParams(n=1, max_new_tokens=tokens, temperature=1.0, seed=0)
+    # a turn ends at its first sentence (or EOS), so episodes go on for 3 turns
+    sampling = SamplingParams(
+        n=1, max_new_tokens=tokens, temperature=1.0, seed=0, stop_strings=(".", "\n")
+    )
     agent.generate(batch[:1], SamplingParams(n=1, max_new_tokens=2, seed=0))  # warm-up
     if name == "hf-cache":
         engine.episode_caches.stats.prefill_tokens = 0
