@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Literal
+from typing import Any, Literal
 
 import structlog
 
@@ -41,7 +41,15 @@ from lightrft.application.env_answers import (
 from lightrft.application.env_failures import EnvironmentFailureMonitor
 from lightrft.application.episode_state import EpisodeLimits, EpisodeState
 from lightrft.application.params import AgentParams
-from lightrft.domain.agent import AgentTimeoutError, EnvironmentFactory, StepOutcome, TurnRenderer
+from lightrft.domain.agent import (
+    AgentTimeoutError,
+    EnvironmentFactory,
+    EpisodeTurnEngine,
+    MediaTurnRenderer,
+    ObservationMediaError,
+    StepOutcome,
+    TurnRenderer,
+)
 from lightrft.domain.ports import RolloutEngine
 from lightrft.domain.trajectory import EndReason
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
@@ -71,6 +79,7 @@ class AgentRolloutEngine(EngineWrapper):
         self.engine, self.environments, self.renderer = engine, environments, renderer
         self.params = params
         self.generate_calls = 0  # inner-engine batches of the last generate()
+        self._rollouts = 0  # generate() calls so far (names the episodes' cache handles)
         self.failures = EnvironmentFailureMonitor(
             params.environment,
             enabled=params.stop_on_env_failures,
@@ -108,6 +117,7 @@ class AgentRolloutEngine(EngineWrapper):
         )
         calls: CallPool[tuple[int, CallKind]] = CallPool("environment")
         self.generate_calls = 0
+        self._rollouts += 1
         try:
             for e in episodes:
                 self._start(calls, e, "reset")
@@ -121,6 +131,8 @@ class AgentRolloutEngine(EngineWrapper):
                     ready = self._receive(episodes, results, expired)
         finally:
             self._close_all(episodes)
+            if isinstance(self.engine, EpisodeTurnEngine):  # their KV caches, if any
+                self.engine.release_episodes([self._handle(e) for e in episodes])
         log.debug(
             "agent.rollout.done",
             episodes=len(episodes),
@@ -158,7 +170,12 @@ class AgentRolloutEngine(EngineWrapper):
         for budget, group in by_budget.items():
             inputs = [e.next_input() for e in group]
             self.generate_calls += 1
-            completions = self.engine.generate(inputs, replace(sampling, max_new_tokens=budget))
+            turn_sampling = replace(sampling, max_new_tokens=budget)
+            if isinstance(self.engine, EpisodeTurnEngine):
+                handles = [self._handle(e) for e in group]
+                completions = self.engine.generate_turns(inputs, turn_sampling, handles)
+            else:
+                completions = self.engine.generate(inputs, turn_sampling)
             for e, completion in zip(group, completions, strict=True):
                 e.add_turn(completion)
                 if e.end_reason is not None:  # its environment failed to reset: one turn
@@ -168,6 +185,10 @@ class AgentRolloutEngine(EngineWrapper):
                     e.end("token_budget" if capped else "length")
                 else:
                     self._start(calls, e, "step")
+
+    def _handle(self, e: EpisodeState) -> str:
+        """The episode's handle for an engine that keeps state between its turns."""
+        return f"{id(self):x}/{self._rollouts}/{e.index}"
 
     def _receive(
         self,
@@ -255,11 +276,19 @@ class AgentRolloutEngine(EngineWrapper):
             e.end("deadline")
         else:
             too_long = observation_chars_problem(outcome, e.limits.max_observation_tokens)
-            ids = (
-                ()
-                if too_long
-                else self.renderer.observation_ids(outcome.observation, e.segments[-1].token_ids)
-            )
+            try:
+                ids, media = ((), None) if too_long else self._render(e, outcome)
+            except ObservationMediaError as error:
+                log.warning(
+                    "agent.env_invalid",
+                    environment=self.params.environment,
+                    episode=e.index,
+                    call="step",
+                    problem=str(error),
+                )
+                e.count("env_invalid_answers")
+                e.end("env_invalid")
+                return
             if too_long is None and len(ids) > e.limits.max_observation_tokens:
                 too_long = (
                     f"observation of {len(ids)} tokens, more than "
@@ -278,8 +307,25 @@ class AgentRolloutEngine(EngineWrapper):
             if budget is not None and e.response_tokens + len(ids) >= budget:
                 e.end("token_budget")
                 return
-            e.add_observation(ids, self.renderer.decode(ids))
+            e.add_observation(ids, self.renderer.decode(ids), media)
             ready.append(e)
+
+    def _render(self, e: EpisodeState, outcome: StepOutcome) -> tuple[tuple[int, ...], Any]:
+        """The observation's ids, and the episode's media with its images (``None``: it has
+        none). Images for a renderer that reads text only are a configuration error."""
+        generated = e.segments[-1].token_ids
+        if not any(m.images for m in outcome.observation):
+            return self.renderer.observation_ids(outcome.observation, generated), None
+        if not isinstance(self.renderer, MediaTurnRenderer):
+            raise ValueError(
+                f"environment {self.params.environment} returned an image in an observation, "
+                "but the policy reads text only; use a vision-language model "
+                "(model.modality=vision-language) or an environment that answers in text"
+            )
+        where = f"episode {e.prompt.uid}#{e.index}"
+        return self.renderer.observation_media(
+            outcome.observation, generated, e.current_media(), where
+        )
 
     def _close_all(self, episodes: list[EpisodeState]) -> None:
         """Closes every environment, each within ``step_timeout_s``; a close that fails or

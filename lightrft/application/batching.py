@@ -42,8 +42,9 @@ def build_rollout_tensors(
 ) -> RolloutTensors:
     """Pads ``completions`` (each answering ``prompts[c.prompt_index]``) into one batch.
 
-    Each row carries its prompt's multimodal payload (``SequenceBatch.multimodal``), so the
-    policy, the reference and the critic see the images / audio the engine saw.
+    Each row carries its prompt's multimodal payload (``SequenceBatch.multimodal``; the
+    completion's own when it has one: an episode's image observations), so the policy, the
+    reference and the critic see the images / audio the engine saw.
     """
     if not completions:
         raise ValueError("completions is empty; nothing to build")
@@ -76,7 +77,10 @@ def build_rollout_tensors(
             input_ids,
             attention_mask,
             response_mask,
-            multimodal=tuple(prompts[c.prompt_index].multimodal for c in completions),
+            multimodal=tuple(
+                prompts[c.prompt_index].multimodal if c.multimodal is None else c.multimodal
+                for c in completions
+            ),
         ),
         rollout_logprobs=logprobs if have_logprobs else None,
         response_lengths=lengths,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lightrft.domain.agent import Action, Environment, StepOutcome
+from lightrft.domain.modality import Payload
 from lightrft.domain.trajectory import EndReason, Episode, Segment, sum_counters
 from lightrft.domain.types import Completion, FinishReason, PromptRecord
 
@@ -44,6 +45,8 @@ class EpisodeState:
     counters: list[dict[str, float]] = field(default_factory=list)
     end_reason: EndReason | None = None
     last_action: Action | None = None  # the last model turn, for the environment
+    # (segments up to and including an observation with images, the media payload then)
+    media: list[tuple[int, Payload]] = field(default_factory=list)
 
     @property
     def turns(self) -> int:
@@ -73,9 +76,14 @@ class EpisodeState:
             prompt_text=first.prompt_text,
             prompt_token_ids=ids,
             reference=self.prompt.reference,
-            multimodal=first.multimodal,
+            multimodal=self.current_media(),
             metadata=first.metadata,
         )
+
+    def current_media(self) -> Payload:
+        """The media of the episode's context so far: the first input's, then every image an
+        observation brought."""
+        return self.media[-1][1] if self.media else (self.first_input or self.prompt).multimodal
 
     def add_turn(self, completion: Completion) -> Action:
         """Appends a generated turn (ids and log-probs as the engine gave them)."""
@@ -90,9 +98,14 @@ class EpisodeState:
         self.turn_rewards.append(float(outcome.reward))
         self.counters.append(dict(outcome.counters))
 
-    def add_observation(self, token_ids: tuple[int, ...], text: str) -> None:
-        """Appends an observation's rendered ids (never trained)."""
+    def add_observation(
+        self, token_ids: tuple[int, ...], text: str, media: Payload | None = None
+    ) -> None:
+        """Appends an observation's rendered ids (never trained); ``media``: the episode's
+        media payload with the observation's images appended."""
         self.segments.append(Segment(token_ids, text, False))
+        if media is not None:
+            self.media.append((len(self.segments), media))
 
     def count(self, key: str) -> None:
         """Adds 1 to the rollout's own counter ``key``."""
@@ -122,4 +135,11 @@ class EpisodeState:
             logprobs=episode.logprobs,
             loss_mask=episode.loss_mask,
             episode=episode,
+            multimodal=self._row_media(),
         )
+
+    def _row_media(self) -> Payload | None:
+        """The payload of the training row when observations brought images that are still
+        in the trajectory (``None``: the prompt's payload is the row's)."""
+        kept = [payload for end, payload in self.media if end <= len(self.segments)]
+        return kept[-1] if kept else None

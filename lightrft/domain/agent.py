@@ -18,11 +18,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from lightrft.domain.types import FinishReason, PromptRecord
+from lightrft.domain.modality import Payload
+from lightrft.domain.types import Completion, FinishReason, PromptRecord, SamplingParams
 
 
 class AgentTimeoutError(TimeoutError):
     """A wait on an environment or a tool ran past its deadline; the message names it."""
+
+
+class ObservationMediaError(ValueError):
+    """An observation's image cannot be used (not decodable, too large, an unknown kind);
+    the message names the episode and the image. The episode ends ``env_invalid``."""
 
 
 class ToolError(RuntimeError):
@@ -32,11 +38,18 @@ class ToolError(RuntimeError):
 
 @dataclass(frozen=True)
 class ChatMessage:
-    """One message of a conversation, as a chat template reads it."""
+    """One message of a conversation, as a chat template reads it.
+
+    ``images`` (an observation of a tool or environment that returns pictures): each a
+    decoded image (``PIL.Image``), encoded image bytes (PNG, JPEG ...) or a file path;
+    opaque here, decoded and bounded by the policy's renderer
+    (:class:`MediaTurnRenderer`). The template shows them before ``content``.
+    """
 
     role: str  # "user", "tool", "system", ...
     content: str
     name: str | None = None  # the tool's name for role "tool"
+    images: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -132,4 +145,41 @@ class TurnRenderer(Protocol):
 
     def decode(self, token_ids: Sequence[int]) -> str:
         """Text of ``token_ids`` (special tokens kept, for reports)."""
+        ...
+
+
+@runtime_checkable
+class EpisodeTurnEngine(Protocol):
+    """A rollout engine that can keep a multi-turn episode's state (its KV cache) between
+    the episode's turns; the multi-turn rollout uses it when the inner engine has it."""
+
+    def generate_turns(
+        self,
+        prompts: Sequence[PromptRecord],
+        sampling: SamplingParams,
+        episodes: Sequence[str | None],
+    ) -> list[Completion]:
+        """``generate`` with one episode handle per prompt (``sampling.n == 1``)."""
+        ...
+
+    def release_episodes(self, episodes: Sequence[str]) -> None:
+        """Drops what is held for ``episodes`` (they ended)."""
+        ...
+
+
+@runtime_checkable
+class MediaTurnRenderer(TurnRenderer, Protocol):
+    """A renderer for a policy that reads images: observations may carry them."""
+
+    def observation_media(
+        self,
+        messages: Sequence[ChatMessage],
+        generated: Sequence[int],
+        media: Payload,
+        where: str,
+    ) -> tuple[tuple[int, ...], Payload]:
+        """The observation's ids (as :meth:`TurnRenderer.observation_ids`, each image's
+        placeholder expanded to the positions it fills) and the episode's media payload
+        ``media`` with the observation's images appended (``where`` names the episode in
+        errors: an image that cannot be decoded or is too large)."""
         ...

@@ -102,12 +102,12 @@ class Episode:
     @property
     def token_ids(self) -> tuple[int, ...]:
         """The response ids: every segment's ids, in order. Length R."""
-        return tuple(t for s in self.segments for t in s.token_ids)
+        return joined_ids(self.segments)
 
     @property
     def loss_mask(self) -> tuple[int, ...]:
         """1 on generated tokens, 0 on observation tokens. Length R."""
-        return tuple(int(s.trained) for s in self.segments for _ in s.token_ids)
+        return joined_loss_mask(self.segments)
 
     @property
     def logprobs(self) -> tuple[float, ...] | None:
@@ -131,6 +131,16 @@ class Episode:
             if s.trained and s.token_ids:
                 ends.append(position - 1)
         return tuple(ends)
+
+
+def joined_ids(segments: Sequence[Segment]) -> tuple[int, ...]:
+    """Every segment's ids, in order."""
+    return tuple(t for s in segments for t in s.token_ids)
+
+
+def joined_loss_mask(segments: Sequence[Segment]) -> tuple[int, ...]:
+    """1 on the ids of trained segments, 0 on the others (aligned with :func:`joined_ids`)."""
+    return tuple(int(s.trained) for s in segments for _ in s.token_ids)
 
 
 def sum_counters(parts: Sequence[Mapping[str, float]]) -> dict[str, float]:

@@ -61,6 +61,10 @@ class Completion:
 
     ``token_versions`` (partial rollouts, :mod:`lightrft.domain.partial_rollout`) is the
     policy version that sampled each token (``None``: one version, the batch's).
+
+    ``multimodal``: the row's media payload when its tokens hold media of their own (an
+    episode whose observations returned images: the prompt's media then the observations');
+    ``None``: the prompt's payload is the row's.
     """
 
     prompt_index: int
@@ -74,6 +78,7 @@ class Completion:
     # the ids the response follows when they are not the request's prompt (a rollout-gateway
     # row: the prompt the agent's own first call rendered, lightrft/domain/gateway_calls.py)
     prompt_token_ids: tuple[int, ...] | None = None
+    multimodal: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.prompt_token_ids is not None and not self.prompt_token_ids:

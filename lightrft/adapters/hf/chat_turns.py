@@ -37,7 +37,12 @@ class TemplateNotPrefixStableError(ValueError):
 
 
 def _message(m: ChatMessage) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": m.role, "content": m.content}
+    """``m`` as a template reads it; with images, content parts (the images, then the text),
+    as vision-language templates take them."""
+    content: Any = m.content
+    if m.images:
+        content = [*({"type": "image"} for _ in m.images), {"type": "text", "text": m.content}]
+    out: dict[str, Any] = {"role": m.role, "content": content}
     if m.name is not None:
         out["name"] = m.name
     return out

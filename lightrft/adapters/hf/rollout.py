@@ -43,6 +43,15 @@ from transformers import DynamicCache, PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from lightrft.adapters.engine_parts.rollout_engine_base import GuardedGenerate
+from lightrft.adapters.hf.episode_cache import (
+    EpisodeKvStore,
+    HeldCache,
+    LayerKv,
+    fill_left_padded,
+    row_cache,
+    row_layers,
+    suffix_positions,
+)
 from lightrft.adapters.hf.fused_decode import (
     FusedDecodeMode,
     FusedDecoder,
@@ -52,7 +61,11 @@ from lightrft.adapters.hf.gqa_attention import gqa_decode_attention
 from lightrft.adapters.hf.logprobs import position_ids_from_mask, suppress_tokens
 from lightrft.adapters.hf.multimodal_inputs import MultimodalInputs
 from lightrft.adapters.hf.packed_linear import PackedLinears, packing_available
-from lightrft.adapters.hf.preallocated_cache import check_cache_fits, preallocated_cache
+from lightrft.adapters.hf.preallocated_cache import (
+    PreallocatedLayer,
+    check_cache_fits,
+    preallocated_cache,
+)
 from lightrft.adapters.hf.quantized_rollout import QuantizedTargets
 from lightrft.adapters.hf.stop_strings import StopStringMatcher
 from lightrft.adapters.hf.weights import ModelWeights, frozen_on
@@ -121,6 +134,9 @@ class HfRolloutEngine(GuardedGenerate):
             ``"auto"``: the same, logged at info level (``rollout.fused_decode_off``);
             ``"off"``: never. ``rollout.engine.fused_decode`` defaults to auto; this
             constructor to ``"off"``.
+        episode_cache_size: keep the KV cache of up to this many multi-turn episodes
+            between their turns (:mod:`~lightrft.adapters.hf.episode_cache`, through
+            :meth:`generate_turns`); 0: off. Text models with full attention only.
 
     Decode steps on CPU also read grouped key/value heads in place
     (:mod:`~lightrft.adapters.hf.gqa_attention`) instead of copying the cache per head.
@@ -140,6 +156,7 @@ class HfRolloutEngine(GuardedGenerate):
         quantized: QuantizedTargets | None = None,
         packed_linears: bool = False,
         fused_decode: FusedDecodeMode = "off",
+        episode_cache_size: int = 0,
     ) -> None:
         if sleep_mode not in ("offload", "discard"):
             raise ValueError(f"sleep_mode must be 'offload' or 'discard', got {sleep_mode!r}")
@@ -180,6 +197,53 @@ class HfRolloutEngine(GuardedGenerate):
         self._awake = True
         self.sleeps = 0
         self.weight_loads = 0
+        if episode_cache_size and multimodal is not None:
+            raise ValueError(
+                "episode_cache_size: keeping episode KV caches needs a text model; this "
+                "engine reads media (multimodal), set rollout.engine.episode_cache=0"
+            )
+        self.episode_caches = EpisodeKvStore(episode_cache_size) if episode_cache_size > 0 else None
+        self._handles: Sequence[str | None] | None = None  # of the running generate_turns
+
+    @property
+    def weights_version(self) -> int:
+        """Changes at every weight load and sleep: a held episode cache of another version
+        is never read."""
+        return self.weight_loads + self.sleeps
+
+    def generate_turns(
+        self,
+        prompts: Sequence[PromptRecord],
+        sampling: SamplingParams,
+        episodes: Sequence[str | None],
+    ) -> list[Completion]:
+        """``generate`` (``sampling.n`` must be 1) for turns of the multi-turn ``episodes``
+        (one handle per prompt; ``None``: not an episode): an episode's held KV cache is
+        reused when the prompt continues the ids it holds, and each stopped row's cache is
+        held for its episode's next turn (see :mod:`~lightrft.adapters.hf.episode_cache`).
+        Without an episode cache this is ``generate``."""
+        if len(episodes) != len(prompts):
+            raise ValueError(
+                f"generate_turns: {len(episodes)} episode handles for {len(prompts)} prompts"
+            )
+        if self.episode_caches is None:
+            return self.generate(prompts, sampling)
+        if sampling.n != 1:
+            raise ValueError(f"generate_turns samples one turn per episode; got n={sampling.n}")
+        self._handles = episodes
+        try:
+            return self.generate(prompts, sampling)
+        finally:
+            self._handles = None
+
+    def release_episodes(self, episodes: Sequence[str]) -> None:
+        """Drops the held KV caches of ``episodes`` (they ended)."""
+        if self.episode_caches is not None:
+            self.episode_caches.release(episodes)
+
+    def _drop_episode_caches(self) -> None:
+        if self.episode_caches is not None:
+            self.episode_caches.clear()
 
     @property
     def module(self) -> PreTrainedModel:
@@ -217,6 +281,7 @@ class HfRolloutEngine(GuardedGenerate):
                 )
                 for j, owner in enumerate(owners)
             ]
+        handles: list[str | None] = list(self._handles or [None] * len(rows))
         size = self._max_batch_size or max(len(rows), 1)
         results: list[tuple[list[int], list[float], FinishReason]] = []
         was_training = self._model.training
@@ -226,7 +291,9 @@ class HfRolloutEngine(GuardedGenerate):
                 for start in range(0, len(rows), size):
                     chunk = None if generators is None else generators[start : start + size]
                     part = slice(start, start + size)
-                    results.extend(self._decode(rows[part], sampling, chunk, payloads[part]))
+                    results.extend(
+                        self._decode(rows[part], sampling, chunk, payloads[part], handles[part])
+                    )
         finally:
             self._model.train(was_training)
             if self._shared:  # the optimizer changes the weights anyway: drop the copies
@@ -256,6 +323,7 @@ class HfRolloutEngine(GuardedGenerate):
         else:
             self._weights.load(weights)
         self.weight_loads += 1
+        self._drop_episode_caches()
 
     @property
     def weights_dtype(self) -> torch.dtype | None:
@@ -278,6 +346,7 @@ class HfRolloutEngine(GuardedGenerate):
         if not self._awake:
             return
         self._release_packed_copies()
+        self._drop_episode_caches()
         if self._shared:  # the weights are the policy's: only generation is gated
             pass
         elif self._sleep_mode == "offload":
@@ -321,6 +390,7 @@ class HfRolloutEngine(GuardedGenerate):
         sampling: SamplingParams,
         generator: Sequence[torch.Generator] | None,
         payloads: Sequence[Payload],
+        handles: Sequence[str | None] = (),
     ) -> list[tuple[list[int], list[float], FinishReason]]:
         """Samples continuations of ``rows`` until each stops or reaches the budget.
 
@@ -339,7 +409,12 @@ class HfRolloutEngine(GuardedGenerate):
             if self._multimodal is None
             else DynamicCache(config=self._model.config)
         )
-        logits, prompt_mask, positions = self._prefill(rows, cache, payloads)  # [N, V], [N, P]x2
+        store = self.episode_caches if any(handles) else None
+        if store is not None and all(type(x) is PreallocatedLayer for x in cache.layers):
+            logits, prompt_mask, positions = self._prefill_episodes(rows, cache, handles, store)
+        else:
+            store = None
+            logits, prompt_mask, positions = self._prefill(rows, cache, payloads)
         n, width = prompt_mask.shape
         mask = prompt_mask.new_ones(n, width + budget)  # [N, P + budget]; a step uses a prefix
         mask[:, :width] = prompt_mask
@@ -366,6 +441,10 @@ class HfRolloutEngine(GuardedGenerate):
                         if matcher.hit(out_ids[i, : step + 1].tolist()):
                             now_stopped[j] = True
                 stopped[active] |= now_stopped
+                if store is not None and bool(now_stopped.any()):
+                    self._hold(
+                        store, cache, rows, handles, active, now_stopped, out_ids, width, step
+                    )
                 done = int(stopped[active].sum())
                 if done == len(active) or step + 1 == budget:
                     break
@@ -420,6 +499,73 @@ class HfRolloutEngine(GuardedGenerate):
         index = torch.tensor(owner, device=self._device)  # [N] row -> distinct prompt
         cache.reorder_cache(index)
         return logits[index], mask[index], positions[index]
+
+    def _prefill_episodes(
+        self,
+        rows: Sequence[Sequence[int]],
+        cache: DynamicCache,
+        handles: Sequence[str | None],
+        store: EpisodeKvStore,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """:meth:`_prefill` for turns of episodes: a row whose episode holds a cache of a
+        prefix of it prefills only the rest, on that cache; the others are prefilled
+        together; then every row's keys and values are written left-padded into ``cache``.
+        Returns what :meth:`_prefill` returns."""
+        version = self.weights_version
+        found = [
+            None if h is None else store.lookup(h, row, version)
+            for h, row in zip(handles, rows, strict=True)
+        ]
+        fresh = [i for i, held in enumerate(found) if held is None]
+        per_row: list[tuple[LayerKv, ...]] = [()] * len(rows)
+        logits: list[Tensor] = [torch.empty(0)] * len(rows)
+        if fresh:
+            scratch = DynamicCache(config=self._model.config)
+            part, mask, _ = self._prefill([rows[i] for i in fresh], scratch, [{}] * len(fresh))
+            width = mask.shape[1]
+            for j, i in enumerate(fresh):
+                logits[i] = part[j]
+                per_row[i] = row_layers(scratch, j, width - len(rows[i]), width)
+            store.stats.prefill_tokens += sum(len(rows[i]) for i in fresh)
+        for i, held in enumerate(found):
+            if held is None:
+                continue
+            own = row_cache(held, self._model.config)
+            total, kept = len(rows[i]), len(held.ids)
+            suffix = torch.tensor([rows[i][kept:]], dtype=torch.long, device=self._device)
+            ones = torch.ones((1, total), dtype=torch.long, device=self._device)
+            positions = suffix_positions(kept, total, self._device)
+            logits[i] = self._step(suffix, ones, positions, own)[0]
+            per_row[i] = row_layers(own, 0, 0, total)
+            store.stats.prefill_tokens += total - kept
+            store.stats.reused_tokens += kept
+        _, mask = self._left_pad(rows)  # [N, P]
+        fill_left_padded(cache, per_row, mask.shape[1])
+        return torch.stack(logits), mask, position_ids_from_mask(mask)
+
+    def _hold(
+        self,
+        store: EpisodeKvStore,
+        cache: DynamicCache,
+        rows: Sequence[Sequence[int]],
+        handles: Sequence[str | None],
+        active: Tensor,
+        now_stopped: Tensor,
+        out_ids: Tensor,
+        width: int,
+        step: int,
+    ) -> None:
+        """Keeps the caches of the episode rows that stopped at ``step``: the input and the
+        ``step`` tokens fed so far (the stop token itself was sampled, never fed)."""
+        version = self.weights_version
+        for j in now_stopped.nonzero().flatten().tolist():
+            i = int(active[j])
+            handle = handles[i]
+            if handle is None:
+                continue
+            ids = (*rows[i], *out_ids[i, :step].tolist())
+            layers = row_layers(cache, j, width - len(rows[i]), width + step)
+            store.keep(handle, HeldCache(tuple(ids), layers, version))
 
     def _step(
         self,

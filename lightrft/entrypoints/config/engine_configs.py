@@ -47,6 +47,14 @@ class HfEngineConfig(ComponentSection):
         "about 10% less wall time, same figures; docs/performance.md), else the usual "
         "steps; on: the same, but logs a warning where unsupported; off: never.",
     )
+    episode_cache: int = Field(
+        0,
+        ge=0,
+        description="Multi-turn episodes (rollout.environment): keep the KV cache of up to this "
+        "many episodes between their turns, so a turn prefills only its new tokens (released "
+        "when the episodes end and at every weight sync; least recently used evicted beyond "
+        "the cap); text models only; 0: off (each turn prefills its whole context).",
+    )
     quantization: Literal["none", "int8"] = Field(
         "none",
         description="Rollout weights: none (the policy's), or int8 (weight-only, one scale per "

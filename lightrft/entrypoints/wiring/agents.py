@@ -9,6 +9,8 @@ from lightrft.adapters.agents.calculator import CalculatorTool
 from lightrft.adapters.agents.python_tool import PythonTool
 from lightrft.adapters.agents.tool_environment import ToolEnvironment
 from lightrft.adapters.hf.chat_turns import HfTurnRenderer
+from lightrft.adapters.hf.media_turns import HfMediaTurnRenderer
+from lightrft.adapters.hf.vision_language import VisionLanguageEncoder
 from lightrft.adapters.rewards import MathAnswerGrader
 from lightrft.adapters.rewards.environment_reward import EnvironmentReward
 from lightrft.adapters.sandbox import open_sandbox
@@ -29,6 +31,7 @@ from lightrft.entrypoints.field_copy import copy_fields
 from lightrft.entrypoints.wiring.gateway import gateway_engine
 from lightrft.entrypoints.wiring.registries import (
     ENVIRONMENTS,
+    MODEL_LOADERS,
     TOOLS,
     BuildContext,
     build,
@@ -118,5 +121,16 @@ def with_environment(context: BuildContext, engine: RolloutEngine) -> RolloutEng
     if section is None:
         return engine
     environments: EnvironmentFactory = build(ENVIRONMENTS, section, context)
-    renderer = HfTurnRenderer(context.tokenizer)
-    return AgentRolloutEngine(engine, environments, renderer, agent_params(context, section))
+    return AgentRolloutEngine(
+        engine, environments, _renderer(context), agent_params(context, section)
+    )
+
+
+def _renderer(context: BuildContext) -> HfTurnRenderer:
+    """The observation renderer: one that takes images for a model that reads them (its
+    prompt encoder processes them), else text only (an image is then an error)."""
+    make = MODEL_LOADERS.get(context.config.model.modality).prompt_encoder
+    encoder = None if make is None else make(context)
+    if isinstance(encoder, VisionLanguageEncoder):
+        return HfMediaTurnRenderer(context.tokenizer, encoder)
+    return HfTurnRenderer(context.tokenizer)

@@ -37,6 +37,7 @@ def build_hf_engine(section: HfEngineConfig, context: BuildContext) -> HfRollout
         quantized=quantized,
         packed_linears=section.packed_linears,
         fused_decode=section.fused_decode,
+        episode_cache_size=section.episode_cache,
     )
 
 

@@ -5,7 +5,11 @@ download), and a small BPE tokenizer trained in the test with each family's spec
 (default system prompt, tools in the system prompt, tool results merged into one ``user``
 turn of ``<tool_response>`` blocks); ``LLAMA3`` is the Llama-3 header format with tool
 results in an ``ipython`` turn (Llama-3.1's own template also writes today's date into the
-system prompt, left out here so renderings do not depend on the day).
+system prompt, left out here so renderings do not depend on the day). ``QWEN25_VL`` is the
+template Qwen2-VL and Qwen2.5-VL publish (``chat_template.json``; "You are a helpful
+assistant." system prompt, content parts, one ``<|vision_start|><|image_pad|><|vision_end|>``
+per image part, ``Picture N:`` labels with ``add_vision_id``), written out from the published
+format since tests have no network.
 """
 
 from __future__ import annotations
@@ -68,6 +72,24 @@ LLAMA3 = (
     "{%- endif %}"
 )
 
+QWEN25_VL = (
+    "{% set image_count = namespace(value=0) %}{% set video_count = namespace(value=0) %}"
+    "{% for message in messages %}{% if loop.first and message['role'] != 'system' %}"
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
+    "<|im_start|>{{ message['role'] }}\n{% if message['content'] is string %}"
+    "{{ message['content'] }}<|im_end|>\n{% else %}{% for content in message['content'] %}"
+    "{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
+    "{% set image_count.value = image_count.value + 1 %}"
+    "{% if add_vision_id %}Picture {{ image_count.value }}: {% endif %}"
+    "<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif content['type'] == 'video' or 'video' in content %}"
+    "{% set video_count.value = video_count.value + 1 %}"
+    "{% if add_vision_id %}Video {{ video_count.value }}: {% endif %}"
+    "<|vision_start|><|video_pad|><|vision_end|>"
+    "{% elif 'text' in content %}{{ content['text'] }}{% endif %}{% endfor %}<|im_end|>\n"
+    "{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
 
 @dataclass(frozen=True)
 class Family:
@@ -87,6 +109,12 @@ FAMILIES = (
         LLAMA3,
         ("<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"),
         "<|eot_id|>",
+    ),
+    Family(
+        "qwen2.5-vl",
+        QWEN25_VL,
+        (*CHATML_SPECIALS, "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"),
+        "<|im_end|>",
     ),
 )
 
