@@ -9,7 +9,7 @@ current policy version: the count of weight syncs it received) on this thread, i
 of the calls that are waiting. The episode ends when the program exits (``done``; a
 non-zero status: ``agent_error``), or at its deadline, when its process group is killed
 (``deadline``). Its calls are joined into trained rows
-(:func:`~lightrft.domain.gateway_calls.join_calls`): loss mask 1 exactly on the sampled ids,
+(:func:`~lightrft.domain.token_continuity.join_calls`): loss mask 1 exactly on the sampled ids,
 a new row where the agent rewrote its history (counted).
 
 Reward: ``reward="agent"``: what the program reported (``POST /v1/episodes/reward``, or a
@@ -49,13 +49,11 @@ from lightrft.domain.gateway_calls import (
     ChatReply,
     ChoiceFinish,
     GatewayBackend,
-    JoinedRow,
-    RecordedCall,
     ToolCallOut,
-    join_calls,
 )
 from lightrft.domain.ports import NamedTensors, RolloutEngine
 from lightrft.domain.row_metadata import PROMPT_CONTENT_KEY
+from lightrft.domain.token_continuity import CallChain, RecordedCall, join_calls
 from lightrft.domain.tool_calls import TOOL_CALL_FORMATS
 from lightrft.domain.trajectory import Segment
 from lightrft.domain.types import Completion, PromptRecord, SamplingParams
@@ -285,9 +283,9 @@ class GatewayRolloutEngine(EngineWrapper):
             RecordedCall(
                 call.prompt_ids,
                 c.token_ids,
+                c.logprobs,
                 self.session.renderer.decode(c.token_ids),
                 c.finish_reason,
-                c.logprobs,
                 self.policy_version,
             )
             for c in completions
@@ -296,7 +294,7 @@ class GatewayRolloutEngine(EngineWrapper):
         reply = ChatReply(
             choices,
             prompt_tokens=len(call.prompt_ids),
-            completion_tokens=sum(len(r.completion_ids) for r in records),
+            completion_tokens=sum(len(r.sampled_ids) for r in records),
             policy_version=self.policy_version,
             model=self.session.model_name,
         )
@@ -310,7 +308,7 @@ class GatewayRolloutEngine(EngineWrapper):
                     call.request.messages,
                     call.request.tools,
                     [
-                        (_assistant_message(choice), r.prompt_ids, r.completion_ids)
+                        (_assistant_message(choice), r.prompt_ids, r.sampled_ids)
                         for choice, r in zip(choices, records, strict=True)
                     ],
                 )
@@ -333,17 +331,19 @@ class GatewayRolloutEngine(EngineWrapper):
         self, episodes: list[GatewayEpisode], sampling: SamplingParams
     ) -> list[Completion]:
         joined = {e.index: join_calls(e.calls) for e in episodes}
-        fallback = self._fallback_rows([e for e in episodes if not joined[e.index]], sampling)
+        fallback = self._fallback_rows(
+            [e for e in episodes if not joined[e.index].chains], sampling
+        )
         finals: list[Completion] = []
         extras: list[Completion] = []
         for e in episodes:
-            rows = joined[e.index] or (fallback[e.index],)
+            rows = joined[e.index].chains or (fallback[e.index],)
             last = _row_of_last_call(rows, e.calls)
             reward = self._reward(e)
             answer = rows[last].text
             e.count("gateway/calls", len(e.calls))
             e.count("gateway/rows", len(rows))
-            e.count("gateway/history_rewrites", len(rows) - 1)
+            e.count("gateway/history_rewrites", joined[e.index].splits)
             e.count("gateway/policy_version", self.policy_version)
             for k, row in enumerate(rows):
                 final = k == last
@@ -353,7 +353,7 @@ class GatewayRolloutEngine(EngineWrapper):
                     answer,
                     reward,
                     final,
-                    own_prompt=bool(joined[e.index]),
+                    own_prompt=bool(joined[e.index].chains),
                 )
                 (finals if final else extras).append(completion)
         return finals + extras
@@ -368,7 +368,7 @@ class GatewayRolloutEngine(EngineWrapper):
 
     def _fallback_rows(
         self, episodes: list[GatewayEpisode], sampling: SamplingParams
-    ) -> dict[int, JoinedRow]:
+    ) -> dict[int, CallChain]:
         """One model turn on the dataset's prompt for each episode that made no call (every
         sample needs a trained response; ``gateway/no_calls`` counts them)."""
         if not episodes:
@@ -381,11 +381,11 @@ class GatewayRolloutEngine(EngineWrapper):
         for e, c in zip(episodes, completions, strict=True):
             e.count("gateway/no_calls")
             segment = Segment(c.token_ids, c.text, True, c.logprobs)
-            rows[e.index] = JoinedRow(e.prompt.prompt_token_ids, (segment,), 0)
+            rows[e.index] = CallChain((), e.prompt.prompt_token_ids, (segment,))
         return rows
 
 
-def _row_of_last_call(rows: Sequence[JoinedRow], calls: Sequence[RecordedCall]) -> int:
+def _row_of_last_call(rows: Sequence[CallChain], calls: Sequence[RecordedCall]) -> int:
     """The index of the row that ends with the episode's last call (its final answer)."""
     if not calls:
         return len(rows) - 1
@@ -398,7 +398,7 @@ def _row_of_last_call(rows: Sequence[JoinedRow], calls: Sequence[RecordedCall]) 
 
 def _row_completion(
     e: GatewayEpisode,
-    row: JoinedRow,
+    row: CallChain,
     answer: str,
     reward: float | None,
     final: bool,

@@ -14,7 +14,7 @@ then only non-assistant messages (tool results, a user turn), the prompt is the 
 prompt ids, the sampled ids and the new messages rendered incrementally
 (:meth:`ChatRenderer.observation_ids`): token-exact, the sampled ids never re-tokenised.
 Any other request is rendered whole with the chat template; its call then starts a new
-trained row (:func:`~lightrft.domain.gateway_calls.join_calls`).
+trained row (:func:`~lightrft.domain.token_continuity.join_calls`).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from lightrft.domain.gateway_calls import (
     GatewayAuthError,
     GatewayCallTimeoutError,
     GatewayLimitError,
-    RecordedCall,
 )
+from lightrft.domain.token_continuity import RecordedCall
 from lightrft.domain.trajectory import EndReason
 from lightrft.domain.types import PromptRecord
 

@@ -1,35 +1,19 @@
-"""The calls of a black-box agent through the rollout gateway, joined into trained rows.
+"""The rollout gateway's ports: what its HTTP front end calls, and the agent programs it runs.
 
 An agent program (it knows nothing of LightRFT) calls the model through an OpenAI-compatible
-endpoint as often as it likes; the gateway records each call's exact prompt ids (what the
-engine was given) and sampled ids (what it generated, with its log-probs). Joining:
-
-- a call whose prompt ids start with the context of an open row (that row's prompt followed
-  by every id after it so far, the last call's sampled ids included) continues that row: the
-  ids between that context and the call's prompt (tool results, a user message, the template's
-  turn markers, rendered by the gateway) become an observation segment (loss mask 0), then the
-  call's sampled ids a trained segment (loss mask 1);
-- any other call (the agent rewrote, dropped or reordered its history, or sampled ``n``
-  choices and went on from one of them) starts a new row whose prompt is that call's prompt.
-
-So every sampled id is trained exactly once and only sampled ids are trained; nothing is
-re-tokenised: each row's prompt plus response is, token for token, the context the engine
-saw at its last call plus what it sampled there. The number of rows beyond one per episode is
-the count of history rewrites. Pure logic; the gateway lives in
-:mod:`lightrft.application.gateway_rollout`.
-
-Shapes: each row's response is R ids (the sum of its segments' lengths).
+endpoint as often as it likes; the gateway records each call's exact prompt ids and sampled
+ids (:class:`~lightrft.domain.token_continuity.RecordedCall`), and
+:func:`~lightrft.domain.token_continuity.join_calls` joins them into the episode's trained
+rows. The gateway lives in :mod:`lightrft.application.gateway_rollout`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from lightrft.domain.agent import AgentTimeoutError
-from lightrft.domain.trajectory import EndReason, Episode, Segment
-from lightrft.domain.types import FinishReason
 
 
 class GatewayAuthError(PermissionError):
@@ -47,108 +31,6 @@ class GatewayLimitError(RuntimeError):
 class GatewayCallTimeoutError(AgentTimeoutError):
     """A model call that got no answer within its deadline (HTTP 504); the message names
     the call and the limit."""
-
-
-@dataclass(frozen=True)
-class RecordedCall:
-    """One sampled choice of one model call: the engine's exact input and output ids.
-
-    ``logprobs`` are the engine's (one per sampled id, ``None`` when it gives none);
-    ``policy_version`` counts the weight syncs the engine had received when it sampled.
-    """
-
-    prompt_ids: tuple[int, ...]
-    completion_ids: tuple[int, ...]
-    text: str
-    finish_reason: FinishReason
-    logprobs: tuple[float, ...] | None = None
-    policy_version: int = 0
-
-    def __post_init__(self) -> None:
-        if self.logprobs is not None and len(self.logprobs) != len(self.completion_ids):
-            raise ValueError(
-                f"call has {len(self.completion_ids)} sampled ids but {len(self.logprobs)} logprobs"
-            )
-
-    @property
-    def context(self) -> tuple[int, ...]:
-        """The prompt followed by the sampled ids: what a continuing call's prompt starts with."""
-        return self.prompt_ids + self.completion_ids
-
-
-@dataclass(frozen=True)
-class JoinedRow:
-    """One separately trained row of an episode: a prompt and the segments after it."""
-
-    prompt_ids: tuple[int, ...]
-    segments: tuple[Segment, ...]
-    calls: int  # model calls joined into this row
-
-    def episode(
-        self,
-        turn_rewards: tuple[float, ...] = (),
-        end_reason: EndReason = "done",
-        counters: Mapping[str, float] | None = None,
-    ) -> Episode:
-        """The row as an :class:`Episode` (its ids, loss mask and log-probs)."""
-        return Episode(self.segments, turn_rewards, end_reason, dict(counters or {}))
-
-    @property
-    def token_ids(self) -> tuple[int, ...]:
-        """The response ids: every segment's, in order. Length R."""
-        return self.episode().token_ids
-
-    @property
-    def loss_mask(self) -> tuple[int, ...]:
-        """1 on sampled ids, 0 on the ids the gateway rendered between calls. Length R."""
-        return self.episode().loss_mask
-
-    @property
-    def text(self) -> str:
-        """The text of the row's last model turn."""
-        return next(s.text for s in reversed(self.segments) if s.trained)
-
-
-@dataclass
-class _OpenRow:
-    prompt_ids: tuple[int, ...]
-    segments: list[Segment] = field(default_factory=list)
-    calls: int = 0
-
-    @property
-    def context(self) -> tuple[int, ...]:
-        return self.prompt_ids + tuple(t for s in self.segments for t in s.token_ids)
-
-    def add(self, call: RecordedCall) -> None:
-        gap = call.prompt_ids[len(self.context) :]
-        if gap:
-            self.segments.append(Segment(gap, "", False))
-        self.segments.append(Segment(call.completion_ids, call.text, True, call.logprobs))
-        self.calls += 1
-
-
-def join_calls(calls: Sequence[RecordedCall]) -> tuple[JoinedRow, ...]:
-    """The trained rows of one episode's calls, in call order (see the module docstring).
-
-    A call continues the open row with the longest context its prompt starts with; a call
-    without sampled ids adds nothing (it is skipped). Rows appear in the order they started.
-    """
-    rows: list[_OpenRow] = []
-    for call in calls:
-        if not call.completion_ids:
-            continue
-        extendable = [r for r in rows if _starts_with(call.prompt_ids, r.context)]
-        if extendable:
-            max(extendable, key=lambda r: len(r.context)).add(call)
-        else:
-            row = _OpenRow(call.prompt_ids)
-            row.add(call)
-            rows.append(row)
-    return tuple(JoinedRow(r.prompt_ids, tuple(r.segments), r.calls) for r in rows)
-
-
-def _starts_with(ids: tuple[int, ...], prefix: tuple[int, ...]) -> bool:
-    return len(ids) >= len(prefix) and ids[: len(prefix)] == prefix
 
 
 # --- the gateway's port: what its HTTP front end calls -----------------------------------

@@ -76,7 +76,7 @@ class Completion:
     episode: Episode | None = None
     token_versions: tuple[int, ...] | None = None
     # the ids the response follows when they are not the request's prompt (a rollout-gateway
-    # row: the prompt the agent's own first call rendered, lightrft/domain/gateway_calls.py)
+    # row: the prompt the agent's own first call rendered, lightrft/domain/token_continuity.py)
     prompt_token_ids: tuple[int, ...] | None = None
     multimodal: Mapping[str, Any] | None = None
 

@@ -75,5 +75,7 @@ def template_round_trip(
     tail_ids = tuple(tokenizer.encode(renderer.turn_tail, add_special_tokens=False))
     tail = tail_ids[1:] if closed and renderer.end_of_turn_id is not None else tail_ids
     joined = join_calls(calls)
+    if not joined.chains:
+        raise ValueError("template_round_trip needs a recorded call that sampled at least one id")
     first = joined.chains[0]
     return RoundTrip(first.prompt_ids + first.token_ids, rendered, tail, joined)

@@ -65,3 +65,31 @@ def test_first_difference() -> None:
 def test_logprobs_must_match_the_sample() -> None:
     with pytest.raises(ValueError, match="2 sampled ids but 1 logprobs"):
         RecordedCall((1,), (2, 3), (-0.1,))
+
+
+def test_a_call_continues_the_longest_open_chain_and_a_break_names_the_nearest() -> None:
+    calls = [
+        RecordedCall((1,), (2,), text="a"),  # n = 2: two choices of one call
+        RecordedCall((1,), (2, 3), text="b"),  # a split: differs from (1, 2) at 1
+        RecordedCall((1, 2, 3, 4), (5,), text="c"),  # begins with both contexts: the longer
+        RecordedCall((1, 2, 3, 4, 5), (), text=""),  # sampled nothing: skipped
+        RecordedCall((1, 2, 6), (7,), text="d"),  # goes back on from the first choice
+        RecordedCall((1, 2, 3, 4, 8), (9,), text="e"),  # a split: follows (1, 2, 3, 4, 5) to 4
+    ]
+    joined = join_calls(calls)
+    assert [c.calls for c in joined.chains] == [(0, 4), (1, 2), (5,)]
+    assert [(c.prompt_ids, c.token_ids, c.loss_mask) for c in joined.chains] == [
+        ((1,), (2, 6, 7), (1, 0, 1)),
+        ((1,), (2, 3, 4, 5), (1, 1, 0, 1)),
+        ((1, 2, 3, 4, 8), (9,), (1,)),
+    ]
+    assert [(b.call, b.position, b.context_length) for b in joined.breaks] == [(1, 1, 2), (5, 4, 5)]
+    assert joined.splits == 2
+    # trained segments keep the call's text; observations have none
+    assert [s.text for s in joined.chains[0].segments] == ["a", "", "d"]
+    assert [c.text for c in joined.chains] == ["d", "c", "e"]
+
+
+def test_calls_that_sampled_nothing_make_no_chain() -> None:
+    joined = join_calls([RecordedCall((1, 2), ()), RecordedCall((3,), ())])
+    assert joined.chains == () and joined.splits == 0
