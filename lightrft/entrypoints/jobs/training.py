@@ -13,6 +13,7 @@ from lightrft.adapters.tracking.progress import ProgressTracker
 from lightrft.adapters.tracking.token_text import TokenTextTracker
 from lightrft.application.cycle import RLCycle
 from lightrft.application.phases import Phase
+from lightrft.domain.checkpoint_fit import CheckpointShapeError
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.data_report import prompt_counts, report_prompt_counts
 from lightrft.entrypoints.graceful_stop import GracefulStop
@@ -99,7 +100,10 @@ def _train_in(
     counts = prompt_counts(root.prompts(), root.eval_prompts())
     try:
         if start.resumes:
-            cycle.resume()
+            try:
+                cycle.resume()
+            except CheckpointShapeError as exc:
+                raise exc.explained(str(run_dir / "checkpoints"), config.model.path) from None
             if main:
                 trim_logs_after(run_dir, cycle.state.step)
         if main:  # step 0 of metrics.jsonl once, not again on resume
