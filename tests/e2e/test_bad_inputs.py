@@ -775,6 +775,27 @@ def test_final_export_disk_full(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> No
     assert _metric_steps(cli.run_dir) == [1, 2]
 
 
+def test_disk_full_while_logging_without_checkpoints(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RD16: metrics.jsonl on a full disk (/dev/full), checkpoint.every unset."""
+    from lightrft.adapters.tracking.jsonl_tracker import JsonlTracker
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    full = cli.tmp / "full.jsonl"
+    full.symlink_to("/dev/full")
+    monkeypatch.setattr(JsonlTracker, "metrics_path", property(lambda self: full))
+    code, _, err = cli.train("checkpoint.every=null")
+    monkeypatch.undo()
+    err = _clean(code, err, expected=1)
+    (message,) = [line for line in err.splitlines() if line.startswith("lightrft: error:")]
+    assert f"cannot write {full} (No space left on device)" in message
+    assert "This run has no checkpoint, so there is nothing to resume from" in message
+    assert "--resume" not in message and "checkpoint.every=N" in message
+    assert not LocalCheckpointStore(cli.run_dir / "checkpoints").steps()
+
+
 def test_final_export_disk_full_and_no_checkpoint(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import structlog
 
+from lightrft.adapters.checkpoint.local_store import CheckpointWriteError
 from lightrft.adapters.tracking.progress import ProgressTracker
 from lightrft.adapters.tracking.token_text import TokenTextTracker
 from lightrft.application.cycle import RLCycle
@@ -31,6 +32,7 @@ from lightrft.entrypoints.run_dir.guard import (
     recorded_config_text,
 )
 from lightrft.entrypoints.run_dir.identity import RL_IDENTITY
+from lightrft.entrypoints.run_dir.log_write import is_full_disk, run_write_failure
 
 log = structlog.get_logger(__name__)
 
@@ -111,6 +113,11 @@ def _train_in(
         start.record(cycle.state.step, recorded_config_text(config))
         with GracefulStop(collective) as stop:
             history = cycle.run(resume=False, should_stop=stop.requested)
+    except OSError as error:
+        if not is_full_disk(error) or isinstance(error, CheckpointWriteError):
+            raise  # a checkpoint that cannot be written says so itself
+        steps = root.checkpoints().steps()
+        raise run_write_failure(error, steps, run_dir / "checkpoints", next_command) from error
     finally:
         tracker.close()
         for source in root.reward_sources():
