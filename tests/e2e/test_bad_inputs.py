@@ -688,6 +688,36 @@ def test_resume_with_another_model_of_the_same_shape(cli: Cli) -> None:
     assert _run_records(cli.run_dir) == records  # config.yaml and history untouched
 
 
+def test_resume_with_a_model_of_another_shape(cli: Cli) -> None:
+    """RD11b: --resume-changing model.path model.weights to a model of another shape."""
+    from transformers import LlamaForCausalLM
+
+    from tests.unit.adapters.hf.hf_tiny import tiny_config, tiny_tokenizer
+
+    assert cli.train("checkpoint.every=1", "train.total_steps=1")[0] == 0
+    records = _run_records(cli.run_dir)
+    config = tiny_config()
+    config.intermediate_size *= 2
+    other = cli.tmp / "wider"
+    LlamaForCausalLM(config).save_pretrained(other)
+    tiny_tokenizer().save_pretrained(other)
+    code, _, err = cli.train(
+        f"model.path={other}",
+        "checkpoint.every=1",
+        "--resume",
+        "--resume-changing",
+        "model.path",
+        "model.weights",
+    )
+    err = _clean(code, err)
+    assert "size mismatch" not in err
+    (message,) = [line for line in err.splitlines() if line.startswith("lightrft: error:")]
+    assert f"the checkpoint of step 1 in {cli.run_dir / 'checkpoints'} do not fit" in message
+    assert re.search(r"tensor \S+ has shape \[\d+, \d+\] in the checkpoint and", message)
+    assert f"model.path ({other}) must name a model of the checkpoint's architecture" in message
+    assert _run_records(cli.run_dir) == records  # config.yaml and history untouched
+
+
 def test_resume_as_another_algorithm_and_settings(cli: Cli) -> None:
     assert cli.train("checkpoint.every=1", "train.total_steps=1")[0] == 0
     lr = _history(cli.run_dir)[0]["fingerprint"]["optim.lr"]  # type: ignore[index]
