@@ -767,6 +767,27 @@ def test_sft_into_a_previous_run(cli: Cli) -> None:
     assert _metric_steps(cli.run_dir) == [1]
 
 
+def test_sft_resuming_an_rl_run(cli: Cli) -> None:
+    """F07c: ``lightrft sft --resume`` into a GRPO run's directory."""
+    assert cli.train("train.total_steps=1", "checkpoint.every=1")[0] == 0
+    before = {p.name: p.read_bytes() for p in cli.run_dir.rglob("*") if p.is_file()}
+    sft = [
+        "sft.train_data.num_builtin=8",
+        "sft.batch_size=4",
+        "sft.eval_data=null",
+        "logging.progress=false",
+    ]
+    code, _, err = cli(
+        "sft", "--model", str(cli.model), "--run-dir", str(cli.run_dir), *sft, "--resume",
+        "--resume-changing", "optim.lr", "optim.lr=2e-6",
+    )  # fmt: skip
+    err = _clean(code, err)
+    (message,) = [line for line in err.splitlines() if line.startswith("lightrft: error:")]
+    assert f"cannot resume {cli.run_dir} with lightrft sft: it holds an RL run" in message
+    assert "sft.start" not in err  # refused before the model loaded
+    assert {p.name: p.read_bytes() for p in cli.run_dir.rglob("*") if p.is_file()} == before
+
+
 def test_rm_train_into_a_previous_run(cli: Cli) -> None:
     assert cli.train("train.total_steps=1")[0] == 0
     rm = ["rm", "train", "--output", str(cli.run_dir), "--model", str(cli.model)]
