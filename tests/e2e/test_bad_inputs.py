@@ -845,6 +845,13 @@ def test_disk_full_while_logging_without_checkpoints(
     assert "This run has no checkpoint, so there is nothing to resume from" in message
     assert "--resume" not in message and "checkpoint.every=N" in message
     assert not LocalCheckpointStore(cli.run_dir / "checkpoints").steps()
+    sft = ["sft.train_data.num_builtin=8", "sft.batch_size=4", "logging.progress=false"]
+    monkeypatch.setattr(JsonlTracker, "metrics_path", property(lambda self: full))
+    code, _, err = cli("sft", "--model", str(cli.model), "--run-dir", str(cli.tmp / "s"), *sft)
+    monkeypatch.undo()
+    (message,) = [line for line in _clean(code, err, 1).splitlines() if "error:" in line]
+    assert f"cannot write {full} (No space left on device)" in message  # lightrft sft too
+    assert "nothing to resume from: start it again with lightrft sft" in message
 
 
 def test_final_export_disk_full_and_no_checkpoint(

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
+from lightrft.adapters.checkpoint.local_store import CheckpointWriteError
 from lightrft.entrypoints.next_command import NextCommand
 
 FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
@@ -50,3 +52,18 @@ def run_write_failure(
             "such a stop, save checkpoints (checkpoint.every=N)"
         )
     return RunWriteError(error.errno, text)
+
+
+@contextmanager
+def full_disk_explained(
+    checkpoints: Callable[[], Sequence[int]], where: Path, next_command: NextCommand
+) -> Iterator[None]:
+    """Turns a full disk raised in the body (the run's logs) into :func:`run_write_failure`;
+    ``checkpoints()``: the steps of the run's checkpoints then. A checkpoint that cannot be
+    written keeps its own message (:class:`CheckpointWriteError`)."""
+    try:
+        yield
+    except OSError as error:
+        if not is_full_disk(error) or isinstance(error, (CheckpointWriteError, RunWriteError)):
+            raise
+        raise run_write_failure(error, checkpoints(), where, next_command) from error
