@@ -42,6 +42,7 @@ from lightrft.application.step_metrics import StepMetrics
 from lightrft.application.step_prompts import StepPrompts
 from lightrft.application.weight_sync import sync_engine_weights
 from lightrft.domain.async_errors import DeadlineExceededError, ProducerDiedError
+from lightrft.domain.checkpoint_fit import CheckpointShapeError
 from lightrft.domain.ports import (
     Accelerator,
     CheckpointStore,
@@ -469,7 +470,10 @@ class RLCycle:
         if found is None:
             return False
         step, state = found
-        self.load_state_dict(state)
+        try:
+            self.load_state_dict(state)
+        except CheckpointShapeError as exc:
+            raise exc.at_step(step) from None
         log.info("checkpoint.resumed", step=step)
         return True
 

@@ -13,6 +13,7 @@ import structlog
 import torch
 
 from lightrft.application.checkpoint_resume import load_newest_intact
+from lightrft.domain.checkpoint_fit import CheckpointShapeError
 from lightrft.domain.ports import CheckpointStore, Collective, Strategy
 
 log = structlog.get_logger(__name__)
@@ -58,6 +59,9 @@ class StepCheckpoints:
         found = load_newest_intact(self.store, self.collective)
         if found is None:
             return None
-        step = self.load_state_dict(found[1])
+        try:
+            step = self.load_state_dict(found[1])
+        except CheckpointShapeError as exc:
+            raise exc.at_step(found[0]) from None
         log.info(f"{self.name}.resumed", step=step)
         return step

@@ -28,6 +28,7 @@ DEBUG_ENV = "LIGHTRFT_DEBUG"
 
 _CONFIG_ERROR = ("lightrft.entrypoints.config.loading", "ConfigError")
 _WRITE_ERROR = ("lightrft.adapters.checkpoint.local_store", "CheckpointWriteError")
+_RUN_WRITE_ERROR = ("lightrft.entrypoints.run_dir.log_write", "RunWriteError")
 INPUT_ERRORS: tuple[type[BaseException] | tuple[str, str], ...] = (
     _CONFIG_ERROR,
     ("lightrft.entrypoints.run_dir.directory", "RunDirectoryError"),
@@ -93,7 +94,7 @@ def describe(exc: BaseException) -> str:
     """The user-facing text of ``exc``."""
     if isinstance(exc, KeyError) and len(exc.args) == 1:
         return str(exc.args[0])
-    if isinstance(exc, _loaded((_WRITE_ERROR,))):
+    if isinstance(exc, _loaded((_WRITE_ERROR, _RUN_WRITE_ERROR))):
         return str(exc.strerror)
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         where = f" writing {exc.filename}" if exc.filename else ""

@@ -688,6 +688,36 @@ def test_resume_with_another_model_of_the_same_shape(cli: Cli) -> None:
     assert _run_records(cli.run_dir) == records  # config.yaml and history untouched
 
 
+def test_resume_with_a_model_of_another_shape(cli: Cli) -> None:
+    """RD11b: --resume-changing model.path model.weights to a model of another shape."""
+    from transformers import LlamaForCausalLM
+
+    from tests.unit.adapters.hf.hf_tiny import tiny_config, tiny_tokenizer
+
+    assert cli.train("checkpoint.every=1", "train.total_steps=1")[0] == 0
+    records = _run_records(cli.run_dir)
+    config = tiny_config()
+    config.intermediate_size *= 2
+    other = cli.tmp / "wider"
+    LlamaForCausalLM(config).save_pretrained(other)
+    tiny_tokenizer().save_pretrained(other)
+    code, _, err = cli.train(
+        f"model.path={other}",
+        "checkpoint.every=1",
+        "--resume",
+        "--resume-changing",
+        "model.path",
+        "model.weights",
+    )
+    err = _clean(code, err)
+    assert "size mismatch" not in err
+    (message,) = [line for line in err.splitlines() if line.startswith("lightrft: error:")]
+    assert f"the checkpoint of step 1 in {cli.run_dir / 'checkpoints'} do not fit" in message
+    assert re.search(r"tensor \S+ has shape \[\d+, \d+\] in the checkpoint and", message)
+    assert f"model.path ({other}) must name a model of the checkpoint's architecture" in message
+    assert _run_records(cli.run_dir) == records  # config.yaml and history untouched
+
+
 def test_resume_as_another_algorithm_and_settings(cli: Cli) -> None:
     assert cli.train("checkpoint.every=1", "train.total_steps=1")[0] == 0
     lr = _history(cli.run_dir)[0]["fingerprint"]["optim.lr"]  # type: ignore[index]
@@ -737,6 +767,27 @@ def test_sft_into_a_previous_run(cli: Cli) -> None:
     assert _metric_steps(cli.run_dir) == [1]
 
 
+def test_sft_resuming_an_rl_run(cli: Cli) -> None:
+    """F07c: ``lightrft sft --resume`` into a GRPO run's directory."""
+    assert cli.train("train.total_steps=1", "checkpoint.every=1")[0] == 0
+    before = {p.name: p.read_bytes() for p in cli.run_dir.rglob("*") if p.is_file()}
+    sft = [
+        "sft.train_data.num_builtin=8",
+        "sft.batch_size=4",
+        "sft.eval_data=null",
+        "logging.progress=false",
+    ]
+    code, _, err = cli(
+        "sft", "--model", str(cli.model), "--run-dir", str(cli.run_dir), *sft, "--resume",
+        "--resume-changing", "optim.lr", "optim.lr=2e-6",
+    )  # fmt: skip
+    err = _clean(code, err)
+    (message,) = [line for line in err.splitlines() if line.startswith("lightrft: error:")]
+    assert f"cannot resume {cli.run_dir} with lightrft sft: it holds an RL run" in message
+    assert "sft.start" not in err  # refused before the model loaded
+    assert {p.name: p.read_bytes() for p in cli.run_dir.rglob("*") if p.is_file()} == before
+
+
 def test_rm_train_into_a_previous_run(cli: Cli) -> None:
     assert cli.train("train.total_steps=1")[0] == 0
     rm = ["rm", "train", "--output", str(cli.run_dir), "--model", str(cli.model)]
@@ -773,6 +824,34 @@ def test_final_export_disk_full(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> No
     assert code == 0, err
     assert (cli.run_dir / "final_model" / "model.safetensors").is_file()
     assert _metric_steps(cli.run_dir) == [1, 2]
+
+
+def test_disk_full_while_logging_without_checkpoints(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RD16: metrics.jsonl on a full disk (/dev/full), checkpoint.every unset."""
+    from lightrft.adapters.tracking.jsonl_tracker import JsonlTracker
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    full = cli.tmp / "full.jsonl"
+    full.symlink_to("/dev/full")
+    monkeypatch.setattr(JsonlTracker, "metrics_path", property(lambda self: full))
+    code, _, err = cli.train("checkpoint.every=null")
+    monkeypatch.undo()
+    err = _clean(code, err, expected=1)
+    (message,) = [line for line in err.splitlines() if line.startswith("lightrft: error:")]
+    assert f"cannot write {full} (No space left on device)" in message
+    assert "This run has no checkpoint, so there is nothing to resume from" in message
+    assert "--resume" not in message and "checkpoint.every=N" in message
+    assert not LocalCheckpointStore(cli.run_dir / "checkpoints").steps()
+    sft = ["sft.train_data.num_builtin=8", "sft.batch_size=4", "logging.progress=false"]
+    monkeypatch.setattr(JsonlTracker, "metrics_path", property(lambda self: full))
+    code, _, err = cli("sft", "--model", str(cli.model), "--run-dir", str(cli.tmp / "s"), *sft)
+    monkeypatch.undo()
+    (message,) = [line for line in _clean(code, err, 1).splitlines() if "error:" in line]
+    assert f"cannot write {full} (No space left on device)" in message  # lightrft sft too
+    assert "nothing to resume from: start it again with lightrft sft" in message
 
 
 def test_final_export_disk_full_and_no_checkpoint(

@@ -36,6 +36,7 @@ from lightrft.adapters.fsdp.optimizer import clip_to_norm, total_grad_norm
 from lightrft.adapters.fsdp.sharding import MixedPrecision, layer_class_names, shard_model
 from lightrft.adapters.strategy_parts.adamw import build_adamw
 from lightrft.adapters.strategy_parts.mixins import CountedSchedule, PreparedModule
+from lightrft.domain.checkpoint_fit import check_weights_fit
 from lightrft.domain.types import OptimizerParams, StepResult
 
 HOST = torch.device("cpu")
@@ -225,8 +226,17 @@ class Fsdp2Strategy(PreparedModule, CountedSchedule):
         return local_shards(self._sharded_state())
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restores :meth:`state_dict` output (same world size, after :meth:`prepare`)."""
-        restored = reshard_like(self._sharded_state(), state)
+        """Restores :meth:`state_dict` output (same world size, after :meth:`prepare`).
+
+        A checkpoint of another architecture is refused before anything changes
+        (:class:`CheckpointShapeError`; the shapes it names are this rank's shards)."""
+        template = self._sharded_state()
+        shards = {
+            key: value.to_local() if isinstance(value, DTensor) else value
+            for key, value in template["module"].items()
+        }
+        check_weights_fit(state["module"], shards)
+        restored = reshard_like(template, state)
         set_model_state_dict(self.module, restored["module"])
         set_optimizer_state_dict(self.module, self.optimizer, restored["optimizer"])
         self._steps = int(state["scheduler"]["step"])

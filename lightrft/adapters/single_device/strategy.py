@@ -31,6 +31,7 @@ from lightrft.adapters.strategy_parts.adamw import build_adamw
 from lightrft.adapters.strategy_parts.local_collective import LocalCollective
 from lightrft.adapters.strategy_parts.lr_schedule import checked_lr_scale, lr_multiplier
 from lightrft.adapters.strategy_parts.mixins import PreparedModule
+from lightrft.domain.checkpoint_fit import check_weights_fit
 from lightrft.domain.types import OptimizerParams, StepResult
 
 HOST = torch.device("cpu")
@@ -198,6 +199,7 @@ class SingleDeviceStrategy(PreparedModule, LocalCollective):
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restores :meth:`state_dict` output (after :meth:`prepare` of the same module)."""
         optimizer, scheduler = self._built()
+        check_weights_fit(state["module"], self.module.state_dict())  # before any change
         self._lr_scale = float(state.get("lr_scale", 1.0))  # saved rates include it
         self.module.load_state_dict(state["module"])
         self._masters.load(state.get("master_weights"))

@@ -11,6 +11,7 @@ line stays strict JSON; ``float()`` reads them back.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -76,11 +77,19 @@ class JsonlTracker:
     def _write(self, f: IO[str] | None, path: Path, records: list[dict[str, Any]]) -> IO[str]:
         if self._closed:
             raise RuntimeError(f"JsonlTracker of {self.run_dir} used after close")
-        if f is None:
-            f = open(path, "a", buffering=1, encoding="utf-8")
-        for record in records:
-            f.write(json.dumps(json_safe(record), allow_nan=False) + "\n")
-        f.flush()
+        try:
+            if f is None:
+                f = open(path, "a", buffering=1, encoding="utf-8")
+            for record in records:
+                f.write(json.dumps(json_safe(record), allow_nan=False) + "\n")
+            f.flush()
+        except OSError as error:  # a full disk raises from write(): name the file
+            if f is not None:
+                with contextlib.suppress(OSError):  # its torn line is lost, as in a crash
+                    f.close()  # so that close() does not raise the same error again
+            if error.filename is not None:
+                raise
+            raise OSError(error.errno, error.strerror or str(error), str(path)) from error
         return f
 
 

@@ -18,6 +18,7 @@ import structlog
 from lightrft.adapters.datasets.sft_rows import SftDataset, SftStats
 from lightrft.adapters.tracking.progress import ProgressTracker
 from lightrft.application.sft_trainer import SftParams, SftTrainer
+from lightrft.domain.checkpoint_fit import CheckpointShapeError
 from lightrft.entrypoints.config.sft_run_config import SftRunConfig
 from lightrft.entrypoints.field_copy import copy_fields
 from lightrft.entrypoints.jobs.training import export_policy
@@ -33,6 +34,7 @@ from lightrft.entrypoints.run_dir.guard import (
     recorded_config_text,
 )
 from lightrft.entrypoints.run_dir.identity import SFT_IDENTITY
+from lightrft.entrypoints.run_dir.log_write import full_disk_explained
 
 log = structlog.get_logger(__name__)
 
@@ -109,11 +111,17 @@ def _sft_in(
     log.info("sft.start", run_dir=str(run_dir), rows=len(train_data), steps=trainer.total_steps)
     if train_data.stats.skipped_bad_rows:
         log.warning("sft.data.skipped_rows", skipped=train_data.stats.skipped_bad_rows)
+    checkpoints = run_dir / "checkpoints"
     try:
-        if start.resumes and trainer.resume() and main:
-            trim_logs_after(run_dir, trainer.step)
-        start.record(trainer.step, recorded_config_text(config))
-        history = trainer.run(resume=False)
+        with full_disk_explained(lambda: root.checkpoints().steps(), checkpoints, next_command):
+            try:
+                resumed = start.resumes and trainer.resume()
+            except CheckpointShapeError as exc:
+                raise exc.explained(str(checkpoints), config.model.path) from None
+            if resumed and main:
+                trim_logs_after(run_dir, trainer.step)
+            start.record(trainer.step, recorded_config_text(config))
+            history = trainer.run(resume=False)
     finally:
         tracker.close()
     summary = _summary(trainer, history, run_dir, train_data.stats)

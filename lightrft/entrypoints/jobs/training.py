@@ -13,6 +13,7 @@ from lightrft.adapters.tracking.progress import ProgressTracker
 from lightrft.adapters.tracking.token_text import TokenTextTracker
 from lightrft.application.cycle import RLCycle
 from lightrft.application.phases import Phase
+from lightrft.domain.checkpoint_fit import CheckpointShapeError
 from lightrft.entrypoints.config import RunConfig
 from lightrft.entrypoints.data_report import prompt_counts, report_prompt_counts
 from lightrft.entrypoints.graceful_stop import GracefulStop
@@ -30,6 +31,7 @@ from lightrft.entrypoints.run_dir.guard import (
     recorded_config_text,
 )
 from lightrft.entrypoints.run_dir.identity import RL_IDENTITY
+from lightrft.entrypoints.run_dir.log_write import full_disk_explained
 
 log = structlog.get_logger(__name__)
 
@@ -97,16 +99,21 @@ def _train_in(
     )
     cycle = root.cycle()
     counts = prompt_counts(root.prompts(), root.eval_prompts())
+    checkpoints = run_dir / "checkpoints"
     try:
-        if start.resumes:
-            cycle.resume()
-            if main:
-                trim_logs_after(run_dir, cycle.state.step)
-        if main:  # step 0 of metrics.jsonl once, not again on resume
-            report_prompt_counts(counts, tracker if not start.resumes else None)
-        start.record(cycle.state.step, recorded_config_text(config))
-        with GracefulStop(collective) as stop:
-            history = cycle.run(resume=False, should_stop=stop.requested)
+        with full_disk_explained(lambda: root.checkpoints().steps(), checkpoints, next_command):
+            if start.resumes:
+                try:
+                    cycle.resume()
+                except CheckpointShapeError as exc:
+                    raise exc.explained(str(checkpoints), config.model.path) from None
+                if main:
+                    trim_logs_after(run_dir, cycle.state.step)
+            if main:  # step 0 of metrics.jsonl once, not again on resume
+                report_prompt_counts(counts, tracker if not start.resumes else None)
+            start.record(cycle.state.step, recorded_config_text(config))
+            with GracefulStop(collective) as stop:
+                history = cycle.run(resume=False, should_stop=stop.requested)
     finally:
         tracker.close()
         for source in root.reward_sources():

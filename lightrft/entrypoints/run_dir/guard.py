@@ -38,6 +38,7 @@ from lightrft.entrypoints.run_dir.identity import (
     fingerprint,
     flatten,
 )
+from lightrft.entrypoints.run_dir.run_kind import check_same_kind
 
 log = structlog.get_logger(__name__)
 
@@ -189,6 +190,7 @@ def decide(request: RunRequest) -> RunStart:
     start = decide_start(request.run_dir, request.resume, request.overwrite)
     if start == "fresh":
         return RunStart(request.run_dir, start, current)
+    check_same_kind(request.run_dir, request.keys)  # before any model loads
     recorded = recorded_fingerprint(request.run_dir, request.keys)
     if recorded is None:
         log.warning(

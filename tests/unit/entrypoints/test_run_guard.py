@@ -226,3 +226,50 @@ def test_a_key_compared_since_the_last_record_is_read_from_its_config_file(
     )
     with pytest.raises(ResumeIdentityError, match=r'rollout.mode: "sync" -> "async"'):
         decide(request)
+
+
+def test_sft_resuming_an_rl_run_is_refused_as_such_before_any_model_loads(
+    tmp_path: Path,
+) -> None:
+    """F07c: ``lightrft sft --resume`` on a GRPO run ended in ``lightrft: error: strategy``
+    (a KeyError in the checkpoint's state) after the model loaded."""
+    from lightrft.entrypoints.config import RunConfig
+    from lightrft.entrypoints.config.sft_run_config import SftRunConfig
+    from lightrft.entrypoints.run_dir.identity import RL_IDENTITY, SFT_IDENTITY, flatten
+
+    flat = flatten(RunConfig().model_dump(mode="json"))
+    sft_flat = flatten(SftRunConfig().model_dump(mode="json"))  # algorithm.* included
+    run = tmp_path / "run"
+
+    def request(keys: IdentityKeys, *stated: str) -> RunRequest:
+        chosen = sft_flat if keys == SFT_IDENTITY else flat
+        return RunRequest(run, True, False, keys, lambda: keys.select(chosen), stated)
+
+    decide(RunRequest(run, "auto", False, RL_IDENTITY, lambda: RL_IDENTITY.select(flat))).record(
+        0, "rl: 1\n"
+    )
+    _trained(run, 2)
+    before = (run / "history.jsonl").read_text()
+    with pytest.raises(ResumeIdentityError) as caught:
+        decide(request(SFT_IDENTITY, "optim.lr"))
+    assert str(caught.value).startswith(
+        f"cannot resume {run} with lightrft sft: it holds an RL run (started by lightrft train"
+    )
+    assert "--overwrite" in str(caught.value) and "\n" not in str(caught.value)
+    assert (run / "history.jsonl").read_text() == before  # nothing recorded
+    assert decide(request(RL_IDENTITY)).start == "resume"  # the RL verb still resumes it
+
+    sft_run = tmp_path / "sft"
+    start = decide(
+        RunRequest(sft_run, "auto", False, SFT_IDENTITY, lambda: SFT_IDENTITY.select(sft_flat))
+    )
+    start.record(0, "sft: 1\n")
+    _trained(sft_run, 1)
+    with pytest.raises(ResumeIdentityError, match="it holds an SFT run"):
+        decide(RunRequest(sft_run, True, False, RL_IDENTITY, lambda: RL_IDENTITY.select(flat)))
+    assert (
+        decide(
+            RunRequest(sft_run, True, False, SFT_IDENTITY, lambda: SFT_IDENTITY.select(sft_flat))
+        ).start
+        == "resume"
+    )

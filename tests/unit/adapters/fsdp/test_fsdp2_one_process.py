@@ -133,6 +133,26 @@ def test_state_dict_round_trip_restores_weights_optimizer_and_schedule(
     assert max(float((got[k] - want[k]).abs().max()) for k in want) < 1e-6
 
 
+def test_a_checkpoint_of_another_shape_is_refused_before_anything_changes(
+    one_rank_group: None,
+) -> None:
+    """RD11b on FSDP2: one CheckpointShapeError, not torch's size-mismatch lines."""
+    from lightrft.domain.checkpoint_fit import CheckpointShapeError
+
+    small = Fsdp2Strategy(OPTIM, device=HOST)
+    small.prepare(tiny_model())
+    saved = copy.deepcopy(small.state_dict())
+    wider = tiny_model()
+    wider.config.intermediate_size = 128
+    other = Fsdp2Strategy(OPTIM, device=HOST)
+    other.prepare(type(wider)(wider.config))
+    before = params(other)
+    with pytest.raises(CheckpointShapeError, match=r"has shape \[64, 32\] in the checkpoint and"):
+        other.load_state_dict(saved)
+    after = params(other)
+    assert all(torch.equal(after[k], before[k]) for k in before)
+
+
 def test_lr_scale_lowers_later_steps_and_is_restored_with_the_state(
     one_rank_group: None,
 ) -> None:
