@@ -40,10 +40,15 @@ BACKENDS = [
     pytest.param(
         ["backend.strategy=deepspeed", "backend.strategy.zero_stage=3"],
         id="deepspeed-zero3",
-        marks=pytest.mark.skipif(
-            importlib.util.find_spec("deepspeed") is None,
-            reason="deepspeed is not installed (pip install 'lightrft[deepspeed]')",
-        ),
+        # slow: ~40-80 s; ZeRO-1/3 with two ranks against one process (and their resume)
+        # stay in the default run in tests/unit/adapters/deepspeed/test_deepspeed_two_ranks.py
+        marks=[
+            pytest.mark.slow,
+            pytest.mark.skipif(
+                importlib.util.find_spec("deepspeed") is None,
+                reason="deepspeed is not installed (pip install 'lightrft[deepspeed]')",
+            ),
+        ],
     ),
 ]
 
@@ -69,6 +74,8 @@ def test_two_processes_match_one_process_on_the_same_global_batch(
     assert _max_diff(_weights(single), _weights(double)) < 1e-5
 
 
+@pytest.mark.slow  # ~30-70 s; the sharded resume of two FSDP2 ranks stays in the default run
+# in tests/unit/adapters/fsdp/test_fsdp2_two_ranks.py
 def test_sharded_checkpoint_with_two_ranks_resumes_identically(
     tiny_dir: Path, tmp_path: Path
 ) -> None:
