@@ -8,12 +8,12 @@
 #   --train_data / --eval_data -> --data / --eval-data (one preference file each: prompt,
 #   chosen, rejected, and the media column); --eval_steps -> --eval-every;
 #   --save_steps -> --checkpoint-every; --margin -> --margin; --zero_stage 3 -> --strategy.
-# Left out, not built here (the reward-model issue adds them): --loss_type hps (only
-# Bradley-Terry), --pooling_method attn (last-token score), --heads_types, --scale_for_train,
-# --probing_layer, --task_instruction (a prompt template; --system-prompt is the nearest),
-# the named dataset loaders of --train_data (hpdv3:, rapidata-t2v:, audio-alpaca:, ...), video
-# rows (--fps), --max_pixels, --lr_warmup_ratio, --l2, --gradient_checkpointing, --flash_attn,
-# --max_ckpt_num, --use_tensorboard / --use_wandb. It trains in one process.
+# Also read by `lightrft rm train` (pass them in RM_ARGS): --loss-type hps / logexp,
+# --pooling attn / mean, --heads and --head-arch, --probing-layer, --scale-for-train,
+# --task-instruction, the named data sets of --data (hpdv3:, rapidata-t2v:, audio-alpaca:, ...,
+# including pairs whose responses are images, audio or videos), video rows (--fps,
+# --max-frames), --max-pixels. `lightrft rm train` also accepts the original's own flags as
+# written (docs/migrating.md). Not read: --gradient_checkpointing, --flash_attn, --max_ckpt_num.
 #
 # Reads MODEL_PATH, DATA_PATH (default: the built-in synthetic pairs, text only), EVAL_DATA_PATH,
 # SAVE_PATH, MODALITY (text, vision-language or audio-language), MEDIA_KEY (the pairs' media
