@@ -409,9 +409,28 @@ class RLCycle:
     def collect_batch(self, step: int, maker: ExperienceMaker) -> CollectedRollout:
         """The batch of ``step`` (this rank's prompts, the step's seed) from ``maker``'s
         engine, with the schedule's balance metrics."""
+        scheduled = self._follow_temperature_schedule(step, maker)
         prompts, balance = self.prompts(step)
         collected = maker.collect(prompts, seed=self.prompts.seed(step))
-        return replace(collected, metrics={**collected.metrics, **balance})
+        return replace(collected, metrics={**collected.metrics, **balance, **scheduled})
+
+    def _follow_temperature_schedule(self, step: int, maker: ExperienceMaker) -> dict[str, float]:
+        """Sets ``maker``'s sampling temperature to the schedule's for the batch of ``step``
+        (0-based: the schedule's step ``step + 1``; ``rollout.temperature_schedule``, plus what
+        collapse rollbacks added) and returns the ``rollout/temperature`` metric; nothing
+        without a schedule."""
+        schedule = self._configured.rollout.temperature_schedule
+        if schedule is None:
+            return {}
+        configured = self._configured.rollout.sampling.temperature
+        added = self._settings.rollout.sampling.temperature - configured
+        temperature = schedule.at(step + 1) + added
+        sampling = maker.rollout.sampling
+        if sampling.temperature != temperature:
+            maker.rollout = replace(
+                maker.rollout, sampling=replace(sampling, temperature=temperature)
+            )
+        return {"rollout/temperature": temperature}
 
     def rollout_seed(self, step: int) -> int:
         """The sampling seed of the batch of ``step``."""

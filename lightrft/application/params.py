@@ -25,6 +25,7 @@ from lightrft.domain.health_checks import HealthThresholds
 from lightrft.domain.policy_loss_params import PolicyLossParams
 from lightrft.domain.reward_recipes import RecipeBook
 from lightrft.domain.sampling_params import SamplingParams
+from lightrft.domain.temperature_schedule import TemperatureSchedule
 
 if TYPE_CHECKING:  # the implementations import torch; a config is validated without them
     from lightrft.domain.advantages import AdvantageEstimator
@@ -100,6 +101,8 @@ class RolloutParams:
     max_tokens_per_forward: int | None = None  # token budget of a no-grad forward instead
     balance_ranks: bool = False  # spread a step's prompts over ranks by cost (balanced_step)
     balance_encoder_weight: float = 1.0  # one media-encoder unit in tokens (domain.prompt_cost)
+    # the step's sampling temperature instead of sampling.temperature (None: fixed)
+    temperature_schedule: TemperatureSchedule | None = None
 
     def __post_init__(self) -> None:
         _positive("prompts_per_step", self.prompts_per_step)

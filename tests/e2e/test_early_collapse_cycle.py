@@ -14,6 +14,7 @@ same low entropy at a high reward is not a collapse.
 from __future__ import annotations
 
 from collections.abc import MutableMapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -22,8 +23,10 @@ from structlog.testing import capture_logs
 
 from lightrft.adapters.fakes import InMemoryCheckpointStore
 from lightrft.application.params import HealthParams, RollbackChanges
+from lightrft.application.phases import Phase
 from lightrft.domain.health_checks import HealthThresholds
 from lightrft.domain.ports import PolicyOutput
+from lightrft.domain.temperature_schedule import TemperatureSchedule
 from lightrft.domain.types import RewardResult, RewardSample
 from tests.e2e.test_training_health_cycle import _params, _same
 from tests.helpers.fake_cycle import FakeRig, build_rig
@@ -239,3 +242,52 @@ def test_a_run_that_evaluates_rarely_can_rank_its_rollback_by_training_reward(
     events = [e for e in logs if e["event"] == "health.rollback"]
     assert [(e["step"], e["restored_step"]) for e in events] == [(4, restored)]
     assert events[0]["ranked_by"] == ("eval/accuracy" if rank_by == "auto" else "reward/mean")
+
+
+def _scheduled(rig: FakeRig, points: list[list[float]]) -> None:
+    """``rig``'s run with ``rollout.temperature_schedule=points`` (its rollout temperature the
+    schedule's last value, as the config requires)."""
+    schedule = TemperatureSchedule.of(points)
+    settings = rig.cycle.settings
+    sampling = replace(settings.rollout.sampling, temperature=schedule.final)
+    rollout = replace(settings.rollout, sampling=sampling, temperature_schedule=schedule)
+    rig.cycle.settings = replace(settings, rollout=rollout)
+
+
+def test_a_temperature_schedule_sets_each_steps_sampling_temperature() -> None:
+    rig = build_rig("grpo", lr=LR, total_steps=5, eval_every=5)
+    _scheduled(rig, [[1, 1.0], [3, 0.5]])
+    calls: list[tuple[str, int, float]] = []
+    generate = rig.engine.generate
+
+    def spied(prompts: Any, sampling: Any) -> Any:
+        calls.append((rig.cycle.phases.current, rig.cycle.state.step + 1, sampling.temperature))
+        return generate(prompts, sampling)
+
+    rig.engine.generate = spied  # type: ignore[method-assign]
+    rig.cycle.run()
+    temperatures = {step: t for phase, step, t in calls if phase != Phase.EVAL}
+    evaluated = [t for phase, _, t in calls if phase == Phase.EVAL]
+    assert temperatures == {1: 1.0, 2: 0.75, 3: 0.5, 4: 0.5, 5: 0.5}
+    metrics = dict(rig.tracker.metrics)
+    assert [metrics[s]["rollout/temperature"] for s in range(1, 6)] == [1.0, 0.75, 0.5, 0.5, 0.5]
+    assert evaluated and set(evaluated) == {0.0}  # evaluation keeps its own (greedy) sampling
+
+
+def test_a_rollback_adds_its_temperature_change_to_the_schedule() -> None:
+    rig = build_rig(
+        "grpo", lr=LR, total_steps=6, health=HealthParams(THRESHOLDS, "rollback", rollback=CHANGES)
+    )
+    _scheduled(rig, [[1, 1.2], [5, 1.0]])
+    CollapsingRun(rig)
+    temperatures = _temperatures(rig)
+    rig.cycle.run()
+    # 1.2 -> 1.0 over steps 1-5; the rollback at step 4 adds 0.5 from step 5 on
+    assert {s: round(t, 10) for s, t in temperatures.items()} == {
+        1: 1.2,
+        2: 1.15,
+        3: 1.1,
+        4: 1.05,
+        5: 1.5,
+        6: 1.5,
+    }

@@ -116,6 +116,12 @@ class RunConfig(Section):
                 f"(the cost advantage has no cost critic); algorithm.advantage_estimator is "
                 f"{a.advantage_estimator!r}: use grpo, rloo, reinforce_pp, ..."
             )
+        if self.rollout.temperature_schedule is not None and a.logprob_temperature == "sampling":
+            raise ValueError(
+                "rollout.temperature_schedule changes the sampling temperature during the run; "
+                "the loss's log-probs need a fixed temperature: set algorithm.logprob_temperature "
+                "to a number (e.g. 1.0)"
+            )
         if self.model.lora.rank == 0 and self.model.lora.target_modules != "all-linear":
             raise ValueError("model.lora.target_modules is set but model.lora.rank is 0")
         for section in self.components():
@@ -198,6 +204,7 @@ class RunConfig(Section):
                 sampling=sampling,
                 pad_token_id=pad_token_id,
                 measure_mismatch=r.measures_mismatch(),
+                resolved={"temperature_schedule": r.schedule()},
             ),
             algorithm=self._algorithm(sampling),
             shaping=params_from(

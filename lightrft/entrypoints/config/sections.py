@@ -24,6 +24,7 @@ from lightrft.domain.algorithm_registries import (
     POLICY_LOSSES,
 )
 from lightrft.domain.correction_modes import DEFAULT_CORRECTION_MODE, CorrectionMode
+from lightrft.domain.temperature_schedule import TemperatureSchedule
 from lightrft.entrypoints.config import (
     agent_configs,
     engine_configs,
@@ -425,6 +426,14 @@ class RolloutConfig(OffPolicyFields):
     first_token_temperature: float | None = Field(
         None, gt=0, description="FIRE first-token temperature."
     )
+    temperature_schedule: (
+        list[tuple[Annotated[int, Field(ge=1)], Annotated[float, Field(ge=0)]]] | None
+    ) = Field(
+        None,
+        description="[[step, temperature], ...]: the training rollouts' temperature per step, "
+        "linear between the points, the first point's before it and the last's after it "
+        "(rollout.temperature must equal the last); None: rollout.temperature every step.",
+    )
     dynamic_sampling: bool = Field(False, description="DAPO: refill until groups are informative.")
     max_sampling_rounds: int = Field(3, gt=0, description="Round limit of dynamic sampling.")
     balance_ranks: bool = Field(
@@ -488,6 +497,26 @@ class RolloutConfig(OffPolicyFields):
                 "gateway's agent program is the environment (drop one)"
             )
         return self
+
+    @model_validator(mode="after")
+    def _schedule_ends_at_the_temperature(self) -> RolloutConfig:
+        schedule = self.schedule()
+        if schedule is not None and schedule.final != self.temperature:
+            raise ValueError(
+                f"rollout.temperature_schedule ends at {schedule.final} but rollout.temperature "
+                f"is {self.temperature}: set rollout.temperature={schedule.final} (the "
+                "temperature after the schedule, which a run's identity and logs report)"
+            )
+        return self
+
+    def schedule(self) -> TemperatureSchedule | None:
+        """``temperature_schedule`` as the domain's schedule (None when unset)."""
+        if self.temperature_schedule is None:
+            return None
+        try:
+            return TemperatureSchedule.of(self.temperature_schedule)
+        except ValueError as error:
+            raise ValueError(f"rollout.temperature_schedule: {error}") from None
 
     @model_validator(mode="after")
     def _fp8_needs_vllm(self) -> RolloutConfig:

@@ -52,3 +52,48 @@ def test_the_measured_recipes_keep_the_temperature_one_loss(recipe: list[str]) -
     settings = load_config(algorithm="grpo", overrides=recipe).to_domain()
     assert settings.rollout.sampling.temperature != 1.0
     assert settings.algorithm.logprob_temperature == 1.0
+
+
+def test_a_temperature_schedule_reaches_the_rollout_parameters() -> None:
+    overrides = {
+        "rollout.temperature_schedule": [[1, 0.8], [6, 0.6]],
+        "rollout.temperature": 0.6,
+        "algorithm.logprob_temperature": 1.0,
+    }
+    settings = load_config(algorithm="grpo", overrides=overrides).to_domain()
+    schedule = settings.rollout.temperature_schedule
+    assert schedule is not None and schedule.points == ((1, 0.8), (6, 0.6))
+    assert settings.rollout.sampling.temperature == 0.6
+    assert load_config(algorithm="grpo").to_domain().rollout.temperature_schedule is None
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (  # the loss's temperature would follow only the final value
+            {"rollout.temperature_schedule": [[1, 0.8], [6, 0.6]], "rollout.temperature": 0.6},
+            "algorithm.logprob_temperature to a number",
+        ),
+        (
+            {
+                "rollout.temperature_schedule": [[1, 0.8], [6, 0.6]],
+                "algorithm.logprob_temperature": 1.0,
+            },
+            "ends at 0.6 but rollout.temperature is 1.0",
+        ),
+        (
+            {
+                "rollout.temperature_schedule": [[4, 0.8], [2, 1.0]],
+                "rollout.temperature": 1.0,
+                "algorithm.logprob_temperature": 1.0,
+            },
+            "rollout.temperature_schedule: temperature schedule steps must be",
+        ),
+        ({"rollout.temperature_schedule": [[0, 0.8]]}, "rollout.temperature_schedule"),
+    ],
+)
+def test_a_bad_temperature_schedule_is_refused_naming_the_key(
+    overrides: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(algorithm="grpo", overrides=overrides)
