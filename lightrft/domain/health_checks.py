@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from lightrft.domain.registry import Registry
+from lightrft.domain.sampled_entropy import SAMPLED_NLL
 
 NO_CONTEXT: Mapping[str, float] = MappingProxyType({})
 """The context of a check that reads one metric only."""
@@ -277,7 +278,8 @@ class EarlyEntropyCollapse:
         self.recent = [*self.recent, float(matches)][-self.window :]
         count = sum(self.recent)
         detail = (
-            f"train/entropy {value:.3g} nats (collapse below {self.entropy:.3g}) with "
+            f"entropy {value:.3g} nats (train/entropy, or {SAMPLED_NLL} on a step that trained "
+            f"no row; collapse below {self.entropy:.3g}) with "
             f"reward/mean {reward:.3g} (below {self.reward:.3g}) and {alike:.0%} of groups "
             f"alike (from {self.alike:.0%}): {count:.0f} of the last {len(self.recent)} steps "
             f"so (fires at {self.steps})"
@@ -392,7 +394,9 @@ HEALTH_CHECKS.add(
 HEALTH_CHECKS.add(
     "early_entropy_collapse",
     HealthCheck(
-        (ENTROPY,),
+        # a step that trained no row (every group alike) has no train/entropy: the rollout's
+        # own estimate stands in, so a policy settled on one answer is judged too
+        (ENTROPY, SAMPLED_NLL),
         "health/early_entropy_collapse",
         True,
         lambda t: EarlyEntropyCollapse(

@@ -271,6 +271,9 @@ def test_a_temperature_schedule_sets_each_steps_sampling_temperature() -> None:
     assert temperatures == {1: 1.0, 2: 0.75, 3: 0.5, 4: 0.5, 5: 0.5}
     metrics = dict(rig.tracker.metrics)
     assert [metrics[s]["rollout/temperature"] for s in range(1, 6)] == [1.0, 0.75, 0.5, 0.5, 0.5]
+    # the rollout's own entropy estimate is logged every step, and is lower when colder
+    nll = [metrics[s]["rollout/sampled_nll"] for s in range(1, 6)]
+    assert all(v > 0 for v in nll) and nll[0] > nll[4]
     assert evaluated and set(evaluated) == {0.0}  # evaluation keeps its own (greedy) sampling
 
 

@@ -8,6 +8,7 @@ from torch import Tensor
 from lightrft.application.agent_metrics import episode_metrics
 from lightrft.application.stages.records import Annotation, ExperienceBatch, Rollout
 from lightrft.domain.groups import zero_group_fraction
+from lightrft.domain.sampled_entropy import SAMPLED_NLL, sampled_nll
 from lightrft.domain.types import Experience
 
 
@@ -65,4 +66,7 @@ def rollout_metrics(
         }
     )
     metrics.update(episode_metrics(rollout.completions))
+    nll = sampled_nll(rollout.completions)
+    if nll is not None:
+        metrics[SAMPLED_NLL] = nll
     return metrics

@@ -51,7 +51,7 @@ def test_the_failing_seed_is_caught_one_step_after_the_collapse() -> None:
     assert fired == list(range(5, 16))  # the dip to 88% alike at step 8 does not silence it
     onsets = [s for s in monitor.onsets if s.name == SIGNAL]
     assert [(s.step, s.collapse, s.value, s.threshold) for s in onsets] == [(5, True, 2.0, 2.0)]
-    assert "train/entropy 0.18 nats" in onsets[0].message
+    assert "entropy 0.18 nats (train/entropy" in onsets[0].message
     assert "reward/mean 0.31" in onsets[0].message and "100% of groups alike" in onsets[0].message
 
 
@@ -127,3 +127,55 @@ def test_its_state_resumes() -> None:
     resumed = HealthMonitor()
     resumed.load_state_dict(first.state_dict())
     assert [resumed.observe(s, m) for s, m in enumerate(COLLAPSE[4:8], 5)] == expected[4:]
+
+
+def _seed11_steps() -> list[dict[str, float]]:
+    """Demo seed 11 (issue 47): from step 3 nearly every sample is the bare answer "1"
+    (reward 0.00-0.12); most steps have every group alike, so no row is trained and no
+    train/entropy is logged, only the rollout's own estimate (rollout/sampled_nll, near 0);
+    the few trained rows (the odd groups) have a high entropy (0.84+)."""
+    rows = [
+        # (train/entropy or None, sampled_nll, reward, alike)
+        (1.1, 0.9, 0.03, 0.75),
+        (0.95, 0.6, 0.06, 0.81),
+        (None, 0.05, 0.06, 1.0),
+        (None, 0.04, 0.0, 1.0),
+        (0.9, 0.06, 0.12, 0.94),
+        (None, 0.03, 0.06, 1.0),
+        (None, 0.02, 0.06, 1.0),
+    ]
+    steps = []
+    for entropy, nll, reward, alike in rows:
+        step = {
+            "rollout/sampled_nll": nll,
+            "reward/mean": reward,
+            "advantages/zero_groups_fraction": alike,
+        }
+        if entropy is not None:
+            step["train/entropy"] = entropy
+        steps.append(step)
+    return steps
+
+
+def test_a_policy_settled_on_one_answer_is_caught_from_the_rollouts_own_entropy() -> None:
+    steps = _seed11_steps()
+    monitor = HealthMonitor()
+    assert _fired_steps(steps, monitor)[0] == 4  # steps 3 and 4 match on sampled_nll
+    (onset,) = [s for s in monitor.onsets if s.name == SIGNAL]
+    assert onset.collapse and "entropy 0.04 nats" in onset.message
+    # without the rollout's estimate (the monitor before issue 47's seed 11) nothing fires
+    blind = [{k: v for k, v in s.items() if k != "rollout/sampled_nll"} for s in steps]
+    assert _fired_steps(blind) == []
+
+
+def test_the_trainers_entropy_is_preferred_when_a_step_has_both() -> None:
+    # a trained step's train/entropy (high) decides even when the sampled estimate is low
+    steps = [
+        {
+            "train/entropy": 0.9,
+            "rollout/sampled_nll": 0.01,
+            "reward/mean": 0.1,
+            "advantages/zero_groups_fraction": 0.95,
+        }
+    ] * 4
+    assert _fired_steps(steps) == []
