@@ -117,10 +117,14 @@ SETTLED_FROM = 4
 may still all run into the token limit (every group scores 0 alike, whatever the policy)."""
 
 
+ALIKE = "reward/alike_groups_fraction"
+
+
 def mechanism(rows: list[dict[str, float]]) -> dict[str, float | None]:
     """What a run's training looked like, to tell an early entropy collapse from slow learning:
     the lowest ``train/entropy`` and its step, the mean share of groups scoring alike
-    (``advantages/zero_groups_fraction``), of the response length and of the training reward
+    (``reward/alike_groups_fraction``; runs logged before it: ``advantages/zero_groups_fraction``,
+    the same for grpo), of the response length and of the training reward
     from step :data:`SETTLED_FROM` on, and the first step ``early_entropy_collapse`` fired."""
     steps = [row for row in rows if int(row["step"]) >= 1]
     entropy = [(row["train/entropy"], int(row["step"])) for row in steps if "train/entropy" in row]
@@ -134,7 +138,9 @@ def mechanism(rows: list[dict[str, float]]) -> dict[str, float | None]:
     return {
         "min_entropy": min(entropy)[0] if entropy else None,
         "min_entropy_step": float(min(entropy)[1]) if entropy else None,
-        "alike": mean("advantages/zero_groups_fraction"),
+        "alike": mean(ALIKE)
+        if any(ALIKE in row for row in late)
+        else mean("advantages/zero_groups_fraction"),
         "length": mean("response_length/mean"),
         "reward": mean("reward/mean"),
         "collapse_step": float(fired[0]) if fired else None,

@@ -43,7 +43,7 @@ from lightrft.domain.checks import (
     check_shape,
 )
 from lightrft.domain.distillation import teacher_advantages
-from lightrft.domain.groups import GroupStats, dense_group_ids, group_stats
+from lightrft.domain.groups import GroupStats, dense_group_ids, group_stats, groups_all_equal
 from lightrft.domain.kl import kl_in_reward
 from lightrft.domain.masked import masked_mean, masked_whiten
 from lightrft.domain.reduce import AllReduceSum, local_sum
@@ -135,10 +135,7 @@ def _group_scores(
     rewards = _as_float(inputs.rewards)
     stats = group_stats(rewards, inputs.group_index, weights)
     ids, k = dense_group_ids(inputs.group_index)
-    inf = torch.full((k,), float("inf"), dtype=rewards.dtype, device=rewards.device)
-    high = (-inf).scatter_reduce(0, ids, rewards, "amax")
-    low = inf.scatter_reduce(0, ids, rewards, "amin")
-    equal = (high == low)[ids]  # [B]; singletons are trivially equal
+    equal = groups_all_equal(rewards, ids, k)[0][ids]  # [B]; singletons are trivially equal
     singleton = stats.size == 1
     if bool(singleton.any()):
         warnings.warn(

@@ -29,6 +29,38 @@ def dense_group_ids(group_index: Tensor) -> tuple[Tensor, int]:
     return ids, int(ids.max()) + 1 if ids.numel() else 0
 
 
+def groups_all_equal(values: Tensor, ids: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """Per group (K,): whether all its ``values`` are equal, and its lowest value.
+    ``ids`` (B,) are dense group ids 0..K-1 (:func:`dense_group_ids`)."""
+    dtype = values.dtype
+    low = torch.full((k,), float("inf"), dtype=dtype, device=values.device).scatter_reduce(
+        0, ids, values, reduce="amin"
+    )
+    high = torch.full((k,), float("-inf"), dtype=dtype, device=values.device).scatter_reduce(
+        0, ids, values, reduce="amax"
+    )
+    return low == high, low
+
+
+def alike_group_fraction(values: Tensor, group_index: Tensor) -> Tensor | None:
+    """The fraction of groups of two or more samples whose ``values`` (e.g. each sample's
+    reward) are all equal: the prompts a group baseline learns nothing from, whatever the
+    estimator. Groups of one sample are left out; ``None`` when every group has one.
+    Shape: values (B,), group_index (B,) -> 0-dim float tensor."""
+    check_shape("values", values, (None,))
+    check_shape("group_index", group_index, (values.shape[0],))
+    ids, k = dense_group_ids(group_index)
+    v = values if values.is_floating_point() else values.float()
+    size = torch.zeros(k, device=v.device).index_add_(
+        0, ids, torch.ones_like(v, dtype=torch.float32)
+    )
+    several = size > 1
+    if not bool(several.any()):
+        return None
+    equal, _ = groups_all_equal(v, ids, k)
+    return (equal & several).float().sum() / several.float().sum()
+
+
 def group_stats(values: Tensor, group_index: Tensor, weights: Tensor | None = None) -> GroupStats:
     """Mean and Bessel-corrected std of ``values`` within each group, broadcast back to (B,).
 
@@ -57,13 +89,7 @@ def group_stats(values: Tensor, group_index: Tensor, weights: Tensor | None = No
     # A group whose values are all equal has exactly that mean and std 0: float rounding of
     # the sums above must not turn it into a tiny non-zero spread (ALGORITHMS.md: equal
     # rewards give advantage 0).
-    low = torch.full((k,), float("inf"), dtype=dtype, device=v.device).scatter_reduce(
-        0, ids, v, reduce="amin"
-    )
-    high = torch.full((k,), float("-inf"), dtype=dtype, device=v.device).scatter_reduce(
-        0, ids, v, reduce="amax"
-    )
-    equal = low == high
+    equal, low = groups_all_equal(v, ids, k)
     mean = torch.where(equal, low, mean)
     std = torch.where(equal, torch.zeros_like(var), var.sqrt())
     return GroupStats(mean=mean[ids], std=std[ids], size=size[ids])

@@ -28,7 +28,9 @@ NO_CONTEXT: Mapping[str, float] = MappingProxyType({})
 
 ENTROPY = "train/entropy"
 TRAINING_REWARD = "reward/mean"
-ALIKE_GROUPS = "advantages/zero_groups_fraction"
+ALIKE_GROUPS = "reward/alike_groups_fraction"
+"""The fraction of groups (of 2+ samples) whose rewards are all equal, whatever the estimator."""
+ZERO_ADVANTAGE_GROUPS = "advantages/zero_groups_fraction"
 
 
 def _in_unit(name: str, value: float) -> None:
@@ -60,7 +62,7 @@ class HealthThresholds:
     learned the task): a step *matches* when ``train/entropy`` is below
     ``early_collapse_entropy`` nats, the training ``reward/mean`` below
     ``early_collapse_reward`` (reward units) and at least ``early_collapse_alike`` of the groups
-    score alike (``advantages/zero_groups_fraction``); the check fires when at least
+    score alike (``reward/alike_groups_fraction``: all its samples rewarded the same); the check fires when at least
     ``early_collapse_steps`` of the last ``early_collapse_window`` judged steps match.
     """
 
@@ -376,7 +378,7 @@ HEALTH_CHECKS.add(
 HEALTH_CHECKS.add(
     "zero_advantage_groups",
     HealthCheck(
-        (ALIKE_GROUPS,),
+        (ZERO_ADVANTAGE_GROUPS,),
         "health/zero_adv_groups",
         False,
         lambda t: Limit(t.zero_adv_groups, "the fraction of groups with all-zero advantages"),

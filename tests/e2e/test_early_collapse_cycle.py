@@ -73,10 +73,10 @@ class CollapsingRun:
 
 
 def _run(
-    on_collapse: str, *, healthy: bool = False, **kwargs: Any
+    on_collapse: str, *, healthy: bool = False, algorithm: str = "grpo", **kwargs: Any
 ) -> tuple[FakeRig, CollapsingRun, list[MutableMapping[str, Any]]]:
     health = HealthParams(THRESHOLDS, on_collapse)  # type: ignore[arg-type]
-    rig = build_rig("grpo", lr=LR, health=health, **kwargs)
+    rig = build_rig(algorithm, lr=LR, health=health, **kwargs)
     run = CollapsingRun(rig, healthy=healthy)
     with capture_logs() as logs:
         rig.cycle.run()
@@ -94,6 +94,9 @@ def test_the_forced_collapse_is_caught_and_warned_about() -> None:
     assert [metrics[s]["advantages/zero_groups_fraction"] for s in range(1, 7)] == [0, 0] + [
         1.0
     ] * 4
+    # grpo: a group's advantages are all 0 exactly when its rewards are all equal
+    alike = [metrics[s]["reward/alike_groups_fraction"] for s in range(1, 7)]
+    assert alike == [0, 0] + [1.0] * 4
     assert metrics[2]["train/entropy"] > 1.0 > 0.3 > metrics[3]["train/entropy"]
     assert [metrics[s]["health/early_entropy_collapse"] for s in range(1, 7)] == [0, 0, 1, 2, 3, 3]
     assert [metrics[s][f"health/fired/{SIGNAL}"] for s in range(1, 7)] == [0, 0, 0, 1, 1, 1]
@@ -294,3 +297,12 @@ def test_a_rollback_adds_its_temperature_change_to_the_schedule() -> None:
         5: 1.5,
         6: 1.5,
     }
+
+
+def test_a_global_baseline_collapse_is_judged_on_rewards_alike() -> None:
+    # reinforce_pp whitens over the batch: no advantage is 0, yet every group scores alike
+    rig, _, logs = _run("warn", total_steps=6, algorithm="reinforce_pp")
+    metrics = dict(rig.tracker.metrics)
+    assert [metrics[s]["advantages/zero_groups_fraction"] for s in range(3, 7)] == [0.0] * 4
+    assert [metrics[s]["reward/alike_groups_fraction"] for s in range(3, 7)] == [1.0] * 4
+    assert (SIGNAL, 4) in _signals(logs)

@@ -7,7 +7,8 @@ from torch import Tensor
 
 from lightrft.application.agent_metrics import episode_metrics
 from lightrft.application.stages.records import Annotation, ExperienceBatch, Rollout
-from lightrft.domain.groups import zero_group_fraction
+from lightrft.domain.groups import alike_group_fraction, zero_group_fraction
+from lightrft.domain.health_checks import ALIKE_GROUPS
 from lightrft.domain.sampled_entropy import SAMPLED_NLL, sampled_nll
 from lightrft.domain.types import Experience
 
@@ -20,6 +21,9 @@ def experience_batch(work: Annotation) -> ExperienceBatch:
     work.metrics["advantages/zero_groups_fraction"] = float(
         zero_group_fraction(work.advantages, work.mask, work.group_index)
     )
+    alike = alike_group_fraction(rollout.scores.total, work.group_index)
+    if alike is not None:
+        work.metrics[ALIKE_GROUPS] = float(alike)
     experience = Experience(
         sequences=tensors.sequences,
         old_logprobs=work.old,

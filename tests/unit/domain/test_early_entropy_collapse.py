@@ -15,7 +15,7 @@ SIGNAL = "early_entropy_collapse"
 def _steps(entropy: list[float], reward: list[float], alike: list[float]) -> list[dict[str, float]]:
     assert len(entropy) == len(reward) == len(alike)
     return [
-        {"train/entropy": e, "reward/mean": r, "advantages/zero_groups_fraction": a}
+        {"train/entropy": e, "reward/mean": r, "reward/alike_groups_fraction": a}
         for e, r, a in zip(entropy, reward, alike, strict=True)
     ]
 
@@ -93,14 +93,14 @@ def test_a_step_matches_only_when_all_three_hold(
 ) -> None:
     t = HealthThresholds()
     detector = HEALTH_CHECKS.get(SIGNAL).make(t)
-    context = {"reward/mean": reward, "advantages/zero_groups_fraction": alike}
+    context = {"reward/mean": reward, "reward/alike_groups_fraction": alike}
     readings = [detector.observe(entropy, context) for _ in range(3)]
     assert [r.value for r in readings if r is not None] == ([1, 2, 3] if matches else [0, 0, 0])
 
 
 def test_the_thresholds_and_the_window_are_the_configured_ones() -> None:
     detector = EarlyEntropyCollapse(entropy=0.5, reward=0.2, alike=0.5, steps=1, window=1)
-    context = {"reward/mean": 0.1, "advantages/zero_groups_fraction": 0.5}
+    context = {"reward/mean": 0.1, "reward/alike_groups_fraction": 0.5}
     reading = detector.observe(0.4, context)
     assert reading is not None and reading.fired
     steps = _steps([0.2, 0.2, 1.0, 0.2], [0.3] * 4, [1.0] * 4)
@@ -149,7 +149,7 @@ def _seed11_steps() -> list[dict[str, float]]:
         step = {
             "rollout/sampled_nll": nll,
             "reward/mean": reward,
-            "advantages/zero_groups_fraction": alike,
+            "reward/alike_groups_fraction": alike,
         }
         if entropy is not None:
             step["train/entropy"] = entropy
@@ -175,7 +175,7 @@ def test_the_trainers_entropy_is_preferred_when_a_step_has_both() -> None:
             "train/entropy": 0.9,
             "rollout/sampled_nll": 0.01,
             "reward/mean": 0.1,
-            "advantages/zero_groups_fraction": 0.95,
+            "reward/alike_groups_fraction": 0.95,
         }
     ] * 4
     assert _fired_steps(steps) == []
