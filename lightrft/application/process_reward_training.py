@@ -60,6 +60,12 @@ class StepEval:
 
 
 def _labels(examples: Sequence[StepLabelledExample], device: torch.device) -> Tensor:
+    """The step labels of ``examples`` in order (N,): the targets, probabilities in [0, 1]
+    (a row kept with its data set's own numbers, ``label_range=None``, may not be one)."""
+    for e in examples:
+        if any(not 0.0 <= y <= 1.0 for y in e.labels):
+            name = e.uid or "a row"
+            raise ValueError(f"{name}: step labels {e.labels} are not probabilities in [0, 1]")
     return torch.tensor([y for e in examples for y in e.labels], device=device)
 
 

@@ -17,6 +17,7 @@ Shapes: B samples, R response tokens, K steps of one response, N steps of a batc
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -73,23 +74,39 @@ def split_steps(text: str, separator: str) -> list[StepSpan]:
 
 @dataclass(frozen=True)
 class StepLabelledExample:
-    """A PRM training row: a prompt, the response's steps (each closed by the separator when
-    encoded) and one label per step, the probability that the step is good (1: ``+``, 0:
-    ``-``; soft labels in between). ``multimodal``: the prompt's media payload, if any."""
+    """A step-labelled solution, the row of a process reward model: a prompt, the response's
+    steps (each closed by the separator when encoded) and one label per step (same order).
+
+    ``label_range``: where the labels lie. The default, [0, 1], is a PRM training row's: the
+    probability that the step is good (1: ``+``, 0: ``-``; soft labels in between). ``None``:
+    any finite number, as a data set gives it (the reward-set loader keeps PRM800K's -1 / 0 /
+    +1 ratings so). ``multimodal``: the prompt's media payload, if any. ``uid``: the row's
+    name (``file:row``), empty when the row has none."""
 
     prompt: str
     steps: tuple[str, ...]
     labels: tuple[float, ...]
     multimodal: Payload | None = None
+    uid: str = ""
+    label_range: tuple[float, float] | None = (0.0, 1.0)
 
     def __post_init__(self) -> None:
+        named = f"{self.uid}: " if self.uid else ""
         if not self.steps:
-            raise ValueError("a step-labelled example needs at least one step")
+            raise ValueError(f"{named}a step-labelled example needs at least one step")
         if len(self.steps) != len(self.labels):
-            raise ValueError(f"{len(self.steps)} steps but {len(self.labels)} labels")
-        for label in self.labels:
-            if not 0.0 <= label <= 1.0:
-                raise ValueError(f"step labels must lie in [0, 1], got {label}")
+            raise ValueError(f"{named}{len(self.steps)} steps but {len(self.labels)} labels")
+        if self.label_range is None:
+            bad = [x for x in self.labels if not math.isfinite(x)]
+            if bad:
+                raise ValueError(f"{named}step labels must be finite numbers, got {bad}")
+        else:
+            low, high = self.label_range
+            for label in self.labels:
+                if not low <= label <= high:
+                    raise ValueError(
+                        f"{named}step labels must lie in [{low:g}, {high:g}], got {label}"
+                    )
 
 
 def step_probabilities(positive_logits: Tensor, negative_logits: Tensor) -> Tensor:

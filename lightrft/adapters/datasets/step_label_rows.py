@@ -36,6 +36,11 @@ from lightrft.adapters.datasets.hf_prompt_dataset import file_row_refs
 from lightrft.adapters.datasets.multimodal_rows import media_content
 from lightrft.adapters.datasets.prompt_rows import RowRef, RowSpec, multimodal_of
 from lightrft.adapters.datasets.rendering import PromptRenderer
+from lightrft.adapters.datasets.shepherd_labels import (
+    LabelTextMismatch,
+    label_tokens,
+    one_character,
+)
 from lightrft.domain.process_rewards import StepLabelledExample
 
 
@@ -114,6 +119,20 @@ def _steps_and_labels(
     return list(steps), read
 
 
+def _labels_of_text(
+    label: str, pieces: Sequence[str], spec: StepRowSpec, where: str
+) -> list[float]:
+    """The labels of Math-Shepherd's label text: one character stands for each tag, judged
+    once the text reads as the input; whitespace may follow the last one."""
+    try:
+        marks, end = label_tokens(label, pieces, one_character)
+    except LabelTextMismatch:
+        marks, end = [], None
+    if end is None or label[end:].strip():
+        raise BadRowError(where, spec.label_key, "label text does not follow the input in")
+    return [_label(m, spec, spec.label_key, where) for m in marks]
+
+
 def _tagged(
     row: Mapping[str, Any], spec: StepRowSpec, where: str, question: Any
 ) -> tuple[list[str], list[float]]:
@@ -126,15 +145,7 @@ def _tagged(
     pieces = pieces[:-1]
     label = row.get(spec.label_key)
     if isinstance(label, str):  # Math-Shepherd: the input with each tag replaced by its mark
-        marks, offset = [], 0
-        for piece in pieces:
-            offset += len(piece)
-            marks.append(label[offset : offset + 1])
-            offset += 1
-        rebuilt = "".join(p + m for p, m in zip(pieces, marks, strict=True))
-        if not label.startswith(rebuilt) or label[len(rebuilt) :].strip():
-            raise BadRowError(where, spec.label_key, "label text does not follow the input in")
-        labels = [_label(m, spec, spec.label_key, where) for m in marks]
+        labels = _labels_of_text(label, pieces, spec, where)
     elif isinstance(label, list):
         labels = [_label(v, spec, spec.label_key, where) for v in label]
     else:
@@ -162,7 +173,7 @@ def read_step_row(ref: RowRef, spec: StepRowSpec, renderer: PromptRenderer) -> S
         images = len(media.get("images", ()))
         question = media_content(question or "", images, 0, where, str(spec.images_key))
     prompt = renderer.text(question) if question is not None else ""
-    return StepLabelledExample(prompt, tuple(steps), tuple(labels), media or None)
+    return StepLabelledExample(prompt, tuple(steps), tuple(labels), media or None, ref.uid)
 
 
 def step_rows(

@@ -61,6 +61,20 @@ def test_example_checks_its_labels() -> None:
         StepLabelledExample("q", ("a", "b"), (1.0,))
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         StepLabelledExample("q", ("a",), (2.0,))
+    with pytest.raises(ValueError, match="at least one step"):
+        StepLabelledExample("q", (), ())
+
+
+def test_example_kept_with_its_data_sets_numbers() -> None:
+    # label_range=None: ratings such as PRM800K's -1 / 0 / +1 stay as given, only finite
+    rated = StepLabelledExample("q", ("a", "b"), (1.0, -1.0), uid="f:3", label_range=None)
+    assert rated.labels == (1.0, -1.0) and rated.uid == "f:3"
+    with pytest.raises(ValueError, match=r"^f:3: step labels must be finite numbers, got \[nan\]"):
+        StepLabelledExample("q", ("a",), (math.nan,), uid="f:3", label_range=None)
+    with pytest.raises(ValueError, match=r"^f:3: step labels must lie in \[-1, 1\], got 2.0$"):
+        StepLabelledExample("q", ("a",), (2.0,), uid="f:3", label_range=(-1.0, 1.0))
+    with pytest.raises(ValueError, match=r"\[0, 1\], got nan"):  # the default range refuses NaN
+        StepLabelledExample("q", ("a",), (math.nan,))
 
 
 def _two_groups() -> AdvantageInputs:

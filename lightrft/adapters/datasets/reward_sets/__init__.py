@@ -4,7 +4,8 @@
 Each loader reads one set's published layout from local files into preference pairs
 (``PreferencePair``; responses that are media are laid out as
 :mod:`~lightrft.adapters.datasets.reward_sets.media_pairs` says) or, for the process-reward
-layout, step-labelled solutions (``StepLabelledSolution``); a bad record is named by file
+layout, step-labelled solutions (``StepLabelledExample`` of
+:mod:`~lightrft.domain.process_rewards`, the PRM's row type); a bad record is named by file
 and row.
 """
 

@@ -4,12 +4,15 @@ jsonl / json / parquet files (one, or a folder of them), read by
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from lightrft.adapters.datasets.rendering import PromptRenderer
-from lightrft.adapters.datasets.reward_sets.reward_set import LoadedRewardSet, RewardSetOptions
-from lightrft.adapters.datasets.reward_sets.step_rows import step_solutions
+from lightrft.adapters.datasets.reward_sets.reward_set import (
+    LoadedRewardSet,
+    RewardSetOptions,
+    collect,
+)
+from lightrft.adapters.datasets.reward_sets.step_rows import read_step_row
 from lightrft.adapters.datasets.reward_sets.table_files import table_refs
 
 
@@ -18,7 +21,6 @@ def load_process_rewards(
 ) -> LoadedRewardSet:
     """The step-labelled solutions of ``path`` (``renderer`` unused: texts stay as written)."""
     del renderer
-    spec = replace(options.step_spec, on_bad_row=options.on_bad_row)
+    spec = options.step_spec
     refs, bad_lines = table_refs(path, (".jsonl", ".json", ".parquet"), options.on_bad_row)
-    solutions, skipped = step_solutions(refs, spec)
-    return LoadedRewardSet(solutions, skipped + bad_lines)
+    return collect(refs, lambda ref: read_step_row(ref, spec), options.on_bad_row, bad_lines)

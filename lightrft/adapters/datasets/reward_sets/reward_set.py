@@ -51,7 +51,7 @@ Loader = Callable[[Path, PromptRenderer, RewardSetOptions], LoadedRewardSet]
 @dataclass(frozen=True)
 class RewardSet:
     """A registered data set: what its records are (``"pairs"``: ``PreferencePair``,
-    ``"steps"``: ``StepLabelledSolution``), what each response is (``"text"``, ``"images"``,
+    ``"steps"``: ``StepLabelledExample``), what each response is (``"text"``, ``"images"``,
     ``"videos"``, ``"audios"``), and its loader."""
 
     kind: RecordKind

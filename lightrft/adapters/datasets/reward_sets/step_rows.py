@@ -1,5 +1,6 @@
 """The process-reward layout: step-labelled rows (Math-Shepherd / PRM800K style) into
-:class:`~lightrft.domain.step_labels.StepLabelledSolution`.
+:class:`~lightrft.domain.process_rewards.StepLabelledExample` records named by ``file:row``
+(``uid``) that keep the data set's numbers (``label_range=None``).
 
 Two row shapes are read (keys configurable in :class:`StepRowSpec`):
 
@@ -21,13 +22,19 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lightrft.adapters.datasets.bad_rows import BadRowError, BadRowPolicy, BadRows
+from lightrft.adapters.datasets.bad_rows import BadRowError
 from lightrft.adapters.datasets.prompt_rows import RowRef
-from lightrft.domain.step_labels import StepLabelledSolution
+from lightrft.adapters.datasets.shepherd_labels import (
+    LabelTextMismatch,
+    first_difference,
+    label_tokens,
+    one_of,
+)
+from lightrft.domain.process_rewards import StepLabelledExample
 
 
 def _plus_minus() -> dict[str, float]:
@@ -36,7 +43,8 @@ def _plus_minus() -> dict[str, float]:
 
 @dataclass(frozen=True)
 class StepRowSpec:
-    """Keys and conventions of step-labelled rows."""
+    """Keys and conventions of step-labelled rows (the bad-row policy is
+    ``RewardSetOptions.on_bad_row``)."""
 
     input_key: str = "input"
     label_keys: tuple[str, ...] = ("value", "label")  # the first one a row has
@@ -46,7 +54,6 @@ class StepRowSpec:
     prompt_key: str = "prompt"
     steps_key: str = "steps"
     labels_key: str = "labels"
-    on_bad_row: BadRowPolicy = "error"
 
 
 def _label(value: Any, spec: StepRowSpec, where: str, key: str) -> float:
@@ -60,36 +67,27 @@ def _label(value: Any, spec: StepRowSpec, where: str, key: str) -> float:
     )
 
 
-def _differs(text: str, pos: int, expected: str, where: str, key: str) -> None:
-    """Raises naming the first character where ``text`` from ``pos`` differs from
-    ``expected``."""
-    got = text[pos : pos + len(expected)]
-    if got != expected:
-        at = pos + next(
-            (i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b), len(got)
-        )
-        raise BadRowError(where, key, f"label text differs from the input at character {at} in")
+_MISMATCH = {
+    "differs": "label text differs from the input at character {at} in",
+    "no_token": "no label token at character {at} (a step tag of the input) in",
+}
 
 
 def _labels_of_text(
     text: str, segments: Sequence[str], spec: StepRowSpec, where: str, key: str
 ) -> list[float]:
     """The tokens of Math-Shepherd's ``label`` text: ``input`` with each tag replaced."""
-    labels, pos = [], 0
-    for segment in segments[:-1]:
-        _differs(text, pos, segment, where, key)
-        pos += len(segment)
-        token = next((t for t in spec.label_values if text.startswith(t, pos)), None)
-        if token is None:
-            problem = f"no label token at character {pos} (a step tag of the input) in"
-            raise BadRowError(where, key, problem)
-        labels.append(float(spec.label_values[token]))
-        pos += len(token)
-    _differs(text, pos, segments[-1], where, key)
+    try:
+        tokens, pos = label_tokens(text, segments[:-1], one_of(spec.label_values))
+        at = first_difference(text, pos, segments[-1])
+        if at is not None:
+            raise LabelTextMismatch("differs", at)
+    except LabelTextMismatch as bad:
+        raise BadRowError(where, key, _MISMATCH[bad.kind].format(at=bad.at)) from None
     if len(text) != pos + len(segments[-1]):
         problem = f"label text goes on after the input's end (character {len(text)}) in"
         raise BadRowError(where, key, problem)
-    return labels
+    return [float(spec.label_values[token]) for token in tokens]
 
 
 def _tagged_row(
@@ -142,7 +140,7 @@ def _explicit_row(
     return prompt, list(steps), [_label(v, spec, where, spec.labels_key) for v in labels]
 
 
-def read_step_row(ref: RowRef, spec: StepRowSpec) -> StepLabelledSolution:
+def read_step_row(ref: RowRef, spec: StepRowSpec) -> StepLabelledExample:
     """The solution of one row; :class:`BadRowError` naming its file, row and key."""
     row = ref.row
     if row.get(spec.input_key) is not None:
@@ -154,18 +152,4 @@ def read_step_row(ref: RowRef, spec: StepRowSpec) -> StepLabelledSolution:
     empty = [i for i, step in enumerate(steps) if not step]
     if empty:
         raise BadRowError(ref.where, spec.input_key, f"step {empty[0] + 1} is empty in")
-    return StepLabelledSolution(ref.uid, prompt, tuple(steps), tuple(labels))
-
-
-def step_solutions(
-    refs: Iterable[RowRef], spec: StepRowSpec
-) -> tuple[list[StepLabelledSolution], int]:
-    """The solutions of ``refs`` and the number of bad rows skipped."""
-    solutions: list[StepLabelledSolution] = []
-    bad = BadRows(spec.on_bad_row)
-    for ref in refs:
-        try:
-            solutions.append(read_step_row(ref, spec))
-        except BadRowError as error:
-            bad.add(error)
-    return solutions, bad.check()
+    return StepLabelledExample(prompt, tuple(steps), tuple(labels), uid=ref.uid, label_range=None)

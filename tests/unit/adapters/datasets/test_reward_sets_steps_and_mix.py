@@ -17,8 +17,8 @@ from lightrft.adapters.datasets.reward_sets import (
     load_reward_data,
     load_reward_pairs,
 )
+from lightrft.domain.process_rewards import StepLabelledExample
 from lightrft.domain.registry import UnknownChoiceError
-from lightrft.domain.step_labels import StepLabelledSolution
 from tests.helpers.reward_set_files import colour_png, rendered, renderer, write_json
 
 TAG = "ки"
@@ -27,6 +27,13 @@ SHEPHERD = (
     f"Step 3: The answer is 15. {TAG}"
 )
 STEPS = ("Step 1: 3*4 = 12.", "Step 2: 2+12 = 15.", "Step 3: The answer is 15.")
+
+
+def solution(
+    uid: str, prompt: str, steps: tuple[str, ...], labels: tuple[float, ...]
+) -> StepLabelledExample:
+    """A reward-set record: named by ``file:row``, the data set's own label numbers."""
+    return StepLabelledExample(prompt, steps, labels, uid=uid, label_range=None)
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -49,12 +56,10 @@ def test_process_reward_rows_in_each_published_shape(tmp_path: Path) -> None:
     ]  # fmt: skip
     loaded = load("process-reward", write_jsonl(tmp_path / "prm.jsonl", rows))
     assert loaded.records == [
-        StepLabelledSolution("prm:0", "What is 2+3*4?", STEPS, (1.0, 0.0, 0.0)),
-        StepLabelledSolution("prm:1", "What is 2+3*4?", STEPS, (1.0, 0.0, 0.0)),
-        StepLabelledSolution("prm:2", "What is 2+3*4?", STEPS, (0.9, 0.25, 0.0)),
-        StepLabelledSolution(
-            "prm:3", "What is 1+1?", ("1+1 = 2.", "The answer is 2."), (1.0, -1.0)
-        ),
+        solution("prm:0", "What is 2+3*4?", STEPS, (1.0, 0.0, 0.0)),
+        solution("prm:1", "What is 2+3*4?", STEPS, (1.0, 0.0, 0.0)),
+        solution("prm:2", "What is 2+3*4?", STEPS, (0.9, 0.25, 0.0)),
+        solution("prm:3", "What is 1+1?", ("1+1 = 2.", "The answer is 2."), (1.0, -1.0)),
     ]
     assert REWARD_DATASETS.get("math-shepherd") is REWARD_DATASETS.get("process-reward")
 
@@ -85,10 +90,10 @@ def test_bad_step_rows_are_named_by_file_and_row(tmp_path: Path) -> None:
 
 
 def test_step_record_checks_its_own_shape() -> None:
-    with pytest.raises(ValueError, match="2 labels for 1 steps"):
-        StepLabelledSolution("u", "p", ("a",), (1.0, 0.0))
+    with pytest.raises(ValueError, match="u: 1 steps but 2 labels"):
+        solution("u", "p", ("a",), (1.0, 0.0))
     with pytest.raises(ValueError, match="at least one step"):
-        StepLabelledSolution("u", "p", (), ())
+        solution("u", "p", (), ())
 
 
 def plain_pairs(path: Path, n: int, tag: str) -> Path:

@@ -125,6 +125,16 @@ def test_trained_prm_scores_equal_the_direct_computation(tmp_path: Path) -> None
     assert loaded.step_scores(probe)[0].tolist() == pytest.approx(got.tolist(), abs=1e-5)
 
 
+def test_rows_kept_with_ratings_are_no_training_targets() -> None:
+    model = prm()
+    strategy = SingleDeviceStrategy(CPU, OptimizerParams(lr=1e-2, max_grad_norm=1.0))
+    strategy.prepare(model.module)
+    rated = StepLabelledExample("Q0: ", ("s00 ok\n",), (-1.0,), uid="f:0", label_range=None)
+    trainer = ProcessRewardTrainer(model, strategy, [rated], RewardTrainParams(batch_size=1))
+    with pytest.raises(ValueError, match=r"^f:0: step labels \(-1.0,\) are not probabilities"):
+        trainer.evaluate([rated])
+
+
 def test_label_tokens_must_be_one_token() -> None:
     card = ProcessRewardCard(positive_token="good", negative_token="-")
     with pytest.raises(ValueError, match="'good' is 4 tokens"):
