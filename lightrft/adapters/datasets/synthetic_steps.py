@@ -5,7 +5,9 @@ per operation, ``7 + 5 = 12``, ``12 * 3 = 36``, ``36 - 4 = 32``, and the final a
 ``####``. :func:`chain_problems` gives RL prompt rows ``{"prompt", "reference", "chain"}``;
 :func:`synthetic_step_rows` gives PRM training rows ``{"prompt", "steps", "labels"}`` in the
 Math-Shepherd sense: a step is good (``+``) while every step up to it is right, and bad
-(``-``) from the first wrong step on (later steps cannot reach the right answer any more).
+(``-``) from the first wrong step on (later steps cannot reach the right answer any more);
+a step is wrong when its result is, or when it computes rightly on a number the chain does
+not have.
 :func:`step_correctness` checks a response's steps against the chain (the ground truth that
 the trained PRM is measured against). Deterministic in ``seed``.
 """
@@ -66,11 +68,29 @@ def chain_problems(n: int, seed: int = 0, length: int = 3) -> list[dict[str, Any
     return rows
 
 
+def _wrong_step(rng: random.Random, value: int, symbol: str, operand: int) -> tuple[int, int, int]:
+    """A wrong step ``(a, b, c)`` for the right ``value op operand``: half the time the right
+    numbers with a result off by 1-3, else a right computation on a wrong number (the value
+    carried or the operand), the mistake a small model makes copying an example."""
+    result = _apply(value, symbol, operand)
+    kind = rng.random()
+    if kind < 0.5:
+        return value, operand, result + rng.choice((-3, -2, -1, 1, 2, 3))
+    a, b = value, operand
+    while (a, b) == (value, operand):
+        if kind < 0.75:
+            a = value + rng.choice((-3, -2, -1, 1, 2, 3))
+        else:
+            b = rng.randint(2, 4) if symbol == "*" else rng.randint(2, 9)
+    return a, b, _apply(a, symbol, b)
+
+
 def synthetic_step_rows(
     n: int, seed: int = 0, length: int = 3, error_rate: float = 0.6
 ) -> list[dict[str, Any]]:
     """``n`` PRM rows ``{"prompt", "steps", "labels"}``: worked chains, ``error_rate`` of them
-    with one wrong result at a random step (the later steps carry on from it)."""
+    with one wrong step at a random position (:func:`_wrong_step`: a wrong result, or a right
+    computation on a wrong number); the later steps carry on from its result."""
     rng = random.Random(f"chain-steps-{seed}-{length}")
     rows = []
     for _ in range(n):
@@ -78,11 +98,11 @@ def synthetic_step_rows(
         wrong_at = rng.randrange(length) if rng.random() < error_rate else -1
         value, steps, labels, good = start, [], [], True
         for k, (_, symbol, operand) in enumerate(ops):
-            result = _apply(value, symbol, operand)
+            a, b, result = value, operand, _apply(value, symbol, operand)
             if k == wrong_at:
-                result += rng.choice((-3, -2, -1, 1, 2, 3))
+                a, b, result = _wrong_step(rng, value, symbol, operand)
                 good = False
-            steps.append(f"{value} {symbol} {operand} = {result}")
+            steps.append(f"{a} {symbol} {b} = {result}")
             labels.append("+" if good else "-")
             value = result
         rows.append(

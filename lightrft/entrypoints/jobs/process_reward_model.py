@@ -53,6 +53,7 @@ class StepDataOptions(RowSourceOptions):
     """Step-labelled rows: the file's keys (or the synthetic set's size)."""
 
     spec: StepRowSpec = field(default_factory=StepRowSpec)
+    chain_length: int = 3  # operations per built-in chain (``--data synthetic``)
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def _read(
     source: str, renderer: PromptRenderer, data: StepDataOptions, seed: int
 ) -> tuple[list[StepLabelledExample], int]:
     if source == SYNTHETIC:
-        rows = synthetic_step_rows(data.num_synthetic, seed)
+        rows = synthetic_step_rows(data.num_synthetic, seed, length=data.chain_length)
         return in_memory_step_rows(rows, renderer, data.spec, name=f"synthetic-{seed}")
     examples, skipped = load_step_rows(source, renderer, data.spec)
     if skipped:

@@ -2,8 +2,9 @@
 reward alone, on the same budget?
 
 The task (:mod:`~lightrft.adapters.datasets.synthetic_steps`): chain arithmetic, "Start with
-7. Add 5. Multiply by 3. Subtract 4.", worked one operation per line (``7 + 5 = 12``), the
-answer after ``####``: every intermediate step is checkable.
+7. Add 5. Multiply by 3.", worked one operation per line (``7 + 5 = 12``), the answer after
+``####``: every intermediate step is checkable. Two operations by default (``--chain-length``),
+sized for a CPU: a worked chain and its answer fit the 32 new tokens.
 
 1. PRM: ``lightrft rm train --kind process`` from the policy's model on the built-in
    step-labelled chains (a step is good while every step up to it is right), separator
@@ -12,7 +13,8 @@ answer after ``####``: every intermediate step is checkable.
 3. GRPO with the same outcome reward plus the PRM's step scores as step rewards
    (``process_rm`` with ``aggregate: steps``, estimator ``process_grpo``).
 
-Both GRPO stages see the same prompts, samples, steps and seed. ``summary.json``: the PRM's
+Both GRPO stages see the same prompts, samples, steps and seed; the held-out chains are the
+same for every seed (only the training prompts follow it). ``summary.json``: the PRM's
 held-out step accuracy, each stage's held-out math reward before and after, wall times.
 """
 
@@ -42,7 +44,7 @@ SEPARATOR = "\n"
 GRPO_OVERRIDES = [
     "rollout.prompts_per_step=8",
     "rollout.n_samples_per_prompt=4",
-    "rollout.max_new_tokens=48",
+    "rollout.max_new_tokens=32",  # a worked 2-operation chain and its answer take ~20
     "rollout.temperature=0.8",
     "reward.truncated_reward=0",
     "train.total_steps=8",
@@ -66,16 +68,18 @@ class PrmDemoOptions:
     prm_epochs: int = 1
     prm_lr: float = 2e-5
     prm_model: Path | None = None  # a PRM trained before: skips stage 1
+    chain_length: int = 2  # operations per chain (PRM rows and RL prompts)
     train_problems: int = 512
     eval_problems: int = 32
     overwrite: bool = True
     next_command: NextCommand = field(default_factory=NextCommand)
 
 
-def _write_problems(path: Path, n: int, seed: int) -> Path:
+def _write_problems(path: Path, n: int, seed: int, length: int) -> Path:
     from lightrft.adapters.datasets.synthetic_steps import chain_problems
 
-    rows = [{"prompt": r["prompt"], "reference": r["reference"]} for r in chain_problems(n, seed)]
+    problems = chain_problems(n, seed, length=length)
+    rows = [{"prompt": r["prompt"], "reference": r["reference"]} for r in problems]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -93,7 +97,11 @@ def _prm_stage(options: PrmDemoOptions, overrides: Sequence[str]) -> dict[str, A
         PrmTrainOptions(
             output=options.run_dir / "prm",
             model=model_path_of(overrides),
-            data=StepDataOptions(num_synthetic=options.prm_rows, eval_fraction=0.2),
+            data=StepDataOptions(
+                num_synthetic=options.prm_rows,
+                eval_fraction=0.2,
+                chain_length=options.chain_length,
+            ),
             card=PrmCardOptions(separator=SEPARATOR),
             train=RewardTrainParams(
                 batch_size=16,
@@ -156,8 +164,12 @@ def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict
         data_dir = options.run_dir / "data"
         data_dir.mkdir(parents=True, exist_ok=True)
         data = (
-            _write_problems(data_dir / "train.jsonl", options.train_problems, seed),
-            _write_problems(data_dir / "eval.jsonl", options.eval_problems, 10_000 + seed),
+            _write_problems(
+                data_dir / "train.jsonl", options.train_problems, seed, options.chain_length
+            ),
+            _write_problems(
+                data_dir / "eval.jsonl", options.eval_problems, 10_000, options.chain_length
+            ),
         )
         if options.prm_model is not None:
             prm: dict[str, Any] = {"path": str(options.prm_model), "trained_here": False}
@@ -183,6 +195,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prm-steps", type=int, default=None, help="PRM optimizer steps")
     parser.add_argument("--prm-lr", type=float, default=2e-5, help="PRM learning rate")
     parser.add_argument("--prm-model", type=Path, default=None, help="a trained PRM: skip stage 1")
+    parser.add_argument("--chain-length", type=int, default=2, help="operations per chain")
+    parser.add_argument("--eval-problems", type=int, default=32, help="held-out chains")
     parser.add_argument("--run-dir", type=Path, default=None, help="output directory")
 
 
@@ -193,6 +207,8 @@ def _run(args: argparse.Namespace, overrides: list[str]) -> int:
         prm_steps=args.prm_steps,
         prm_lr=args.prm_lr,
         prm_model=args.prm_model,
+        chain_length=args.chain_length,
+        eval_problems=args.eval_problems,
         next_command=NextCommand(args.argv, reruns_as_typed=True),
     )
     print(json.dumps(run_prm_demo(options, overrides), indent=2))

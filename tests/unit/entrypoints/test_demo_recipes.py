@@ -125,3 +125,37 @@ def test_ttrl_demo_exports_its_starting_model_once(tmp_path: Path, monkeypatch: 
     assert overrides[-1] == "train.seed=1" and (tmp_path / START_MODEL).is_dir()
     ttrl_overrides([])
     assert len(calls) == 1
+
+
+def test_prm_demo_arms_share_their_data_and_the_held_out_chains_are_the_same_for_every_seed(
+    tmp_path: Path, monkeypatch: object
+) -> None:
+    from lightrft.entrypoints.recipes import prm
+
+    calls: list[tuple[str, str, tuple[Path, Path]]] = []
+
+    def grpo(name, sources, estimator, data, options, overrides):  # type: ignore[no-untyped-def]
+        calls.append((name, estimator, data))
+        return {"data": [p.read_text() for p in data]}
+
+    monkeypatch.setattr(prm, "_grpo_stage", grpo)  # type: ignore[attr-defined]
+    summaries = []
+    for seed in (0, 1):
+        options = prm.PrmDemoOptions(
+            run_dir=tmp_path / f"s{seed}", train_problems=6, eval_problems=4, chain_length=2,
+            prm_model=tmp_path / "prm",
+        )  # fmt: skip
+        summaries.append(prm.run_prm_demo(options, [f"train.seed={seed}"]))
+    assert [(n, e) for n, e, _ in calls] == [
+        ("grpo_outcome", "grpo"), ("grpo_process", "process_grpo")
+    ] * 2  # fmt: skip
+    for summary in summaries:
+        assert summary["outcome_only"] == summary["process"]  # the same prompt files
+        assert not summary["prm"]["trained_here"]
+    (train0, eval0), (train1, eval1) = (s["outcome_only"]["data"] for s in summaries)
+    assert eval0 == eval1 and train0 != train1
+    rows = [json.loads(line) for line in eval0.splitlines()]
+    assert len(rows) == 4 and all(r.keys() == {"prompt", "reference"} for r in rows)
+    for row in rows:  # two operations, the answer their result
+        question = row["prompt"].split("\n")[0]
+        assert question.count(". ") == 3, question  # start, two operations, then the question

@@ -4,6 +4,7 @@ the original's tagged text), the built-in chain set, and bad rows named by file,
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,31 @@ def test_chain_set_labels_follow_the_first_wrong_step() -> None:
         first_bad = labels.index("-") if "-" in labels else len(labels)
         assert labels == ["+"] * first_bad + ["-"] * (len(labels) - first_bad)
     assert any("-" in r["labels"] for r in rows) and any("-" not in r["labels"] for r in rows)
+
+
+def _chain_of(prompt: str) -> dict[str, object]:
+    symbols = {"Add": "+", "Subtract": "-", "Multiply by": "*"}
+    start = re.match(r"Start with (\d+)\.", prompt)
+    assert start is not None
+    ops = re.findall(r"(Add|Subtract|Multiply by) (\d+)\.", prompt)
+    return {"start": int(start[1]), "ops": [[symbols[w], int(n)] for w, n in ops]}
+
+
+def test_chain_set_labels_match_a_step_by_step_check_and_both_error_kinds_occur() -> None:
+    rows = synthetic_step_rows(200, seed=5, length=2)
+    arithmetic_right_but_wrong_numbers = arithmetic_wrong = 0
+    for row in rows:
+        verdicts = step_correctness("\n".join(row["steps"]), _chain_of(row["prompt"]))
+        assert len(verdicts) == len(row["steps"]) == 2
+        expected = ["+" if all(verdicts[: k + 1]) else "-" for k in range(2)]
+        assert row["labels"] == expected, row
+        for step, verdict in zip(row["steps"], verdicts, strict=True):
+            a, symbol, b, _, c = step.split()
+            computed = eval(f"{a} {symbol} {b}") == int(c)  # noqa: S307 (digits and an operator)
+            if not verdict:
+                arithmetic_right_but_wrong_numbers += computed
+                arithmetic_wrong += not computed
+    assert arithmetic_right_but_wrong_numbers > 20 and arithmetic_wrong > 20
 
 
 def test_step_correctness_checks_each_step() -> None:
