@@ -1,13 +1,20 @@
 """A built-in video task that needs no download: which way a dot moves across frames.
 
 Each row is one video of ``frames`` frames (``size`` pixels square, light background) in
-which a dot of one random colour moves ``step`` pixels a frame to the left or to the right
-along a random row; the answer is ``"left"`` or ``"right"``. The path's centre is drawn
-uniformly over the positions that keep the whole path inside the frame, independently of the
-direction, so one frame alone tells the direction only near the edges; the direction is in
-the change between frames (Qwen2-VL pairs frames into one temporal patch, so the first pair
-already holds it). Rows are ``{"prompt", "reference", "video": VideoFrames}``, deterministic
-in ``seed``; :func:`motion_prompts` renders them through the same path as file datasets.
+which a dot of one random colour starts at the centre column and moves ``step`` pixels a
+frame to the left or to the right along a random row; the answer is ``"left"`` or
+``"right"``. The first frame is the same for both answers (the dot at the centre; only its
+row and colour vary), so it says nothing about the direction; each later frame tells it by
+the side of the centre the dot is on. Qwen2-VL pairs frames into one temporal patch, so the
+first patch (frames 0 and 1) already holds the motion.
+
+Why the dot starts at the centre: an earlier layout drew the path's centre uniformly over the
+frame, independently of the direction, meant to hide the direction from one frame; with a
+24-pixel path in a 56-pixel frame the start positions of the two directions do not even
+overlap, so the first frame alone told the direction, and a tiny random model did not learn
+it (docs/multimodal.md). Rows are ``{"prompt", "reference", "video": VideoFrames}``,
+deterministic in ``seed``; :func:`motion_prompts` renders them through the same path as file
+datasets.
 """
 
 from __future__ import annotations
@@ -28,32 +35,30 @@ QUESTION = "Which way does the dot move, left or right?"
 DIRECTIONS = {"left": -1, "right": 1}
 
 
-def dot_path(rng: random.Random, frames: int, size: int, step: int, radius: int) -> list[int]:
-    """The dot's centre x in each frame, moving right: a centre drawn uniformly over the
-    positions that keep every frame's dot inside ``size`` pixels."""
-    half = (frames - 1) * step / 2
-    low, high = radius + 1 + half, size - 2 - radius - half  # a background pixel each side
-    if low > high:
+def dot_path(direction: int, frames: int, size: int, step: int, radius: int) -> list[int]:
+    """The dot's centre x in each frame: from ``size // 2``, ``step`` pixels a frame in
+    ``direction`` (-1 left, 1 right); the whole dot stays inside with a background pixel at
+    each edge."""
+    last = size // 2 + direction * (frames - 1) * step
+    if not radius + 1 <= last <= size - 2 - radius:
         raise ValueError(
-            f"a dot of radius {radius} moving {step} px over {frames} frames does not fit {size} px"
+            f"a dot of radius {radius} moving {step} px a frame from the centre over {frames} "
+            f"frames does not fit {size} px"
         )
-    centre = rng.uniform(low, high)
-    return [round(centre - half + i * step) for i in range(frames)]
+    return [size // 2 + direction * i * step for i in range(frames)]
 
 
 def motion_problems(
-    n: int, seed: int = 0, *, frames: int = 4, size: int = 56, step: int = 8, radius: int = 6
+    n: int, seed: int = 0, *, frames: int = 4, size: int = 56, step: int = 6, radius: int = 8
 ) -> list[dict[str, Any]]:
-    """``n`` rows (see the module doc), half left and half right in random order."""
+    """``n`` rows (see the module doc), each direction drawn with probability one half."""
     if n < 1 or frames < 2:
         raise ValueError(f"need n >= 1 and frames >= 2, got n={n}, frames={frames}")
     rng = random.Random(seed)
     rows = []
     for _ in range(n):
         answer = rng.choice(sorted(DIRECTIONS))
-        xs = dot_path(rng, frames, size, step, radius)
-        if DIRECTIONS[answer] < 0:
-            xs.reverse()
+        xs = dot_path(DIRECTIONS[answer], frames, size, step, radius)
         y = rng.randint(radius + 1, size - 2 - radius)
         colour = COLOURS[rng.choice(sorted(COLOURS))]
         video = [_frame(x, y, radius, size, colour) for x in xs]
