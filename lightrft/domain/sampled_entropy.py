@@ -10,8 +10,10 @@ which is when a policy that settled on one answer is seen (docs/health.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from lightrft.domain.types import Completion
+if TYPE_CHECKING:  # domain.types imports torch; the health checks (and a config) need only the name
+    from lightrft.domain.types import Completion
 
 SAMPLED_NLL = "rollout/sampled_nll"
 """Metric name of :func:`sampled_nll`."""
