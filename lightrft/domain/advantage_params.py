@@ -20,6 +20,9 @@ class AdvantageParams:
     whiten_eps: float = 1e-8  # masked whitening epsilon
     teacher_weights: tuple[float, ...] = (1.0,)  # opd: w_k per teacher, summing to 1
     opd_weight: float = 1.0  # opd: alpha, the distillation share; 1 - alpha: GRPO's
+    # groups whose rewards are all alike: this times the batch-standardised reward (grpo,
+    # dr_grpo, rloo, opo, cpgd); 0: such a group gets advantage 0 (the estimators' own rule)
+    alike_group_advantage: float = 0.0
 
     def __post_init__(self) -> None:
         check_non_negative("eps", self.eps)
@@ -28,6 +31,7 @@ class AdvantageParams:
             raise ValueError(f"opd_weight must lie in [0, 1], got {self.opd_weight}")
         check_positive("whiten_eps", self.whiten_eps)
         check_non_negative("kl_coef", self.kl_coef)
+        check_non_negative("alike_group_advantage", self.alike_group_advantage)
         for name, value in (("gamma", self.gamma), ("lam", self.lam)):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {value}")

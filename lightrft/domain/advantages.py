@@ -100,6 +100,7 @@ class AdvantageEstimator:
     needs_teachers: bool = False  # True: needs logprobs and teacher_logprobs (opd)
     turn_credit: bool = False  # True: reads inputs.token_rewards when given
     needs_step_rewards: bool = False  # True: needs step_rewards and step_mask (process rewards)
+    alike_groups: bool = False  # True: reads params.alike_group_advantage
 
 
 ADVANTAGE_ESTIMATORS: Registry[AdvantageEstimator] = algorithm_registries.ADVANTAGE_ESTIMATORS
@@ -121,13 +122,28 @@ def _per_token(score: Tensor, mask: Tensor) -> Tensor:
     return torch.where(mask, score if score.dim() == 2 else score.unsqueeze(-1), 0.0)
 
 
+def _alike_scores(rewards: Tensor, params: AdvantageParams, all_reduce_sum: AllReduceSum) -> Tensor:
+    """c (r_i - mean_batch r) / (std_batch r + eps), c = ``params.alike_group_advantage``:
+    the score of a sample whose group's rewards are all alike (mean and population std
+    over the global batch, summed with ``all_reduce_sum``). Shape: (B,) -> (B,); all 0 when
+    every reward of the batch is the same."""
+    totals = all_reduce_sum(torch.stack([rewards.sum(), rewards.new_tensor(rewards.numel())]))
+    mean = totals[0] / totals[1].clamp(min=1)
+    spread = all_reduce_sum(((rewards - mean) ** 2).sum()) / totals[1].clamp(min=1)
+    scale = params.alike_group_advantage / (spread.sqrt() + params.eps)
+    return torch.where(spread > 0, (rewards - mean) * scale, 0.0)
+
+
 def _group_scores(
     inputs: AdvantageInputs,
     centered: Callable[[Tensor, GroupStats], Tensor],
     weights: Tensor | None = None,
+    alike: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
     """Per-sample ``centered(rewards, stats)`` (B,), 0 for samples without a baseline; with
     ``inputs.token_rewards``, per token ``centered(G, stats)`` (B, R), G the reward-to-go.
+    ``alike`` (B,), when given, is the score of the samples of groups (of two or more)
+    whose rewards are all equal, instead of 0 (:func:`_alike_scores`).
 
     Returns (score, informative (B,) bool, group metrics). A sample is informative
     when its group has two or more samples whose rewards are not all equal.
@@ -144,17 +160,27 @@ def _group_scores(
             SingletonGroupWarning,
             stacklevel=4,
         )
-    score = torch.where(equal, 0.0, centered(rewards, stats))
+    fallback = torch.zeros_like(rewards)
+    if alike is not None:
+        fallback = torch.where(singleton, 0.0, alike.to(rewards.dtype))
+    score = torch.where(equal, fallback, centered(rewards, stats))
     if inputs.token_rewards is not None:
         mask = inputs.response_mask.bool()
         to_go = _discounted_sum(inputs.token_rewards.to(rewards.dtype), mask, 1.0)
         per_token = GroupStats(*(part.unsqueeze(-1) for part in stats))
-        score = torch.where(equal.unsqueeze(-1), 0.0, centered(to_go, per_token))
+        score = torch.where(equal.unsqueeze(-1), fallback.unsqueeze(-1), centered(to_go, per_token))
     metrics = {
         "groups/singleton": singleton.to(rewards.dtype).sum(),
         "groups/zero_std": ((equal & ~singleton).to(rewards.dtype) / stats.size).sum(),
     }
     return score, ~equal, metrics
+
+
+def _alike(inputs: AdvantageInputs, params: AdvantageParams, r: AllReduceSum) -> Tensor | None:
+    """The alike groups' scores when ``params.alike_group_advantage`` > 0, else None."""
+    if params.alike_group_advantage == 0:
+        return None
+    return _alike_scores(_as_float(inputs.rewards), params, r)
 
 
 def _last_token(mask: Tensor) -> Tensor:
@@ -230,36 +256,42 @@ def _outcome_output(score: Tensor, mask: Tensor, extra: Mapping[str, Tensor]) ->
     return _output(advantages, advantages, mask, extra)
 
 
-def _grpo(inputs: AdvantageInputs, params: AdvantageParams, _r: AllReduceSum) -> AdvantageOutput:
+def _grpo(inputs: AdvantageInputs, params: AdvantageParams, r_: AllReduceSum) -> AdvantageOutput:
     """(r_i - mean_group r) / (std_group r + eps), std Bessel-corrected.
 
     DeepSeekMath, arXiv:2402.03300, sec. 4.1.2 (outcome supervision). Shape: (B,) -> (B, R).
     """
-    score, _, metrics = _group_scores(inputs, lambda r, g: (r - g.mean) / (g.std + params.eps))
-    return _outcome_output(score, inputs.response_mask.bool(), metrics)
-
-
-def _dr_grpo(inputs: AdvantageInputs, _p: AdvantageParams, _r: AllReduceSum) -> AdvantageOutput:
-    """r_i - mean_group r (no std division). Dr. GRPO, arXiv:2503.20783, sec. 3.2."""
-    score, _, metrics = _group_scores(inputs, lambda r, g: r - g.mean)
-    return _outcome_output(score, inputs.response_mask.bool(), metrics)
-
-
-def _rloo(inputs: AdvantageInputs, _p: AdvantageParams, _r: AllReduceSum) -> AdvantageOutput:
-    """r_i - mean_{j != i} r_j = G / (G - 1) (r_i - mean_group r). arXiv:2402.14740, sec. 3."""
     score, _, metrics = _group_scores(
-        inputs, lambda r, g: g.size / (g.size - 1).clamp(min=1) * (r - g.mean)
+        inputs, lambda r, g: (r - g.mean) / (g.std + params.eps), alike=_alike(inputs, params, r_)
     )
     return _outcome_output(score, inputs.response_mask.bool(), metrics)
 
 
-def _opo(inputs: AdvantageInputs, _p: AdvantageParams, _r: AllReduceSum) -> AdvantageOutput:
+def _dr_grpo(inputs: AdvantageInputs, p: AdvantageParams, r_: AllReduceSum) -> AdvantageOutput:
+    """r_i - mean_group r (no std division). Dr. GRPO, arXiv:2503.20783, sec. 3.2."""
+    score, _, metrics = _group_scores(inputs, lambda r, g: r - g.mean, alike=_alike(inputs, p, r_))
+    return _outcome_output(score, inputs.response_mask.bool(), metrics)
+
+
+def _rloo(inputs: AdvantageInputs, p: AdvantageParams, r_: AllReduceSum) -> AdvantageOutput:
+    """r_i - mean_{j != i} r_j = G / (G - 1) (r_i - mean_group r). arXiv:2402.14740, sec. 3."""
+    score, _, metrics = _group_scores(
+        inputs,
+        lambda r, g: g.size / (g.size - 1).clamp(min=1) * (r - g.mean),
+        alike=_alike(inputs, p, r_),
+    )
+    return _outcome_output(score, inputs.response_mask.bool(), metrics)
+
+
+def _opo(inputs: AdvantageInputs, p: AdvantageParams, r_: AllReduceSum) -> AdvantageOutput:
     """r_i - b, b = sum_j |y_j| r_j / sum_j |y_j| over the group (length-weighted mean).
 
     OPO, "On-Policy RL with Optimal Reward Baseline", arXiv:2505.23585, sec. 3.
     """
     lengths = inputs.response_mask.to(_as_float(inputs.rewards).dtype).sum(dim=-1)  # [B]
-    score, _, metrics = _group_scores(inputs, lambda r, g: r - g.mean, weights=lengths)
+    score, _, metrics = _group_scores(
+        inputs, lambda r, g: r - g.mean, weights=lengths, alike=_alike(inputs, p, r_)
+    )
     return _outcome_output(score, inputs.response_mask.bool(), metrics)
 
 
@@ -356,6 +388,7 @@ def register_advantage_estimator(
     needs_teachers: bool = False,
     turn_credit: bool = False,
     needs_step_rewards: bool = False,
+    alike_groups: bool = False,
 ) -> Callable[[Compute], Compute]:
     """Decorator: registers ``compute`` as the advantage estimator ``name`` (and its
     ``aliases``) with the capability flags of :class:`AdvantageEstimator`; a config selects it
@@ -373,6 +406,7 @@ def register_advantage_estimator(
             needs_teachers=needs_teachers,
             turn_credit=turn_credit,
             needs_step_rewards=needs_step_rewards,
+            alike_groups=alike_groups,
         )
         ADVANTAGE_ESTIMATORS.add(name, estimator, aliases=aliases)
         return compute
@@ -380,12 +414,14 @@ def register_advantage_estimator(
     return add
 
 
-register_advantage_estimator("grpo", aliases=("group_norm",), turn_credit=True)(_grpo)
-register_advantage_estimator("dr_grpo", turn_credit=True)(_dr_grpo)
-register_advantage_estimator("rloo", turn_credit=True)(_rloo)
-register_advantage_estimator("opo", turn_credit=True)(_opo)
+register_advantage_estimator(
+    "grpo", aliases=("group_norm",), turn_credit=True, alike_groups=True
+)(_grpo)
+register_advantage_estimator("dr_grpo", turn_credit=True, alike_groups=True)(_dr_grpo)
+register_advantage_estimator("rloo", turn_credit=True, alike_groups=True)(_rloo)
+register_advantage_estimator("opo", turn_credit=True, alike_groups=True)(_opo)
 # CPGD, arXiv:2505.12504: its change is the loss
-register_advantage_estimator("cpgd", turn_credit=True)(_grpo)
+register_advantage_estimator("cpgd", turn_credit=True, alike_groups=True)(_grpo)
 register_advantage_estimator(  # OpenRLHF's name: reinforce_baseline
     "reinforce_pp_baseline", aliases=("reinforce_baseline",), turn_credit=True
 )(_reinforce_pp_baseline)

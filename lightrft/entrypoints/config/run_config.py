@@ -84,6 +84,7 @@ class RunConfig(Section):
                 "group: rollout.n_samples_per_prompt must be >= 2"
             )
         self._check_teachers()
+        self._check_alike_groups()
         if POLICY_LOSSES.get(a.policy_loss).sequence_level and self._agg() == "token-mean":
             raise ValueError(
                 f"algorithm.policy_loss {a.policy_loss!r} has one ratio per sequence and "
@@ -147,6 +148,17 @@ class RunConfig(Section):
             raise ValueError(
                 "algorithm.opd_weight < 1 mixes in GRPO's group advantage: "
                 "rollout.n_samples_per_prompt must be >= 2"
+            )
+
+    def _check_alike_groups(self) -> None:
+        a = self.algorithm
+        if a.alike_group_advantage > 0 and not ADVANTAGE_ESTIMATORS.get(
+            a.advantage_estimator
+        ).alike_groups:
+            raise ValueError(
+                f"algorithm.alike_group_advantage is set but algorithm.advantage_estimator "
+                f"{a.advantage_estimator!r} does not read it (grpo, dr_grpo, rloo, opo and "
+                "cpgd do)"
             )
 
     def components(self) -> list[ComponentSection]:

@@ -400,6 +400,15 @@ class AlgorithmConfig(Section):
         "distills only (the rewards are measured, not trained on).",
     )
 
+    alike_group_advantage: float = Field(
+        0.0,
+        ge=0,
+        description="Groups whose samples all scored alike (GRPO's zero-advantage groups): "
+        "advantage c * (r - mean_batch r) / (std_batch r + eps) instead of 0, c this value, so "
+        "an all-wrong group is pushed down and an all-right one up (grpo, dr_grpo, rloo, "
+        "opo, cpgd); 0 keeps the estimator's own 0. See docs/algorithms.md.",
+    )
+
     @model_validator(mode="after")
     def _adaptive_needs_target(self) -> AlgorithmConfig:
         if self.kl_controller == "adaptive" and (self.kl_target is None or self.kl_horizon is None):
