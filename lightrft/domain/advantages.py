@@ -122,28 +122,36 @@ def _per_token(score: Tensor, mask: Tensor) -> Tensor:
     return torch.where(mask, score if score.dim() == 2 else score.unsqueeze(-1), 0.0)
 
 
-def _alike_scores(rewards: Tensor, params: AdvantageParams, all_reduce_sum: AllReduceSum) -> Tensor:
-    """c (r_i - mean_batch r) / (std_batch r + eps), c = ``params.alike_group_advantage``:
-    the score of a sample whose group's rewards are all alike (mean and population std
-    over the global batch, summed with ``all_reduce_sum``). Shape: (B,) -> (B,); all 0 when
-    every reward of the batch is the same."""
-    totals = all_reduce_sum(torch.stack([rewards.sum(), rewards.new_tensor(rewards.numel())]))
-    mean = totals[0] / totals[1].clamp(min=1)
-    spread = all_reduce_sum(((rewards - mean) ** 2).sum()) / totals[1].clamp(min=1)
+def _alike_scores(
+    rewards: Tensor, alike: Tensor, params: AdvantageParams, all_reduce_sum: AllReduceSum
+) -> Tensor:
+    """c (r_i - m) / (s + eps) on the samples where ``alike`` (B,) is True, 0 elsewhere;
+    c = ``params.alike_group_advantage``, m and s the mean and population std of the rewards
+    of the ``alike`` samples over the global batch (summed with ``all_reduce_sum``).
+
+    Pooled over those samples only, the scores sum to 0: all-right groups are pushed up as
+    much as all-wrong ones are pushed down, so they add no net push (a net negative one
+    raises the policy's entropy). All 0 when those samples' rewards are all the same."""
+    weight = alike.to(rewards.dtype)
+    totals = all_reduce_sum(torch.stack([(rewards * weight).sum(), weight.sum()]))
+    count = totals[1].clamp(min=1)
+    mean = totals[0] / count
+    spread = all_reduce_sum((((rewards - mean) ** 2) * weight).sum()) / count
     scale = params.alike_group_advantage / (spread.sqrt() + params.eps)
-    return torch.where(spread > 0, (rewards - mean) * scale, 0.0)
+    return torch.where(alike & (spread > 0), (rewards - mean) * scale, 0.0)
 
 
 def _group_scores(
     inputs: AdvantageInputs,
     centered: Callable[[Tensor, GroupStats], Tensor],
     weights: Tensor | None = None,
-    alike: Tensor | None = None,
+    alike: tuple[AdvantageParams, AllReduceSum] | None = None,
 ) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
     """Per-sample ``centered(rewards, stats)`` (B,), 0 for samples without a baseline; with
     ``inputs.token_rewards``, per token ``centered(G, stats)`` (B, R), G the reward-to-go.
-    ``alike`` (B,), when given, is the score of the samples of groups (of two or more)
-    whose rewards are all equal, instead of 0 (:func:`_alike_scores`).
+    With ``alike`` (params, all-reduce) and ``params.alike_group_advantage`` > 0, the
+    samples of groups (of two or more) whose rewards are all equal get
+    :func:`_alike_scores` instead of 0.
 
     Returns (score, informative (B,) bool, group metrics). A sample is informative
     when its group has two or more samples whose rewards are not all equal.
@@ -161,8 +169,8 @@ def _group_scores(
             stacklevel=4,
         )
     fallback = torch.zeros_like(rewards)
-    if alike is not None:
-        fallback = torch.where(singleton, 0.0, alike.to(rewards.dtype))
+    if alike is not None and alike[0].alike_group_advantage > 0:
+        fallback = _alike_scores(rewards, equal & ~singleton, *alike)
     score = torch.where(equal, fallback, centered(rewards, stats))
     if inputs.token_rewards is not None:
         mask = inputs.response_mask.bool()
@@ -174,13 +182,6 @@ def _group_scores(
         "groups/zero_std": ((equal & ~singleton).to(rewards.dtype) / stats.size).sum(),
     }
     return score, ~equal, metrics
-
-
-def _alike(inputs: AdvantageInputs, params: AdvantageParams, r: AllReduceSum) -> Tensor | None:
-    """The alike groups' scores when ``params.alike_group_advantage`` > 0, else None."""
-    if params.alike_group_advantage == 0:
-        return None
-    return _alike_scores(_as_float(inputs.rewards), params, r)
 
 
 def _last_token(mask: Tensor) -> Tensor:
@@ -262,14 +263,14 @@ def _grpo(inputs: AdvantageInputs, params: AdvantageParams, r_: AllReduceSum) ->
     DeepSeekMath, arXiv:2402.03300, sec. 4.1.2 (outcome supervision). Shape: (B,) -> (B, R).
     """
     score, _, metrics = _group_scores(
-        inputs, lambda r, g: (r - g.mean) / (g.std + params.eps), alike=_alike(inputs, params, r_)
+        inputs, lambda r, g: (r - g.mean) / (g.std + params.eps), alike=(params, r_)
     )
     return _outcome_output(score, inputs.response_mask.bool(), metrics)
 
 
 def _dr_grpo(inputs: AdvantageInputs, p: AdvantageParams, r_: AllReduceSum) -> AdvantageOutput:
     """r_i - mean_group r (no std division). Dr. GRPO, arXiv:2503.20783, sec. 3.2."""
-    score, _, metrics = _group_scores(inputs, lambda r, g: r - g.mean, alike=_alike(inputs, p, r_))
+    score, _, metrics = _group_scores(inputs, lambda r, g: r - g.mean, alike=(p, r_))
     return _outcome_output(score, inputs.response_mask.bool(), metrics)
 
 
@@ -278,7 +279,7 @@ def _rloo(inputs: AdvantageInputs, p: AdvantageParams, r_: AllReduceSum) -> Adva
     score, _, metrics = _group_scores(
         inputs,
         lambda r, g: g.size / (g.size - 1).clamp(min=1) * (r - g.mean),
-        alike=_alike(inputs, p, r_),
+        alike=(p, r_),
     )
     return _outcome_output(score, inputs.response_mask.bool(), metrics)
 
@@ -290,7 +291,7 @@ def _opo(inputs: AdvantageInputs, p: AdvantageParams, r_: AllReduceSum) -> Advan
     """
     lengths = inputs.response_mask.to(_as_float(inputs.rewards).dtype).sum(dim=-1)  # [B]
     score, _, metrics = _group_scores(
-        inputs, lambda r, g: r - g.mean, weights=lengths, alike=_alike(inputs, p, r_)
+        inputs, lambda r, g: r - g.mean, weights=lengths, alike=(p, r_)
     )
     return _outcome_output(score, inputs.response_mask.bool(), metrics)
 
