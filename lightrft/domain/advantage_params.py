@@ -23,6 +23,9 @@ class AdvantageParams:
     # groups whose rewards are all alike: this times the batch-standardised reward (grpo,
     # dr_grpo, rloo, opo, cpgd); 0: such a group gets advantage 0 (the estimators' own rule)
     alike_group_advantage: float = 0.0
+    # ... only on a batch whose sampled entropy estimate (nats) / mean reward is below these
+    alike_group_max_entropy: float | None = None
+    alike_group_max_reward: float | None = None
 
     def __post_init__(self) -> None:
         check_non_negative("eps", self.eps)
@@ -32,6 +35,10 @@ class AdvantageParams:
         check_positive("whiten_eps", self.whiten_eps)
         check_non_negative("kl_coef", self.kl_coef)
         check_non_negative("alike_group_advantage", self.alike_group_advantage)
+        for name in ("alike_group_max_entropy", "alike_group_max_reward"):
+            value = getattr(self, name)
+            if value is not None:
+                check_non_negative(name, value)
         for name, value in (("gamma", self.gamma), ("lam", self.lam)):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {value}")

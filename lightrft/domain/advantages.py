@@ -73,6 +73,9 @@ class AdvantageInputs:
     # (B, R) of those tokens (estimators with ``needs_step_rewards``; domain/process_rewards.py)
     step_rewards: Tensor | None = None
     step_mask: Tensor | None = None
+    # Shape (B, R): the engine's log-probs of the sampled tokens, under the distribution they
+    # were drawn from (the gate of ``params.alike_group_max_entropy``)
+    sampled_logprobs: Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -126,19 +129,36 @@ def _alike_scores(
     rewards: Tensor, alike: Tensor, params: AdvantageParams, all_reduce_sum: AllReduceSum
 ) -> Tensor:
     """c (r_i - m) / (s + eps) on the samples where ``alike`` (B,) is True, 0 elsewhere;
-    c = ``params.alike_group_advantage``, m and s the mean and population std of the rewards
-    of the ``alike`` samples over the global batch (summed with ``all_reduce_sum``).
-
-    Pooled over those samples only, the scores sum to 0: all-right groups are pushed up as
-    much as all-wrong ones are pushed down, so they add no net push (a net negative one
-    raises the policy's entropy). All 0 when those samples' rewards are all the same."""
-    weight = alike.to(rewards.dtype)
-    totals = all_reduce_sum(torch.stack([(rewards * weight).sum(), weight.sum()]))
+    c = ``params.alike_group_advantage``, m and s the mean and population std of the
+    batch's rewards (all ranks, summed with ``all_reduce_sum``); all 0 when they are all
+    the same."""
+    totals = all_reduce_sum(torch.stack([rewards.sum(), rewards.new_tensor(rewards.numel())]))
     count = totals[1].clamp(min=1)
     mean = totals[0] / count
-    spread = all_reduce_sum((((rewards - mean) ** 2) * weight).sum()) / count
+    spread = all_reduce_sum(((rewards - mean) ** 2).sum()) / count
     scale = params.alike_group_advantage / (spread.sqrt() + params.eps)
     return torch.where(alike & (spread > 0), (rewards - mean) * scale, 0.0)
+
+
+def _alike_gate(
+    inputs: AdvantageInputs, params: AdvantageParams, all_reduce_sum: AllReduceSum
+) -> Tensor:
+    """Whether this batch's alike groups train (a 0-dim bool): its sampled entropy estimate
+    (mean -log p of the sampled tokens) below ``alike_group_max_entropy`` and its mean reward
+    below ``alike_group_max_reward``, each when set."""
+    rewards = _as_float(inputs.rewards)
+    mask = inputs.response_mask.bool()
+    sums = [rewards.sum(), rewards.new_tensor(rewards.numel())]
+    if params.alike_group_max_entropy is not None:
+        logprobs = _require("alike_group_max_entropy", "sampled_logprobs", inputs.sampled_logprobs)
+        sums += [-torch.where(mask, logprobs.to(rewards.dtype), 0.0).sum(), mask.sum()]
+    totals = all_reduce_sum(torch.stack([part.to(rewards.dtype) for part in sums]))
+    gate = torch.ones((), dtype=torch.bool, device=rewards.device)
+    if params.alike_group_max_reward is not None:
+        gate &= totals[0] / totals[1].clamp(min=1) < params.alike_group_max_reward
+    if params.alike_group_max_entropy is not None:
+        gate &= totals[2] / totals[3].clamp(min=1) < params.alike_group_max_entropy
+    return gate
 
 
 def _group_scores(
@@ -151,7 +171,7 @@ def _group_scores(
     ``inputs.token_rewards``, per token ``centered(G, stats)`` (B, R), G the reward-to-go.
     With ``alike`` (params, all-reduce) and ``params.alike_group_advantage`` > 0, the
     samples of groups (of two or more) whose rewards are all equal get
-    :func:`_alike_scores` instead of 0.
+    :func:`_alike_scores` instead of 0 on a batch :func:`_alike_gate` lets through.
 
     Returns (score, informative (B,) bool, group metrics). A sample is informative
     when its group has two or more samples whose rewards are not all equal.
@@ -169,8 +189,11 @@ def _group_scores(
             stacklevel=4,
         )
     fallback = torch.zeros_like(rewards)
+    gate_metrics: dict[str, Tensor] = {}
     if alike is not None and alike[0].alike_group_advantage > 0:
-        fallback = _alike_scores(rewards, equal & ~singleton, *alike)
+        gate = _alike_gate(inputs, *alike)
+        fallback = torch.where(gate, _alike_scores(rewards, equal & ~singleton, *alike), 0.0)
+        gate_metrics["groups/alike_trained"] = gate.to(rewards.dtype)
     score = torch.where(equal, fallback, centered(rewards, stats))
     if inputs.token_rewards is not None:
         mask = inputs.response_mask.bool()
@@ -180,6 +203,7 @@ def _group_scores(
     metrics = {
         "groups/singleton": singleton.to(rewards.dtype).sum(),
         "groups/zero_std": ((equal & ~singleton).to(rewards.dtype) / stats.size).sum(),
+        **gate_metrics,
     }
     return score, ~equal, metrics
 

@@ -126,6 +126,7 @@ class Annotation:
             token_rewards=self.token_rewards,
             step_rewards=self.step_rewards,
             step_mask=self.step_mask,
+            sampled_logprobs=self.rollout_logprobs,
         )
 
 

@@ -152,6 +152,12 @@ class RunConfig(Section):
 
     def _check_alike_groups(self) -> None:
         a = self.algorithm
+        for key in ("alike_group_max_entropy", "alike_group_max_reward"):
+            if getattr(a, key) is not None and a.alike_group_advantage == 0:
+                raise ValueError(
+                    f"algorithm.{key} gates algorithm.alike_group_advantage, which is 0: "
+                    "set it too, or drop the gate"
+                )
         if a.alike_group_advantage > 0 and not ADVANTAGE_ESTIMATORS.get(
             a.advantage_estimator
         ).alike_groups:

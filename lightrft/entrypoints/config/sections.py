@@ -408,6 +408,19 @@ class AlgorithmConfig(Section):
         "an all-wrong group is pushed down and an all-right one up (grpo, dr_grpo, rloo, "
         "opo, cpgd); 0 keeps the estimator's own 0. See docs/algorithms.md.",
     )
+    alike_group_max_entropy: float | None = Field(
+        None,
+        ge=0,
+        description="With alike_group_advantage: only on steps whose rollout entropy "
+        "estimate (mean -log p of the sampled tokens, nats; rollout/sampled_nll) is below "
+        "this; null: every step.",
+    )
+    alike_group_max_reward: float | None = Field(
+        None,
+        ge=0,
+        description="With alike_group_advantage: only on steps whose mean training reward is "
+        "below this; null: every step.",
+    )
 
     @model_validator(mode="after")
     def _adaptive_needs_target(self) -> AlgorithmConfig:
