@@ -439,9 +439,9 @@ def register_advantage_estimator(
     return add
 
 
-register_advantage_estimator(
-    "grpo", aliases=("group_norm",), turn_credit=True, alike_groups=True
-)(_grpo)
+register_advantage_estimator("grpo", aliases=("group_norm",), turn_credit=True, alike_groups=True)(
+    _grpo
+)
 register_advantage_estimator("dr_grpo", turn_credit=True, alike_groups=True)(_dr_grpo)
 register_advantage_estimator("rloo", turn_credit=True, alike_groups=True)(_rloo)
 register_advantage_estimator("opo", turn_credit=True, alike_groups=True)(_opo)

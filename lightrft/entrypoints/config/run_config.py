@@ -158,9 +158,10 @@ class RunConfig(Section):
                     f"algorithm.{key} gates algorithm.alike_group_advantage, which is 0: "
                     "set it too, or drop the gate"
                 )
-        if a.alike_group_advantage > 0 and not ADVANTAGE_ESTIMATORS.get(
-            a.advantage_estimator
-        ).alike_groups:
+        if (
+            a.alike_group_advantage > 0
+            and not ADVANTAGE_ESTIMATORS.get(a.advantage_estimator).alike_groups
+        ):
             raise ValueError(
                 f"algorithm.alike_group_advantage is set but algorithm.advantage_estimator "
                 f"{a.advantage_estimator!r} does not read it (grpo, dr_grpo, rloo, opo and "

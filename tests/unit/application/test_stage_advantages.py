@@ -4,6 +4,7 @@ records: values computed here from the formulas, not by the estimator."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -15,6 +16,7 @@ from lightrft.application.stages.high_entropy import HighEntropyTokens
 from lightrft.application.stages.kl_estimate import KLEstimate
 from lightrft.application.stages.no_grad_forward import NoGradForward, PlanForwards
 from lightrft.application.stages.trained_row_selection import SelectTrainedRows
+from lightrft.domain.advantage_params import AdvantageParams
 from tests.helpers.stage_work import work
 
 GRPO = AlgorithmParams(advantage_estimator="grpo", policy_loss="ppo")
@@ -100,3 +102,20 @@ def test_a_step_with_a_kl_term_forwards_every_row() -> None:
     PlanForwards(forward)(record)
     selection(record)
     assert record.advantages is None and len(record.old_batches) == 4
+
+
+def test_the_alike_gate_reads_the_engines_sampled_logprobs() -> None:
+    # pairs [1, 0] mixed, [0, 0] and [1, 1] alike; the gate compares the mean -log p of the
+    # fake engine's sampled tokens (computed here from the record) with its threshold
+    record = work([1.0, 0.0, 0.0, 0.0, 1.0, 1.0])
+    assert record.rollout_logprobs is not None
+    mask = record.mask.bool()
+    entropy = float(-record.rollout_logprobs[mask].mean())
+    for threshold, trained in [(entropy + 0.01, True), (entropy - 0.01, False)]:
+        record = work([1.0, 0.0, 0.0, 0.0, 1.0, 1.0])
+        gate = AdvantageParams(alike_group_advantage=1.0, alike_group_max_entropy=threshold)
+        Advantages(replace(GRPO, advantage=gate), RewardShapingParams(), FakeCollective())(record)
+        assert record.advantages is not None
+        alike_rows = record.advantages[2:].abs().sum(-1) > 0
+        assert bool(alike_rows.all()) is trained and bool(alike_rows.any()) is trained
+        assert record.metrics["groups/alike_trained"] == float(trained)

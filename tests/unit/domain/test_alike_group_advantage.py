@@ -1,7 +1,7 @@
 """``alike_group_advantage``: a group whose samples all scored alike gets
-c (r - m) / (s + eps) instead of 0, m and s the mean and population std over the samples of
-all such groups; every other group keeps its estimator's own advantage (hand values,
-invariants, the config's key)."""
+c (r - m) / (s + eps) instead of 0, m and s the mean and population std of the batch's
+rewards, on the steps its gate lets through; every other group keeps its estimator's own
+advantage (hand values, invariants, the gate, the config's keys)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def first_token(name: str, rewards: Tensor, groups: list[int], c: float, **kw: o
 
 def test_grpo_hand_values() -> None:
     # groups: [1, 1] all right, [0, 0] all wrong, [1, 0] mixed
-    # the alike samples [1, 1, 0, 0]: mean 0.5, population std 0.5
+    # batch of six: mean 3/6 = 0.5, population std sqrt(6 * 0.25 / 6) = 0.5
     # alike: 0.5 * (1 - 0.5) / 0.5 = 0.5 and 0.5 * (0 - 0.5) / 0.5 = -0.5
     # mixed (GRPO): mean 0.5, Bessel std sqrt(0.5) -> +-0.5 / sqrt(0.5) = +-0.7071
     got = first_token("grpo", t(1, 1, 0, 0, 1, 0), [0, 0, 1, 1, 2, 2], 0.5)
@@ -41,24 +41,53 @@ def test_grpo_hand_values() -> None:
     torch.testing.assert_close(got, t(s, s, -s, -s, m, -m))
 
 
-def test_the_pool_is_the_alike_samples_not_the_batch() -> None:
-    # groups [0, 0], [1, 1], [1, 1] alike and [1, 0, 0, 0] mixed (dr_grpo)
-    # pool [0, 0, 1, 1, 1, 1]: mean 2/3, variance (2 * 4/9 + 4 * 1/9) / 6 = 2/9, std sqrt(2)/3
-    # c = 1: (0 - 2/3) / (sqrt(2)/3) = -sqrt(2); (1 - 2/3) / (sqrt(2)/3) = 1/sqrt(2)
-    # (the batch's mean 5/10 would give other values)
-    rewards = t(0, 0, 1, 1, 1, 1, 1, 0, 0, 0)
-    got = first_token("dr_grpo", rewards, [0, 0, 1, 1, 2, 2, 3, 3, 3, 3], 1.0)
-    std = math.sqrt(2) / 3 + 1e-6
-    low, high = (0 - 2 / 3) / std, (1 - 2 / 3) / std
-    torch.testing.assert_close(got[:6], t(low, low, high, high, high, high))
+def test_unequal_batch_statistics() -> None:
+    # rewards [0, 0, 0, 0, 1, 0, 0, 0]: batch mean 1/8, population variance
+    # (7 * (1/8)^2 + (7/8)^2) / 8 = (7/64 + 49/64) / 8 = 7/64, std sqrt(7)/8
+    # alike group [0, 0, 0, 0] with c = 1: (0 - 1/8) / (sqrt(7)/8) = -1/sqrt(7)
+    got = first_token("dr_grpo", t(0, 0, 0, 0, 1, 0, 0, 0), [0, 0, 0, 0, 1, 1, 1, 1], 1.0)
+    alike = -(1 / 8) / (math.sqrt(7) / 8 + 1e-6)
+    torch.testing.assert_close(got[:4], torch.full((4,), alike, dtype=torch.float64))
     # the mixed group is dr_grpo's r - mean_group: 1 - 1/4 and 0 - 1/4
-    torch.testing.assert_close(got[6:], t(0.75, -0.25, -0.25, -0.25))
+    torch.testing.assert_close(got[4:], t(0.75, -0.25, -0.25, -0.25))
 
 
-def test_all_wrong_alike_groups_without_an_all_right_one_get_zero() -> None:
-    # only all-wrong groups scored alike: no all-right group to push against, no net push
-    got = first_token("grpo", t(0, 0, 0, 0, 1, 0), [0, 0, 1, 1, 2, 2], 1.0)
-    assert torch.equal(got[:4], torch.zeros(4, dtype=torch.float64))
+def gated(
+    logprob: float, max_entropy: float | None, max_reward: float | None
+) -> tuple[Tensor, float]:
+    # rewards [0, 0, 0, 0, 1, 0]: mean 1/6; every sampled token has log-prob ``logprob``
+    rewards, mask = t(0, 0, 0, 0, 1, 0), torch.ones(6, 3, dtype=torch.bool)
+    inputs = AdvantageInputs(
+        rewards,
+        mask,
+        torch.tensor([0, 0, 1, 1, 2, 2]),
+        sampled_logprobs=torch.full((6, 3), logprob, dtype=torch.float64),
+    )
+    params = AdvantageParams(
+        alike_group_advantage=1.0,
+        alike_group_max_entropy=max_entropy,
+        alike_group_max_reward=max_reward,
+    )
+    out = compute_advantages("grpo", inputs, params)
+    return out.advantages[:4, 0], float(out.metrics["groups/alike_trained"])
+
+
+def test_the_gate_opens_below_both_thresholds_only() -> None:
+    # entropy estimate 0.2 nats (log-prob -0.2), mean reward 1/6
+    open_, trained = gated(-0.2, 0.3, 0.5)
+    assert trained == 1.0 and bool((open_ < 0).all())
+    for entropy_cap, reward_cap in [(0.1, 0.5), (0.3, 0.1), (0.15, None), (None, 0.15)]:
+        shut, trained = gated(-0.2, entropy_cap, reward_cap)  # a cap at or under the value
+        assert trained == 0.0 and torch.equal(shut, torch.zeros(4, dtype=torch.float64))
+    ungated, trained = gated(-5.0, None, None)
+    torch.testing.assert_close(ungated, open_)
+
+
+def test_the_entropy_gate_needs_the_sampled_logprobs() -> None:
+    inputs = AdvantageInputs(t(0, 0, 1, 0), torch.ones(4, 2), torch.tensor([0, 0, 1, 1]))
+    params = AdvantageParams(alike_group_advantage=1.0, alike_group_max_entropy=0.3)
+    with pytest.raises(ValueError, match="sampled_logprobs"):
+        compute_advantages("grpo", inputs, params)
 
 
 @pytest.mark.parametrize("name", FAMILY)
@@ -76,19 +105,17 @@ def test_a_singleton_group_keeps_zero() -> None:
 
 def test_token_rewards_get_the_alike_score_on_every_token() -> None:
     # turn credit: an alike group's every token holds its sample's alike score
-    rewards = t(1, 1, 0, 0, 1, 0)
-    token_rewards = torch.zeros(6, 3, dtype=torch.float64)
-    token_rewards[:, 2] = rewards
-    token_rewards[4] = torch.tensor([0.5, 0, 0.5])
-    mask = torch.ones(6, 3, dtype=torch.bool)
-    inputs = AdvantageInputs(
-        rewards, mask, torch.tensor([0, 0, 1, 1, 2, 2]), token_rewards=token_rewards
+    rewards = t(1, 1, 0, 1)
+    token_rewards = torch.tensor(
+        [[0.0, 0, 1], [0, 0, 1], [0, 0, 0], [0, 1, 0]], dtype=torch.float64
     )
+    mask = torch.ones(4, 3, dtype=torch.bool)
+    inputs = AdvantageInputs(rewards, mask, torch.tensor([0, 0, 1, 1]), token_rewards=token_rewards)
     out = compute_advantages("grpo", inputs, AdvantageParams(alike_group_advantage=1.0))
-    # pool [1, 1, 0, 0]: mean 0.5, std 0.5
-    high = 0.5 / (0.5 + 1e-6)
-    expected = torch.tensor([high] * 2 + [-high] * 2, dtype=torch.float64)
-    torch.testing.assert_close(out.advantages[:4], expected.unsqueeze(-1).expand(4, 3))
+    mean, std = 0.75, math.sqrt(0.1875)
+    torch.testing.assert_close(
+        out.advantages[:2], torch.full((2, 3), (1 - mean) / (std + 1e-6), dtype=torch.float64)
+    )
 
 
 reward_lists = st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=8, max_size=8)
@@ -106,10 +133,9 @@ def test_mixed_groups_keep_their_estimators_advantage(
     mixed = (pairs[:, 0] != pairs[:, 1]).repeat_interleave(2)
     assert torch.equal(plain[mixed], shaped[mixed])
     assert torch.equal(plain[~mixed], torch.zeros(int((~mixed).sum()), dtype=torch.float64))
-    # alike samples: the sign of r minus the pool's mean, zero sum over the pool, linear in c
-    pool = rewards[~mixed]
-    assert torch.all(torch.sign(shaped[~mixed]) == torch.sign(pool - pool.mean()))
-    assert abs(float(shaped[~mixed].sum())) < 1e-9
+    # alike samples: the sign of r minus the batch's mean, and linear in c
+    centred = rewards - rewards.mean()
+    assert torch.all(torch.sign(shaped[~mixed]) == torch.sign(centred[~mixed]))
     half = first_token(name, rewards, groups, c / 2)
     torch.testing.assert_close(half[~mixed] * 2, shaped[~mixed])
 
@@ -132,8 +158,16 @@ def test_negative_coefficient_is_refused() -> None:
 
 
 def test_config_copies_it_and_refuses_estimators_that_ignore_it() -> None:
-    config = load_config(None, ["algorithm.alike_group_advantage=0.5"])
-    assert config.to_domain().algorithm.advantage.alike_group_advantage == 0.5
+    keys = [
+        "algorithm.alike_group_advantage=0.5",
+        "algorithm.alike_group_max_entropy=0.3",
+        "algorithm.alike_group_max_reward=0.6",
+    ]
+    advantage = load_config(None, keys).to_domain().algorithm.advantage
+    assert advantage.alike_group_advantage == 0.5
+    assert (advantage.alike_group_max_entropy, advantage.alike_group_max_reward) == (0.3, 0.6)
+    with pytest.raises(ValueError, match="alike_group_max_entropy gates .* which is 0"):
+        load_config(None, ["algorithm.alike_group_max_entropy=0.3"])
     with pytest.raises(ValueError, match="alike_group_advantage is set but .*'reinforce_pp'"):
         load_config(
             None,
