@@ -492,6 +492,15 @@ def validate_advantage_inputs(
         ),
         ("step_rewards", inputs.step_rewards, mask.shape, estimator.needs_step_rewards, mask),
         ("step_mask", inputs.step_mask, mask.shape, estimator.needs_step_rewards, None),
+        (
+            "sampled_logprobs",
+            inputs.sampled_logprobs,
+            mask.shape,
+            estimator.alike_groups
+            and params.alike_group_advantage > 0
+            and params.alike_group_max_entropy is not None,
+            mask,
+        ),
     )
     for field, tensor, shape, required, counted in optional:
         if tensor is None:

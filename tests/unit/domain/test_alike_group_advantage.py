@@ -173,3 +173,19 @@ def test_config_copies_it_and_refuses_estimators_that_ignore_it() -> None:
             None,
             ["algorithm.alike_group_advantage=0.5", "algorithm.advantage_estimator=reinforce_pp"],
         )
+
+
+def test_sampled_logprobs_of_the_wrong_shape_or_nan_are_refused() -> None:
+    params = AdvantageParams(alike_group_advantage=1.0, alike_group_max_entropy=0.3)
+    for logprobs, message in [(torch.zeros(4, 3), "sampled_logprobs"), (None, "sampled_logprobs")]:
+        inputs = AdvantageInputs(
+            t(0, 0, 1, 0), torch.ones(4, 2), torch.tensor([0, 0, 1, 1]), sampled_logprobs=logprobs
+        )
+        with pytest.raises(ValueError, match=message):
+            compute_advantages("grpo", inputs, params)
+    nan = torch.tensor([[0.0, float("nan")]] * 4)
+    inputs = AdvantageInputs(
+        t(0, 0, 1, 0), torch.ones(4, 2), torch.tensor([0, 0, 1, 1]), sampled_logprobs=nan
+    )
+    with pytest.raises(ValueError, match="sampled_logprobs"):
+        compute_advantages("grpo", inputs, params)
