@@ -478,6 +478,11 @@ def validate_advantage_inputs(
         raise TypeError(f"group_index must hold integer ids, got dtype {index_dtype}")
     check_finite("rewards", inputs.rewards)
     mask = inputs.response_mask.bool()
+    gated = (
+        estimator.alike_groups
+        and params.alike_group_advantage > 0
+        and params.alike_group_max_entropy is not None
+    )
     optional = (  # field, tensor, shape, required, where it must be finite
         ("values", inputs.values, mask.shape, estimator.needs_values, mask),
         ("kl", inputs.kl, mask.shape, estimator.kl_in_reward and params.kl_coef > 0, mask),
@@ -492,13 +497,11 @@ def validate_advantage_inputs(
         ),
         ("step_rewards", inputs.step_rewards, mask.shape, estimator.needs_step_rewards, mask),
         ("step_mask", inputs.step_mask, mask.shape, estimator.needs_step_rewards, None),
-        (
+        (  # read (so checked) only by the entropy gate
             "sampled_logprobs",
-            inputs.sampled_logprobs,
+            inputs.sampled_logprobs if gated else None,
             mask.shape,
-            estimator.alike_groups
-            and params.alike_group_advantage > 0
-            and params.alike_group_max_entropy is not None,
+            gated,
             mask,
         ),
     )
