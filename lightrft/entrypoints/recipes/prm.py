@@ -63,10 +63,15 @@ class PrmDemoOptions:
     """The PRM's size and the demo's directory."""
 
     run_dir: Path = Path("runs/demo_prm")
-    prm_rows: int = 320  # step-labelled chains (a fifth held out)
+    prm_rows: int = 800  # step-labelled training chains
+    prm_eval_rows: int = 64  # held-out chains (another seed)
     prm_steps: int | None = None  # None: prm_epochs over the rows
     prm_epochs: int = 1
-    prm_lr: float = 2e-5
+    prm_batch_size: int = 8
+    prm_lr: float = 1e-4
+    prm_eval_every: int | None = None  # held-out step accuracy every N PRM steps too
+    prm_error_rate: float = 0.5  # chains with one wrong step
+    prm_junk_rate: float = 0.25  # chains with one line that is not a step
     prm_model: Path | None = None  # a PRM trained before: skips stage 1
     chain_length: int = 2  # operations per chain (PRM rows and RL prompts)
     train_problems: int = 512
@@ -84,6 +89,25 @@ def _write_problems(path: Path, n: int, seed: int, length: int) -> Path:
     return path
 
 
+def _write_step_rows(path: Path, n: int, seed: int, options: PrmDemoOptions) -> Path:
+    """PRM rows of the built-in chains with their answer line as the last step and some
+    junk lines (what the policy writes besides steps), so that the PRM has seen every kind
+    of line it scores during RL."""
+    from lightrft.adapters.datasets.synthetic_steps import synthetic_step_rows
+
+    rows = synthetic_step_rows(
+        n,
+        seed,
+        length=options.chain_length,
+        error_rate=options.prm_error_rate,
+        answer_step=True,
+        junk_rate=options.prm_junk_rate,
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
 def _prm_stage(options: PrmDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
     from lightrft.entrypoints.jobs.process_reward_model import (
         PrmCardOptions,
@@ -93,22 +117,31 @@ def _prm_stage(options: PrmDemoOptions, overrides: Sequence[str]) -> dict[str, A
     )
 
     started = time.perf_counter()
+    seed = seed_of(overrides)
+    data_dir = options.run_dir / "data"
     summary = train_process_reward_model(
         PrmTrainOptions(
             output=options.run_dir / "prm",
             model=model_path_of(overrides),
             data=StepDataOptions(
-                num_synthetic=options.prm_rows,
-                eval_fraction=0.2,
+                data=str(
+                    _write_step_rows(data_dir / "prm_train.jsonl", options.prm_rows, seed, options)
+                ),
+                eval_data=str(
+                    _write_step_rows(
+                        data_dir / "prm_eval.jsonl", options.prm_eval_rows, 10_000 + seed, options
+                    )
+                ),
                 chain_length=options.chain_length,
             ),
             card=PrmCardOptions(separator=SEPARATOR),
             train=RewardTrainParams(
-                batch_size=16,
+                batch_size=options.prm_batch_size,
                 micro_batch_size=8,
                 epochs=options.prm_epochs,
                 total_steps=options.prm_steps,
-                seed=seed_of(overrides),
+                eval_every=options.prm_eval_every,
+                seed=seed,
             ),
             lr=options.prm_lr,
             max_length=256,
