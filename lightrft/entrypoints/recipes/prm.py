@@ -63,17 +63,18 @@ class PrmDemoOptions:
     """The PRM's size and the demo's directory."""
 
     run_dir: Path = Path("runs/demo_prm")
-    prm_rows: int = 800  # step-labelled training chains
+    prm_rows: int = 480  # step-labelled training chains
     prm_eval_rows: int = 64  # held-out chains (another seed)
     prm_steps: int | None = None  # None: prm_epochs over the rows
     prm_epochs: int = 1
     prm_batch_size: int = 8
-    prm_lr: float = 1e-4
+    prm_lr: float = 5e-5
     prm_eval_every: int | None = None  # held-out step accuracy every N PRM steps too
     prm_error_rate: float = 0.5  # chains with one wrong step
     prm_junk_rate: float = 0.25  # chains with one line that is not a step
     prm_model: Path | None = None  # a PRM trained before: skips stage 1
-    chain_length: int = 2  # operations per chain (PRM rows and RL prompts)
+    step_threshold: float | None = None  # process_rm's step_threshold in the process arm
+    chain_length: int = 1  # operations per chain (PRM rows and RL prompts)
     train_problems: int = 512
     eval_problems: int = 32
     overwrite: bool = True
@@ -189,6 +190,12 @@ def _grpo_stage(
     }
 
 
+def process_source(path: str, options: PrmDemoOptions) -> dict[str, Any]:
+    """The process arm's PRM source: step scores passed on as step rewards."""
+    source: dict[str, Any] = {"type": "process_rm", "name": "prm", "path": path}
+    return {**source, "aggregate": "steps", "step_threshold": options.step_threshold}
+
+
 def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """Runs the three stages in a guarded ``run_dir``; returns (and writes) the summary."""
     with guard_run_directory(fresh_run_request(options.run_dir, options.overwrite)):
@@ -209,7 +216,7 @@ def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict
         else:
             prm = _prm_stage(options, overrides)
         math = {"type": "math", "name": "math"}
-        process = {"type": "process_rm", "name": "prm", "path": prm["path"], "aggregate": "steps"}
+        process = process_source(prm["path"], options)
         summary: dict[str, Any] = {"prm": prm}
         summary["outcome_only"] = _grpo_stage(
             "grpo_outcome", [math], "grpo", data, options, overrides
@@ -224,12 +231,17 @@ def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--prm-rows", type=int, default=320, help="step-labelled chains")
+    defaults = PrmDemoOptions()
+    parser.add_argument("--prm-rows", type=int, default=defaults.prm_rows, help="PRM chains")
     parser.add_argument("--prm-steps", type=int, default=None, help="PRM optimizer steps")
-    parser.add_argument("--prm-lr", type=float, default=2e-5, help="PRM learning rate")
+    parser.add_argument("--prm-lr", type=float, default=defaults.prm_lr, help="PRM learning rate")
     parser.add_argument("--prm-model", type=Path, default=None, help="a trained PRM: skip stage 1")
-    parser.add_argument("--chain-length", type=int, default=2, help="operations per chain")
-    parser.add_argument("--eval-problems", type=int, default=32, help="held-out chains")
+    parser.add_argument(
+        "--chain-length", type=int, default=defaults.chain_length, help="operations per chain"
+    )
+    parser.add_argument(
+        "--eval-problems", type=int, default=defaults.eval_problems, help="held-out chains"
+    )
     parser.add_argument("--run-dir", type=Path, default=None, help="output directory")
 
 
