@@ -3,12 +3,14 @@ reward alone, on the same budget?
 
 The task (:mod:`~lightrft.adapters.datasets.synthetic_steps`): chain arithmetic, "Start with
 7. Add 5. Multiply by 3.", worked one operation per line (``7 + 5 = 12``), the answer after
-``####``: every intermediate step is checkable. Two operations by default (``--chain-length``),
-sized for a CPU: a worked chain and its answer fit the 32 new tokens.
+``####``: every intermediate step is checkable. One operation by default (``--chain-length``),
+sized for a CPU: the worked operation and the answer line are the response's two steps.
 
-1. PRM: ``lightrft rm train --kind process`` from the policy's model on the built-in
-   step-labelled chains (a step is good while every step up to it is right), separator
-   ``"\\n"``; held-out step accuracy reported.
+1. PRM: ``lightrft rm train --kind process`` from the policy's model on built-in
+   step-labelled chains (a step is good while every step up to it is right) whose answer line
+   is a step too and some of which carry a junk line (the instruction's example, a bare
+   number, a run of ``#``, a sentence), so that it has seen every kind of line it scores in
+   RL; separator ``"\\n"``; held-out step accuracy on 64 more such chains, before and after.
 2. GRPO with the outcome reward only (the ``math`` rule on the ``####`` answer, ``grpo``).
 3. GRPO with the same outcome reward plus the PRM's step scores as step rewards
    (``process_rm`` with ``aggregate: steps``, estimator ``process_grpo``).
@@ -44,7 +46,7 @@ SEPARATOR = "\n"
 GRPO_OVERRIDES = [
     "rollout.prompts_per_step=8",
     "rollout.n_samples_per_prompt=4",
-    "rollout.max_new_tokens=32",  # a worked 2-operation chain and its answer take ~20
+    "rollout.max_new_tokens=32",  # a worked operation and its answer line take ~12
     "rollout.temperature=0.8",
     "reward.truncated_reward=0",
     "train.total_steps=8",
@@ -63,15 +65,15 @@ class PrmDemoOptions:
     """The PRM's size and the demo's directory."""
 
     run_dir: Path = Path("runs/demo_prm")
-    prm_rows: int = 480  # step-labelled training chains
+    prm_rows: int = 960  # step-labelled training chains
     prm_eval_rows: int = 64  # held-out chains (another seed)
     prm_steps: int | None = None  # None: prm_epochs over the rows
     prm_epochs: int = 1
-    prm_batch_size: int = 8
-    prm_lr: float = 5e-5
+    prm_batch_size: int = 16
+    prm_lr: float = 3e-5
     prm_eval_every: int | None = None  # held-out step accuracy every N PRM steps too
-    prm_error_rate: float = 0.5  # chains with one wrong step
-    prm_junk_rate: float = 0.25  # chains with one line that is not a step
+    prm_error_rate: float = 0.3  # chains with one wrong step
+    prm_junk_rate: float = 0.15  # chains with one line that is not a step (labels: half +)
     prm_model: Path | None = None  # a PRM trained before: skips stage 1
     step_threshold: float | None = None  # process_rm's step_threshold in the process arm
     chain_length: int = 1  # operations per chain (PRM rows and RL prompts)
@@ -237,6 +239,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prm-lr", type=float, default=defaults.prm_lr, help="PRM learning rate")
     parser.add_argument("--prm-model", type=Path, default=None, help="a trained PRM: skip stage 1")
     parser.add_argument(
+        "--step-threshold",
+        type=float,
+        default=defaults.step_threshold,
+        help="process arm: step scores at or above it count 1, below it 0 (none: raw scores)",
+    )
+    parser.add_argument(
         "--chain-length", type=int, default=defaults.chain_length, help="operations per chain"
     )
     parser.add_argument(
@@ -252,6 +260,7 @@ def _run(args: argparse.Namespace, overrides: list[str]) -> int:
         prm_steps=args.prm_steps,
         prm_lr=args.prm_lr,
         prm_model=args.prm_model,
+        step_threshold=args.step_threshold,
         chain_length=args.chain_length,
         eval_problems=args.eval_problems,
         next_command=NextCommand(args.argv, reruns_as_typed=True),
