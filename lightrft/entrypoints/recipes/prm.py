@@ -13,7 +13,8 @@ sized for a CPU: the worked operation and the answer line are the response's two
    RL; separator ``"\\n"``; held-out step accuracy on 64 more such chains, before and after.
 2. GRPO with the outcome reward only (the ``math`` rule on the ``####`` answer, ``grpo``).
 3. GRPO with the same outcome reward plus the PRM's step scores as step rewards
-   (``process_rm`` with ``aggregate: steps``, estimator ``process_grpo``).
+   (``process_rm`` with ``aggregate: steps``, estimator ``process_grpo``), each step score
+   made a 0/1 verdict at ``step_threshold`` 0.5 (``--step-threshold none``: raw scores).
 
 Both GRPO stages see the same prompts, samples, steps and seed; the held-out chains are the
 same for every seed (only the training prompts follow it). ``summary.json``: the PRM's
@@ -75,7 +76,7 @@ class PrmDemoOptions:
     prm_error_rate: float = 0.3  # chains with one wrong step
     prm_junk_rate: float = 0.15  # chains with one line that is not a step (labels: half +)
     prm_model: Path | None = None  # a PRM trained before: skips stage 1
-    step_threshold: float | None = None  # process_rm's step_threshold in the process arm
+    step_threshold: float | None = 0.5  # process_rm's step_threshold in the process arm
     chain_length: int = 1  # operations per chain (PRM rows and RL prompts)
     train_problems: int = 512
     eval_problems: int = 32
@@ -232,6 +233,10 @@ def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict
         return summary
 
 
+def _threshold(text: str) -> float | None:
+    return None if text == "none" else float(text)
+
+
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = PrmDemoOptions()
     parser.add_argument("--prm-rows", type=int, default=defaults.prm_rows, help="PRM chains")
@@ -240,9 +245,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prm-model", type=Path, default=None, help="a trained PRM: skip stage 1")
     parser.add_argument(
         "--step-threshold",
-        type=float,
+        type=_threshold,
         default=defaults.step_threshold,
-        help="process arm: step scores at or above it count 1, below it 0 (none: raw scores)",
+        help="process arm: step scores at or above it count 1, below it 0 ('none': raw scores)",
     )
     parser.add_argument(
         "--chain-length", type=int, default=defaults.chain_length, help="operations per chain"
