@@ -7,7 +7,10 @@ per operation, ``7 + 5 = 12``, ``12 * 3 = 36``, ``36 - 4 = 32``, and the final a
 Math-Shepherd sense: a step is good (``+``) while every step up to it is right, and bad
 (``-``) from the first wrong step on (later steps cannot reach the right answer any more);
 a step is wrong when its result is, or when it computes rightly on a number the chain does
-not have.
+not have. With ``answer_step`` a row ends with its answer line ``#### N`` as one more step
+(good when N is the chain's result); with ``junk_rate`` some rows carry one line that is not a
+step of the chain (the instruction's example ``7 + 5 = 12``, a bare number, a run of ``#``, a
+sentence: what a small policy writes instead of a step), bad like every step after it.
 :func:`step_correctness` checks a response's steps against the chain (the ground truth that
 the trained PRM is measured against). Deterministic in ``seed``.
 """
@@ -85,26 +88,74 @@ def _wrong_step(rng: random.Random, value: int, symbol: str, operand: int) -> tu
     return a, b, _apply(a, symbol, b)
 
 
+_SENTENCES = (
+    "Let's work it out one operation per line.",
+    "To solve this, start with the first number.",
+    "7 + 5 = 12 is the example.",
+    "The final answer is:",
+    "First, we add the numbers.",
+)
+
+
+def _junk_line(rng: random.Random, right_step: str) -> str:
+    """A line that is not the chain's next step (:data:`_SENTENCES`, a bare number, a run of
+    ``#``, or the instruction's example ``7 + 5 = 12`` when that is not ``right_step``)."""
+    kind = rng.randrange(4)
+    if kind == 0 and right_step != "7 + 5 = 12":
+        return "7 + 5 = 12"
+    if kind == 1:
+        return str(rng.randint(2, 40))
+    if kind == 2:
+        return "#" * rng.randint(2, 12)
+    return rng.choice(_SENTENCES)
+
+
+def _answer_line(rng: random.Random, value: int, good: bool) -> tuple[str, bool]:
+    """The answer line after the steps: the last result (a third of the time when every step
+    was right, that result off by 1-3 instead), and whether it is right."""
+    if good and rng.random() < 1 / 3:
+        return f"#### {value + rng.choice((-3, -2, -1, 1, 2, 3))}", False
+    return f"#### {value}", good
+
+
 def synthetic_step_rows(
-    n: int, seed: int = 0, length: int = 3, error_rate: float = 0.6
+    n: int,
+    seed: int = 0,
+    length: int = 3,
+    error_rate: float = 0.6,
+    *,
+    answer_step: bool = False,
+    junk_rate: float = 0.0,
 ) -> list[dict[str, Any]]:
     """``n`` PRM rows ``{"prompt", "steps", "labels"}``: worked chains, ``error_rate`` of them
     with one wrong step at a random position (:func:`_wrong_step`: a wrong result, or a right
-    computation on a wrong number); the later steps carry on from its result."""
+    computation on a wrong number); the later steps carry on from its result. ``answer_step``:
+    the answer line is the last step (:func:`_answer_line`); ``junk_rate``: that fraction of
+    rows gets one :func:`_junk_line` at a random position, labelled bad with all after it."""
     rng = random.Random(f"chain-steps-{seed}-{length}")
     rows = []
     for _ in range(n):
         start, ops = _chain(rng, length)
         wrong_at = rng.randrange(length) if rng.random() < error_rate else -1
         value, steps, labels, good = start, [], [], True
+        right_steps = []
         for k, (_, symbol, operand) in enumerate(ops):
             a, b, result = value, operand, _apply(value, symbol, operand)
+            right_steps.append(f"{a} {symbol} {b} = {result}")
             if k == wrong_at:
                 a, b, result = _wrong_step(rng, value, symbol, operand)
                 good = False
             steps.append(f"{a} {symbol} {b} = {result}")
             labels.append("+" if good else "-")
             value = result
+        if answer_step:
+            line, good = _answer_line(rng, value, good)
+            steps.append(line)
+            labels.append("+" if good else "-")
+        if junk_rate > 0 and rng.random() < junk_rate:
+            at = rng.randrange(len(steps) + 1)
+            steps.insert(at, _junk_line(rng, right_steps[at] if at < length else ""))
+            labels[at:] = ["-"] * (len(labels) - at + 1)
         rows.append(
             {
                 "prompt": f"{_question(start, ops)}\n{CHAIN_INSTRUCTION}",

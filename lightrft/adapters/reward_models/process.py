@@ -98,6 +98,9 @@ class HfProcessRewardModel(HostOffload, ColocatedModelSource):
         media: the family's media reader (None: text only).
         name: the reward source's name; aggregate: a ``STEP_AGGREGATIONS`` name or ``steps``;
         micro_batch_size: rows per forward; empty_score: the reward of a response without steps.
+        step_threshold: None, or each step score becomes 1 at or above it and 0 below before
+            it is aggregated or passed on (a PRM's confident verdicts only: a group whose
+            steps are all judged alike then gets no process advantage from score noise).
     """
 
     def __init__(
@@ -112,7 +115,10 @@ class HfProcessRewardModel(HostOffload, ColocatedModelSource):
         aggregate: str = "min",
         micro_batch_size: int = 8,
         empty_score: float = 0.0,
+        step_threshold: float | None = None,
     ) -> None:
+        if step_threshold is not None and not 0.0 <= step_threshold <= 1.0:
+            raise ValueError(f"step_threshold must be in [0, 1], got {step_threshold}")
         if aggregate != STEPS:
             STEP_AGGREGATIONS.get(aggregate)  # names the choices when unknown
         if micro_batch_size < 1:
@@ -127,6 +133,7 @@ class HfProcessRewardModel(HostOffload, ColocatedModelSource):
         self.negative_id = label_token_id(tokenizer, self.card.negative_token)
         self.aggregate = aggregate
         self.empty_score = empty_score
+        self.step_threshold = step_threshold
         self._name = name
         self._device = device
         self._micro_batch_size = micro_batch_size
@@ -276,6 +283,10 @@ class HfProcessRewardModel(HostOffload, ColocatedModelSource):
             "steps_mean": steps.mean() if len(steps) else torch.tensor(0.0),
             "step_score_mean": all_steps.mean() if all_steps.numel() else torch.tensor(0.0),
         }
+        if self.step_threshold is not None:
+            scores = [(s >= self.step_threshold).float() for s in scores]
+            passed = torch.cat(scores) if scores else torch.zeros(0)
+            metrics["step_pass_rate"] = passed.mean() if passed.numel() else torch.tensor(0.0)
         if self.aggregate != STEPS:
             return RewardResult(aggregate_steps(scores, self.aggregate, self.empty_score), metrics)
         separator = self.card.separator

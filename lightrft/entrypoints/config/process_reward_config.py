@@ -27,6 +27,12 @@ class ProcessRmConfig(RewardSourceSection):
         "each step's score passed on as a step reward).",
     )
     empty_score: float = Field(0.0, description="Reward of a response without any step.")
+    step_threshold: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="Step scores at or above it count 1, below it 0 (null: the scores as they are).",
+    )
     micro_batch_size: int = Field(8, gt=0, description="Rows per scoring forward.")
     dtype: Literal["fp32", "bf16", "fp16"] = Field("fp32", description="Weights dtype.")
     trust_remote_code: bool = Field(False, description="Run code shipped with the model.")

@@ -3,15 +3,18 @@ reward alone, on the same budget?
 
 The task (:mod:`~lightrft.adapters.datasets.synthetic_steps`): chain arithmetic, "Start with
 7. Add 5. Multiply by 3.", worked one operation per line (``7 + 5 = 12``), the answer after
-``####``: every intermediate step is checkable. Two operations by default (``--chain-length``),
-sized for a CPU: a worked chain and its answer fit the 32 new tokens.
+``####``: every intermediate step is checkable. One operation by default (``--chain-length``),
+sized for a CPU: the worked operation and the answer line are the response's two steps.
 
-1. PRM: ``lightrft rm train --kind process`` from the policy's model on the built-in
-   step-labelled chains (a step is good while every step up to it is right), separator
-   ``"\\n"``; held-out step accuracy reported.
+1. PRM: ``lightrft rm train --kind process`` from the policy's model on built-in
+   step-labelled chains (a step is good while every step up to it is right) whose answer line
+   is a step too and some of which carry a junk line (the instruction's example, a bare
+   number, a run of ``#``, a sentence), so that it has seen every kind of line it scores in
+   RL; separator ``"\\n"``; held-out step accuracy on 64 more such chains, before and after.
 2. GRPO with the outcome reward only (the ``math`` rule on the ``####`` answer, ``grpo``).
 3. GRPO with the same outcome reward plus the PRM's step scores as step rewards
-   (``process_rm`` with ``aggregate: steps``, estimator ``process_grpo``).
+   (``process_rm`` with ``aggregate: steps``, estimator ``process_grpo``), each step score
+   made a 0/1 verdict at ``step_threshold`` 0.5 (``--step-threshold none``: raw scores).
 
 Both GRPO stages see the same prompts, samples, steps and seed; the held-out chains are the
 same for every seed (only the training prompts follow it). ``summary.json``: the PRM's
@@ -44,7 +47,7 @@ SEPARATOR = "\n"
 GRPO_OVERRIDES = [
     "rollout.prompts_per_step=8",
     "rollout.n_samples_per_prompt=4",
-    "rollout.max_new_tokens=32",  # a worked 2-operation chain and its answer take ~20
+    "rollout.max_new_tokens=32",  # a worked operation and its answer line take ~12
     "rollout.temperature=0.8",
     "reward.truncated_reward=0",
     "train.total_steps=8",
@@ -63,12 +66,18 @@ class PrmDemoOptions:
     """The PRM's size and the demo's directory."""
 
     run_dir: Path = Path("runs/demo_prm")
-    prm_rows: int = 320  # step-labelled chains (a fifth held out)
+    prm_rows: int = 960  # step-labelled training chains
+    prm_eval_rows: int = 64  # held-out chains (another seed)
     prm_steps: int | None = None  # None: prm_epochs over the rows
     prm_epochs: int = 1
-    prm_lr: float = 2e-5
+    prm_batch_size: int = 16
+    prm_lr: float = 3e-5
+    prm_eval_every: int | None = None  # held-out step accuracy every N PRM steps too
+    prm_error_rate: float = 0.3  # chains with one wrong step
+    prm_junk_rate: float = 0.15  # chains with one line that is not a step (labels: half +)
     prm_model: Path | None = None  # a PRM trained before: skips stage 1
-    chain_length: int = 2  # operations per chain (PRM rows and RL prompts)
+    step_threshold: float | None = 0.5  # process_rm's step_threshold in the process arm
+    chain_length: int = 1  # operations per chain (PRM rows and RL prompts)
     train_problems: int = 512
     eval_problems: int = 32
     overwrite: bool = True
@@ -84,6 +93,25 @@ def _write_problems(path: Path, n: int, seed: int, length: int) -> Path:
     return path
 
 
+def _write_step_rows(path: Path, n: int, seed: int, options: PrmDemoOptions) -> Path:
+    """PRM rows of the built-in chains with their answer line as the last step and some
+    junk lines (what the policy writes besides steps), so that the PRM has seen every kind
+    of line it scores during RL."""
+    from lightrft.adapters.datasets.synthetic_steps import synthetic_step_rows
+
+    rows = synthetic_step_rows(
+        n,
+        seed,
+        length=options.chain_length,
+        error_rate=options.prm_error_rate,
+        answer_step=True,
+        junk_rate=options.prm_junk_rate,
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
 def _prm_stage(options: PrmDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
     from lightrft.entrypoints.jobs.process_reward_model import (
         PrmCardOptions,
@@ -93,22 +121,31 @@ def _prm_stage(options: PrmDemoOptions, overrides: Sequence[str]) -> dict[str, A
     )
 
     started = time.perf_counter()
+    seed = seed_of(overrides)
+    data_dir = options.run_dir / "data"
     summary = train_process_reward_model(
         PrmTrainOptions(
             output=options.run_dir / "prm",
             model=model_path_of(overrides),
             data=StepDataOptions(
-                num_synthetic=options.prm_rows,
-                eval_fraction=0.2,
+                data=str(
+                    _write_step_rows(data_dir / "prm_train.jsonl", options.prm_rows, seed, options)
+                ),
+                eval_data=str(
+                    _write_step_rows(
+                        data_dir / "prm_eval.jsonl", options.prm_eval_rows, 10_000 + seed, options
+                    )
+                ),
                 chain_length=options.chain_length,
             ),
             card=PrmCardOptions(separator=SEPARATOR),
             train=RewardTrainParams(
-                batch_size=16,
+                batch_size=options.prm_batch_size,
                 micro_batch_size=8,
                 epochs=options.prm_epochs,
                 total_steps=options.prm_steps,
-                seed=seed_of(overrides),
+                eval_every=options.prm_eval_every,
+                seed=seed,
             ),
             lr=options.prm_lr,
             max_length=256,
@@ -156,6 +193,12 @@ def _grpo_stage(
     }
 
 
+def process_source(path: str, options: PrmDemoOptions) -> dict[str, Any]:
+    """The process arm's PRM source: step scores passed on as step rewards."""
+    source: dict[str, Any] = {"type": "process_rm", "name": "prm", "path": path}
+    return {**source, "aggregate": "steps", "step_threshold": options.step_threshold}
+
+
 def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """Runs the three stages in a guarded ``run_dir``; returns (and writes) the summary."""
     with guard_run_directory(fresh_run_request(options.run_dir, options.overwrite)):
@@ -176,7 +219,7 @@ def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict
         else:
             prm = _prm_stage(options, overrides)
         math = {"type": "math", "name": "math"}
-        process = {"type": "process_rm", "name": "prm", "path": prm["path"], "aggregate": "steps"}
+        process = process_source(prm["path"], options)
         summary: dict[str, Any] = {"prm": prm}
         summary["outcome_only"] = _grpo_stage(
             "grpo_outcome", [math], "grpo", data, options, overrides
@@ -190,13 +233,28 @@ def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict
         return summary
 
 
+def _threshold(text: str) -> float | None:
+    return None if text == "none" else float(text)
+
+
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--prm-rows", type=int, default=320, help="step-labelled chains")
+    defaults = PrmDemoOptions()
+    parser.add_argument("--prm-rows", type=int, default=defaults.prm_rows, help="PRM chains")
     parser.add_argument("--prm-steps", type=int, default=None, help="PRM optimizer steps")
-    parser.add_argument("--prm-lr", type=float, default=2e-5, help="PRM learning rate")
+    parser.add_argument("--prm-lr", type=float, default=defaults.prm_lr, help="PRM learning rate")
     parser.add_argument("--prm-model", type=Path, default=None, help="a trained PRM: skip stage 1")
-    parser.add_argument("--chain-length", type=int, default=2, help="operations per chain")
-    parser.add_argument("--eval-problems", type=int, default=32, help="held-out chains")
+    parser.add_argument(
+        "--step-threshold",
+        type=_threshold,
+        default=defaults.step_threshold,
+        help="process arm: step scores at or above it count 1, below it 0 ('none': raw scores)",
+    )
+    parser.add_argument(
+        "--chain-length", type=int, default=defaults.chain_length, help="operations per chain"
+    )
+    parser.add_argument(
+        "--eval-problems", type=int, default=defaults.eval_problems, help="held-out chains"
+    )
     parser.add_argument("--run-dir", type=Path, default=None, help="output directory")
 
 
@@ -207,6 +265,7 @@ def _run(args: argparse.Namespace, overrides: list[str]) -> int:
         prm_steps=args.prm_steps,
         prm_lr=args.prm_lr,
         prm_model=args.prm_model,
+        step_threshold=args.step_threshold,
         chain_length=args.chain_length,
         eval_problems=args.eval_problems,
         next_command=NextCommand(args.argv, reruns_as_typed=True),

@@ -51,6 +51,7 @@ def build_process_rm(section: ProcessRmConfig, context: BuildContext) -> HfProce
             aggregate=section.aggregate,
             micro_batch_size=section.micro_batch_size,
             empty_score=section.empty_score,
+            step_threshold=section.step_threshold,
         )
     weights = cast(DTypeName, DTYPES[section.dtype])
     lm, media = process_lm_parts(section.path, card, encoder, context.device, weights)
@@ -66,4 +67,5 @@ def build_process_rm(section: ProcessRmConfig, context: BuildContext) -> HfProce
         aggregate=section.aggregate,
         micro_batch_size=section.micro_batch_size,
         empty_score=section.empty_score,
+        step_threshold=section.step_threshold,
     )

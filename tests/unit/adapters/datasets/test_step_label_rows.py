@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -118,6 +119,44 @@ def test_chain_set_labels_match_a_step_by_step_check_and_both_error_kinds_occur(
                 arithmetic_right_but_wrong_numbers += computed
                 arithmetic_wrong += not computed
     assert arithmetic_right_but_wrong_numbers > 20 and arithmetic_wrong > 20
+
+
+def _labels_by_hand(lines: list[str], chain: dict[str, Any]) -> list[str]:
+    """Each line is good while it and every line before it is right: a step is the chain's
+    next operation on the right value with the right result, the answer line the chain's
+    result; anything else is wrong."""
+    value, ops, k, good, labels = chain["start"], chain["ops"], 0, True, []
+    result = value
+    for symbol, operand in ops:
+        result = eval(f"{result} {symbol} {operand}")  # noqa: S307 (digits and an operator)
+    for line in lines:
+        step = re.fullmatch(r"(-?\d+) ([+*-]) (\d+) = (-?\d+)", line)
+        if line.startswith("#### "):
+            right = line == f"#### {result}" and k == len(ops)
+        elif step is not None and k < len(ops):
+            a, symbol, b, c = int(step[1]), step[2], int(step[3]), int(step[4])
+            right = a == value and [symbol, b] == ops[k]
+            right = right and c == eval(f"{a} {symbol} {b}")  # noqa: S307
+            value, k = c, k + 1
+        else:
+            right = False
+        good = good and right
+        labels.append("+" if good else "-")
+    return labels
+
+
+def test_answer_lines_and_junk_lines_are_steps_labelled_by_the_chain() -> None:
+    rows = synthetic_step_rows(300, seed=7, length=2, answer_step=True, junk_rate=0.4)
+    assert rows == synthetic_step_rows(300, seed=7, length=2, answer_step=True, junk_rate=0.4)
+    junk_rows = wrong_answers = 0
+    for row in rows:
+        steps = row["steps"]
+        assert row["labels"] == _labels_by_hand(steps, _chain_of(row["prompt"])), row
+        assert sum(s.startswith("#### ") for s in steps) == 1
+        junk_rows += len(steps) == 4
+        wrong_answers += len(steps) == 3 and row["labels"] == ["+", "+", "-"]
+    assert 80 < junk_rows < 160 and wrong_answers > 10
+    assert any(r["labels"] == ["+", "+", "+"] for r in rows)
 
 
 def test_step_correctness_checks_each_step() -> None:

@@ -155,3 +155,22 @@ def test_steps_mode_passes_each_step_score_on_its_last_response_token() -> None:
     assert [end for end, _ in steps] == [5, 12]
     want = direct_scores(model, "Q: ", text)
     assert [v for _, v in steps] == pytest.approx(want, abs=1e-5)
+
+
+def test_step_threshold_turns_each_step_score_into_a_verdict() -> None:
+    text = "2+3=5\n5*2=10\n"
+    tokenizer = tiny_tokenizer()
+    ids = tuple(tokenizer(text, add_special_tokens=False)["input_ids"])
+    s = RewardSample(PromptRecord("q", "Q: ", (1,)), Completion(0, ids, text, "stop"))
+    want = direct_scores(prm("steps"), "Q: ", text)
+    cut = (want[0] + want[1]) / 2  # one step above, one below
+    model = HfProcessRewardModel(
+        tiny_model(0), tokenizer, CPU, card=CARD, aggregate="steps", step_threshold=cut
+    )
+    result = model.score([s])
+    assert result.step_rewards is not None
+    assert [v for _, v in result.step_rewards[0]] == [float(w >= cut) for w in want]
+    assert float(result.metrics["step_pass_rate"]) == 0.5
+    assert float(result.metrics["step_score_mean"]) == pytest.approx(sum(want) / 2, abs=1e-5)
+    with pytest.raises(ValueError, match="step_threshold must be in"):
+        HfProcessRewardModel(tiny_model(0), tokenizer, CPU, card=CARD, step_threshold=1.5)
