@@ -18,7 +18,12 @@ before that step's update. It is a copy of the strategies' ``state_dict`` (weigh
 state and schedule position) in host memory, about three to four times the trainable
 weights' fp32 size per rank's shard, so ``rollback`` suits models whose optimizer state fits
 in host memory twice; it is saved in the run's checkpoints so a resumed run rolls back alike.
-The step counter, data order, KL controller and RNG streams are not rewound.
+The step counter, data order, KL controller and RNG streams are not rewound; with
+``train.collapse_rollback.redo_steps`` the run takes the steps whose updates were undone again
+(:attr:`CollapseGuard.redone_steps` more steps at the end).
+
+``train.on_collapse_signals`` limits the action to the signals
+it names; the others only warn.
 """
 
 from __future__ import annotations
@@ -111,7 +116,8 @@ class CollapseGuard:
 
     def respond(self, step: int, onsets: Sequence[HealthSignal]) -> CollapseOutcome:
         """Runs the action if a collapse signal is among the ``onsets`` of ``step``."""
-        collapses = [s for s in onsets if s.collapse]
+        acted_on = self.params.on_collapse_signals
+        collapses = [s for s in onsets if s.collapse and (acted_on is None or s.name in acted_on)]
         if not collapses:
             return CollapseOutcome()
         return self.action.respond(self, step, collapses)
@@ -133,15 +139,27 @@ class CollapseGuard:
             for strategy, state in zip(self.strategies, self.best_states, strict=True):
                 strategy.load_state_dict(_host_copy(state))  # the kept copy stays untouched
                 strategy.set_lr_scale(scale)
+        assert self.best_step is not None
+        # an evaluation follows its step's update, a step's rollouts precede it
+        kept_updates = self.best_step - (self.score_metric == TRAINING_SCORE)
         event = {
             "step": step,
             "restored_step": self.best_step,
+            "undone_steps": step - kept_updates,
             "lr_scale": scale,
             "signals": list(signals),
         }
         self.rollbacks.append(event)
         self.warn("health.rollback", **event, ranked_by=self.score_metric)
         return CollapseOutcome(restored=True)
+
+    @property
+    def redone_steps(self) -> int:
+        """Steps the run adds at its end to take again those the rollbacks undid (with
+        ``redo_steps``; else 0)."""
+        if not self.params.rollback.redo_steps:
+            return 0
+        return sum(int(event.get("undone_steps", 0)) for event in self.rollbacks)
 
     def note_settings(self, settings: Mapping[str, float]) -> None:
         """Records on the latest rollback the settings it changed (``train.collapse_rollback``;

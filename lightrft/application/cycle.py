@@ -34,7 +34,12 @@ from lightrft.application.reward_failures import (
     RewardFailureMonitor,
     RewardSourceFailingError,
 )
-from lightrft.application.rollback_changes import READINGS_PREFIX, readings, settings_after
+from lightrft.application.rollback_changes import (
+    READINGS_PREFIX,
+    readings,
+    refuse_on_split_placement,
+    settings_after,
+)
 from lightrft.application.rollout_feed import InlineRolloutFeed, RolloutFeed
 from lightrft.application.rollout_queue import Tagged
 from lightrft.application.sample_rows import SampleLog
@@ -125,15 +130,8 @@ class RLCycle:
         c, s = components, settings
         self.components, self._settings = c, s
         self._configured = s  # before the rollbacks' changes (train.collapse_rollback)
-        if (
-            feed is not None
-            and s.health.rollback.temperature_delta
-            and (s.health.on_collapse == "rollback")
-        ):
-            raise ValueError(
-                "train.collapse_rollback.temperature_delta needs the colocated placement: "
-                "a separate rollout producer samples with its own settings"
-            )
+        if feed is not None and s.health.on_collapse == "rollback":
+            refuse_on_split_placement(s.health.rollback)
         self.phases = PhaseSwitcher(_switches(c), plan, c.accelerator)
         self.maker = experience_maker(
             c,
@@ -274,7 +272,7 @@ class RLCycle:
         max_steps: int | None = None,
         should_stop: Callable[[], bool] | None = None,
     ) -> list[dict[str, float]]:
-        """Trains until ``total_steps`` (or ``max_steps`` more steps); returns the history.
+        """Trains until :attr:`last_step` (or ``max_steps`` more steps); returns the history.
 
         ``should_stop()`` is asked after every step (on every rank: it must answer the same
         everywhere); when it says yes, a checkpoint is saved and the run ends early with
@@ -289,16 +287,14 @@ class RLCycle:
             before = self.evaluate()
             self.health.after_eval(0, before)
             self._log(before, step=0)
-        budget = (
-            cycle.total_steps
-            if max_steps is None
-            else min(cycle.total_steps, self.state.step + max_steps)
-        )
+        stop_at = None if max_steps is None else self.state.step + max_steps
         try:
-            while self.state.step < budget:
+            while self.state.step < (
+                self.last_step if stop_at is None else min(self.last_step, stop_at)
+            ):
                 metrics = self._step_or_save_and_raise()
                 step = self.state.step
-                last = step == cycle.total_steps
+                last = step == self.last_step
                 if self._evaluating and cycle.eval_every and (step % cycle.eval_every == 0 or last):
                     metrics.update(self.evaluate())
                     self.health.after_eval(step, metrics)
@@ -324,6 +320,12 @@ class RLCycle:
         self.phases.rest()
         self.feed.close()
         return self.history
+
+    @property
+    def last_step(self) -> int:
+        """The run's last step: ``total_steps``, plus the steps rollbacks undid when they are
+        taken again (``train.collapse_rollback.redo_steps``)."""
+        return self.settings.cycle.total_steps + self.health.guard.redone_steps
 
     def _close_feed_after(self, error: BaseException) -> None:
         """Stops the feed (its producer thread, its engine process) after ``error``; a feed

@@ -21,7 +21,7 @@ from lightrft.domain.algorithm_registries import (
     POLICY_LOSSES,
 )
 from lightrft.domain.cost_limit import CostLimit
-from lightrft.domain.health_checks import HealthThresholds
+from lightrft.domain.health_checks import HealthThresholds, collapse_signals
 from lightrft.domain.policy_loss_params import PolicyLossParams
 from lightrft.domain.reward_recipes import RecipeBook
 from lightrft.domain.sampling_params import SamplingParams
@@ -245,12 +245,16 @@ class RollbackChanges:
     (DAPO's clip-higher) where they are set (None: unchanged). ``loss_temperature_follows``:
     the trainer's log-probs are taken at the sampling temperature
     (``algorithm.logprob_temperature=sampling``), so they follow a changed temperature.
+    ``redo_steps``: the run takes again the steps whose updates a rollback undid (it ends that
+    many steps later), so a run rolled back to its start still makes its planned number of
+    updates and its learning-rate schedule still reaches its end.
     """
 
     temperature_delta: float = 0.0
     entropy_coef: float | None = None
     clip_eps_high: float | None = None
     loss_temperature_follows: bool = False
+    redo_steps: bool = False
 
     def __post_init__(self) -> None:
         _non_negative("temperature_delta", self.temperature_delta)
@@ -292,8 +296,16 @@ class HealthParams:
     max_rollbacks: int = 2
     rollback: RollbackChanges = field(default_factory=RollbackChanges)
     rollback_rank_by: RankBy = "auto"
+    on_collapse_signals: tuple[str, ...] | None = None
+    """The collapse signals ``on_collapse`` acts on (None: every one); the others only warn."""
 
     def __post_init__(self) -> None:
+        named, known = self.on_collapse_signals, collapse_signals()
+        if named is not None and (not named or any(name not in known for name in named)):
+            raise ValueError(
+                f"on_collapse_signals must name collapse signals ({', '.join(known)}), "
+                f"got {list(named)}"
+            )
         if self.on_collapse not in ON_COLLAPSE_CHOICES:
             raise ValueError(
                 f"on_collapse must be one of {', '.join(ON_COLLAPSE_CHOICES)}, "

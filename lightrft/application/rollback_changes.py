@@ -55,3 +55,14 @@ def readings(
     if changes.clip_eps_high is not None:
         values["clip_eps_high"] = algorithm.resolved_loss.clip_eps_high
     return values
+
+
+def refuse_on_split_placement(changes: RollbackChanges) -> None:
+    """A separate rollout producer samples with its own settings and plans its own steps, so
+    a rollback can change neither there."""
+    for name in ("temperature_delta", "redo_steps"):
+        if getattr(changes, name):
+            raise ValueError(
+                f"train.collapse_rollback.{name} needs the colocated placement: "
+                "a separate rollout producer samples with its own settings and steps"
+            )

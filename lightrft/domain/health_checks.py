@@ -146,6 +146,11 @@ class HealthCheck:
 HEALTH_CHECKS: Registry[HealthCheck] = Registry("health check")
 
 
+def collapse_signals() -> tuple[str, ...]:
+    """The names of the registered checks that signal a collapse (``train.on_collapse``)."""
+    return tuple(name for name in HEALTH_CHECKS.names() if HEALTH_CHECKS.get(name).collapse)
+
+
 class Limit:
     """Stateless: fires when the value is at least ``threshold`` (or not finite)."""
 

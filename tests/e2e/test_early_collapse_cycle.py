@@ -222,13 +222,79 @@ def test_the_same_low_entropy_at_a_high_reward_is_a_convergence_not_a_collapse()
     assert rig.cycle.state.step == 6 and rig.cycle.health.summary()["stopped_at"] is None
 
 
-def test_a_changed_temperature_is_refused_with_a_separate_rollout_producer() -> None:
+@pytest.mark.parametrize(
+    ("changes", "key"),
+    [(CHANGES, "temperature_delta"), (RollbackChanges(redo_steps=True), "redo_steps")],
+)
+def test_a_rollback_change_is_refused_with_a_separate_rollout_producer(
+    changes: RollbackChanges, key: str
+) -> None:
     def producer_feed(cycle: Any) -> Any:
         raise AssertionError("not reached: the settings are refused first")
 
-    health = HealthParams(THRESHOLDS, "rollback", rollback=CHANGES)
-    with pytest.raises(ValueError, match="temperature_delta needs the colocated placement"):
+    health = HealthParams(THRESHOLDS, "rollback", rollback=changes)
+    with pytest.raises(ValueError, match=f"{key} needs the colocated placement"):
         build_rig("grpo", health=health, feed=producer_feed)
+
+
+REDO = HealthParams(
+    THRESHOLDS, "rollback", rollback_lr_factor=1.0, rollback=RollbackChanges(redo_steps=True)
+)
+
+
+def _restarting_rig(**kwargs: Any) -> tuple[FakeRig, CollapsingRun]:
+    """Held-out evaluation only before step 1 and after the last step, so the rollback at
+    step 4 returns to the start (the initial policy is the best evaluated state)."""
+    rig = build_rig("grpo", lr=LR, total_steps=6, eval_every=100, health=REDO, **kwargs)
+    return rig, CollapsingRun(rig)
+
+
+def test_redo_steps_takes_the_undone_steps_again() -> None:
+    rig, run = _restarting_rig()
+    rig.cycle.run()
+    (event,) = rig.cycle.health.summary()["rollbacks"]
+    # back to the start at step 4: the updates of steps 1-4 are undone, so 4 more steps
+    assert (event["step"], event["restored_step"], event["undone_steps"]) == (4, 0, 4)
+    assert rig.cycle.state.step == rig.cycle.last_step == 10
+    metrics = dict(rig.tracker.metrics)
+    assert sorted(metrics) == list(range(11))
+    # the held-out evaluation comes after the extended last step, not after step 6
+    assert "eval/accuracy" in metrics[10] and "eval/accuracy" not in metrics[6]
+    # step 5's rollouts came from the initial weights (those that generated step 1's)
+    assert _same(run.weights[5], run.weights[1]) and not _same(run.weights[4], run.weights[1])
+
+
+def test_without_redo_steps_the_run_ends_at_total_steps() -> None:
+    health = replace(REDO, rollback=RollbackChanges())
+    rig = build_rig("grpo", lr=LR, total_steps=6, eval_every=100, health=health)
+    CollapsingRun(rig)
+    rig.cycle.run()
+    assert rig.cycle.health.summary()["rollbacks"][0]["undone_steps"] == 4
+    assert rig.cycle.state.step == rig.cycle.last_step == 6
+
+
+def test_the_redone_steps_survive_a_resume() -> None:
+    full, _ = _restarting_rig()
+    full.cycle.run()
+    store = InMemoryCheckpointStore()
+    first, _ = _restarting_rig(checkpoint_every=5, checkpoints=store)
+    first.cycle.run(max_steps=5)  # rolled back at step 4, checkpointed at step 5
+    resumed, _ = _restarting_rig(checkpoint_every=5, checkpoints=store)
+    resumed.cycle.run()
+    assert resumed.cycle.state.step == 10
+    assert sorted(dict(resumed.tracker.metrics)) == list(range(6, 11))
+    assert _same(_params(resumed), _params(full))
+
+
+def test_the_action_follows_only_the_signals_named() -> None:
+    health = HealthParams(THRESHOLDS, "rollback", on_collapse_signals=("reward_drop",))
+    rig = build_rig("grpo", lr=LR, total_steps=6, health=health)
+    CollapsingRun(rig)
+    with capture_logs() as logs:
+        rig.cycle.run()
+    assert (SIGNAL, 4) in _signals(logs)  # still warned about
+    assert rig.cycle.health.summary()["rollbacks"] == []
+    assert rig.strategy.current_lr == LR
 
 
 @pytest.mark.parametrize(("rank_by", "restored"), [("auto", 0), ("reward", 1)])

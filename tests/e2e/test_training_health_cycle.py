@@ -129,7 +129,13 @@ def test_rollback_restores_the_best_training_reward_state_and_lowers_the_lr() ->
     # the engine got the restored weights before step 6's rollouts
     assert _same(script.engine_weights[6], script.engine_weights[2])
     assert rig.cycle.health.summary()["rollbacks"] == [
-        {"step": 5, "restored_step": 2, "lr_scale": 0.5, "signals": ["reward_drop"]}
+        {
+            "step": 5,
+            "restored_step": 2,
+            "undone_steps": 4,
+            "lr_scale": 0.5,
+            "signals": ["reward_drop"],
+        }
     ]
 
 

@@ -30,6 +30,12 @@ class CollapseRollbackConfig(Section):
         "clip-higher) from the first rollback on; null: unchanged. It acts only where the "
         "loss's ratio can leave 1: several mini-batches or epochs per step.",
     )
+    redo_steps: bool = Field(
+        False,
+        description="Take again the steps whose updates a rollback undid: the run ends that "
+        "many steps later, so one rolled back to its start still makes train.total_steps "
+        "updates (colocated placement only).",
+    )
 
     def to_domain(self, *, loss_temperature_follows: bool) -> RollbackChanges:
         """The service parameters; ``loss_temperature_follows``: the loss's log-probs are at
@@ -38,6 +44,7 @@ class CollapseRollbackConfig(Section):
             temperature_delta=self.temperature_delta,
             entropy_coef=self.entropy_coef,
             clip_eps_high=self.clip_eps_high,
+            redo_steps=self.redo_steps,
             # only a changed temperature has anything to follow
             loss_temperature_follows=loss_temperature_follows and self.temperature_delta > 0,
         )

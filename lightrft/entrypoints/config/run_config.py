@@ -269,6 +269,11 @@ class RunConfig(Section):
                 service_params.HealthParams,
                 t,
                 thresholds=t.health.thresholds(),
+                resolved={
+                    "on_collapse_signals": None
+                    if t.on_collapse_signals is None
+                    else tuple(t.on_collapse_signals)
+                },
                 rollback=t.collapse_rollback.to_domain(
                     loss_temperature_follows=self.algorithm.logprob_temperature == "sampling"
                 ),

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from lightrft.application.off_policy_params import OffPolicyParams
 from lightrft.domain.agg_modes import AggMode
@@ -24,6 +24,7 @@ from lightrft.domain.algorithm_registries import (
     POLICY_LOSSES,
 )
 from lightrft.domain.correction_modes import DEFAULT_CORRECTION_MODE, CorrectionMode
+from lightrft.domain.health_checks import collapse_signals
 from lightrft.domain.temperature_schedule import TemperatureSchedule
 from lightrft.entrypoints.config import (
     agent_configs,
@@ -711,6 +712,11 @@ class TrainConfig(Section):
         "once it rose): warn; rollback to the best state so far (kept in host memory), lower "
         "the lr and change what train.collapse_rollback names; or stop.",
     )
+    on_collapse_signals: list[str] | None = Field(
+        None,
+        description="The collapse signals on_collapse acts on (early_entropy_collapse, "
+        "reward_drop, truncation); the others only warn. null: every one.",
+    )
     rollback_lr_factor: float = Field(
         0.5, gt=0, le=1, description="Each rollback multiplies the learning rate by this."
     )
@@ -724,8 +730,16 @@ class TrainConfig(Section):
     collapse_rollback: CollapseRollbackConfig = Field(
         default_factory=CollapseRollbackConfig,
         description="Sampling and loss settings a rollback changes (temperature, entropy "
-        "bonus, clip-higher).",
+        "bonus, clip-higher), and whether the undone steps are taken again.",
     )
+
+    @field_validator("on_collapse_signals")
+    @classmethod
+    def _known_collapse_signals(cls, names: list[str] | None) -> list[str] | None:
+        known = collapse_signals()
+        if names is not None and (not names or any(name not in known for name in names)):
+            raise ValueError(f"expected one or more of {', '.join(known)}")
+        return names
 
 
 class OptimConfig(Section):

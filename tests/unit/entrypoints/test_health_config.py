@@ -51,6 +51,14 @@ def test_collapse_rollback_changes_reach_the_cycle_settings() -> None:
     assert not fixed.to_domain().health.rollback.loss_temperature_follows
     ranked = load_config(overrides=["train.rollback_rank_by=reward"]).to_domain().health
     assert ranked.rollback_rank_by == "reward"
+    redone = load_config(overrides=["train.collapse_rollback.redo_steps=true"]).to_domain()
+    assert redone.health.rollback == RollbackChanges(redo_steps=True)
+
+
+def test_the_signals_acted_on_reach_the_cycle_settings() -> None:
+    config = load_config(overrides=["train.on_collapse_signals=[early_entropy_collapse]"])
+    assert config.to_domain().health.on_collapse_signals == ("early_entropy_collapse",)
+    assert load_config().to_domain().health.on_collapse_signals is None
 
 
 @pytest.mark.parametrize(
@@ -61,6 +69,12 @@ def test_collapse_rollback_changes_reach_the_cycle_settings() -> None:
         ("train.rollback_lr_factor=0", "train.rollback_lr_factor: Input should be greater"),
         ("train.health.colour=red", "train.health.colour: unknown key"),
         ("train.rollback_rank_by=eval", "train.rollback_rank_by: Input should be 'auto'"),
+        (
+            "train.on_collapse_signals=[entropy_collapse]",
+            "train.on_collapse_signals: Value error, expected one or more of "
+            "early_entropy_collapse, reward_drop, truncation",
+        ),
+        ("train.on_collapse_signals=[]", "train.on_collapse_signals: Value error, expected"),
         (
             "train.collapse_rollback.temperature_delta=-0.1",
             "train.collapse_rollback.temperature_delta: Input should be greater",
@@ -92,3 +106,9 @@ def test_early_collapse_thresholds_reach_the_monitor_and_the_window_is_checked()
     )
     with pytest.raises(ConfigError, match="early_collapse_window=3 must be at least"):
         load_config(overrides=["train.health.early_collapse_steps=4"])
+
+
+@pytest.mark.parametrize("names", [(), ("entropy_collapse",), ("reward_drop", "colour")])
+def test_the_service_refuses_signals_that_are_not_collapse_signals(names: tuple[str, ...]) -> None:
+    with pytest.raises(ValueError, match="on_collapse_signals must name collapse signals"):
+        HealthParams(on_collapse_signals=names)

@@ -60,7 +60,11 @@ def test_an_image_observation_crosses_the_wire(kind: str, tmp_path: Path) -> Non
 
 def answer(images: object) -> dict[str, object]:
     message = {"role": "tool", "content": "x", "images": images}
-    return {"reward": 0.0, "done": False, "observation": [{"role": "user", "content": "y"}, message]}
+    return {
+        "reward": 0.0,
+        "done": False,
+        "observation": [{"role": "user", "content": "y"}, message],
+    }
 
 
 @pytest.mark.parametrize(
