@@ -88,9 +88,11 @@ class CollapseGuard:
     ) -> None:
         self.params, self.action = params, COLLAPSE_ACTIONS.get(params.on_collapse)
         self.strategies, self.collective, self.phases = list(strategies), collective, phases
+        self.by_eval = by_eval
         self.score_metric = EVAL_SCORE if by_eval else TRAINING_SCORE
         self.best_score: float | None = None
         self.best_step: int | None = None
+        self.best_updates: int | None = None  # the updates the best state holds
         self.best_states: list[dict[str, Any]] | None = None
         self.rollbacks: list[dict[str, Any]] = []
         self.stopped_at: int | None = None
@@ -112,6 +114,9 @@ class CollapseGuard:
         with self.phases.phase(Phase.TRAIN):
             self.best_states = [_host_copy(s.state_dict()) for s in self.strategies]
         self.best_score, self.best_step = score, step
+        # an evaluation follows its step's update, a step's rollouts precede it; the steps
+        # earlier rollbacks undid hold no update
+        self.best_updates = step - (not evaluated) - self.undone_steps
         log.debug("health.best_state", step=step, metric=self.score_metric, score=score)
 
     def respond(self, step: int, onsets: Sequence[HealthSignal]) -> CollapseOutcome:
@@ -139,13 +144,11 @@ class CollapseGuard:
             for strategy, state in zip(self.strategies, self.best_states, strict=True):
                 strategy.load_state_dict(_host_copy(state))  # the kept copy stays untouched
                 strategy.set_lr_scale(scale)
-        assert self.best_step is not None
-        # an evaluation follows its step's update, a step's rollouts precede it
-        kept_updates = self.best_step - (self.score_metric == TRAINING_SCORE)
+        assert self.best_updates is not None
         event = {
             "step": step,
             "restored_step": self.best_step,
-            "undone_steps": step - kept_updates,
+            "undone_steps": step - self.undone_steps - self.best_updates,
             "lr_scale": scale,
             "signals": list(signals),
         }
@@ -154,12 +157,16 @@ class CollapseGuard:
         return CollapseOutcome(restored=True)
 
     @property
+    def undone_steps(self) -> int:
+        """Steps whose updates the rollbacks so far undid (the current weights hold the
+        updates of the other steps)."""
+        return sum(int(event.get("undone_steps", 0)) for event in self.rollbacks)
+
+    @property
     def redone_steps(self) -> int:
         """Steps the run adds at its end to take again those the rollbacks undid (with
         ``redo_steps``; else 0)."""
-        if not self.params.rollback.redo_steps:
-            return 0
-        return sum(int(event.get("undone_steps", 0)) for event in self.rollbacks)
+        return self.undone_steps if self.params.rollback.redo_steps else 0
 
     def note_settings(self, settings: Mapping[str, float]) -> None:
         """Records on the latest rollback the settings it changed (``train.collapse_rollback``;
@@ -184,6 +191,7 @@ class CollapseGuard:
         return {
             "best_score": self.best_score,
             "best_step": self.best_step,
+            "best_updates": self.best_updates,
             "best_states": self.best_states,
             "rollbacks": [dict(event) for event in self.rollbacks],
             "stopped_at": self.stopped_at,
@@ -193,6 +201,10 @@ class CollapseGuard:
         """Restores :meth:`state_dict`."""
         self.best_score = state["best_score"]
         self.best_step = state["best_step"]
+        # absent from checkpoints of before 2026-11-29: then exact for a best state offered
+        # before any rollback
+        fallback = None if self.best_step is None else self.best_step - (not self.by_eval)
+        self.best_updates = state.get("best_updates", fallback)
         self.best_states = state["best_states"]
         self.rollbacks = [dict(event) for event in state["rollbacks"]]
         self.stopped_at = state["stopped_at"]

@@ -294,11 +294,15 @@ class RLCycle:
             ):
                 metrics = self._step_or_save_and_raise()
                 step = self.state.step
+                # judged before the step's evaluation: a rollback returns to a state from
+                # before the collapse (not the one evaluated now), and the run's final
+                # evaluation is of the weights it ends with (a rollback with redo_steps
+                # makes this step no longer the last)
+                collapsed = self._watch_health(step, metrics)
                 last = step == self.last_step
                 if self._evaluating and cycle.eval_every and (step % cycle.eval_every == 0 or last):
                     metrics.update(self.evaluate())
                     self.health.after_eval(step, metrics)
-                collapsed = self._watch_health(step, metrics)
                 # logged before the checkpoint: a crash in between repeats the step on resume
                 # (its rows are trimmed then), never loses its row
                 self._log(metrics, step=step)

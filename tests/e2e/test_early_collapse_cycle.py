@@ -372,3 +372,24 @@ def test_a_global_baseline_collapse_is_judged_on_rewards_alike() -> None:
     assert [metrics[s]["advantages/zero_groups_fraction"] for s in range(3, 7)] == [0.0] * 4
     assert [metrics[s]["reward/alike_groups_fraction"] for s in range(3, 7)] == [1.0] * 4
     assert (SIGNAL, 4) in _signals(logs)
+
+
+def test_a_collapse_at_an_evaluation_step_returns_to_a_state_from_before_it() -> None:
+    """Each evaluation scores higher than the one before, so the state evaluated at the
+    collapse's step would be the best: the rollback is judged before that evaluation and
+    returns to step 2's, and the evaluation then measures the restored weights."""
+    health = HealthParams(THRESHOLDS, "rollback")
+    rig = build_rig("grpo", lr=LR, total_steps=6, eval_every=2, health=health)
+    run = CollapsingRun(rig)
+    evaluated: dict[int, dict[str, torch.Tensor]] = {}
+
+    def rising() -> dict[str, float]:
+        step = rig.cycle.state.step
+        evaluated[step] = _params(rig)
+        return {"eval/accuracy": step / 10}
+
+    rig.cycle.evaluate = rising  # type: ignore[method-assign]
+    rig.cycle.run()
+    (event,) = rig.cycle.health.summary()["rollbacks"]
+    assert (event["step"], event["restored_step"], event["undone_steps"]) == (4, 2, 2)
+    assert _same(evaluated[4], evaluated[2]) and _same(run.weights[5], evaluated[2])

@@ -12,7 +12,7 @@ from torch import Tensor, nn
 from lightrft.adapters.fakes import FakeCollective, FakeStrategy
 from lightrft.adapters.single_device import SingleDeviceStrategy
 from lightrft.application.collapse_rollback import CollapseGuard
-from lightrft.application.params import HealthParams
+from lightrft.application.params import HealthParams, RollbackChanges
 from lightrft.application.phases import PhaseSwitcher, Switch
 from lightrft.domain.ports import Collective, Strategy
 from lightrft.domain.training_health import HealthSignal
@@ -136,3 +136,32 @@ def test_warn_and_stop_keep_no_state() -> None:
         guard.offer(1, {"reward/mean": 1.0}, evaluated=False)
         assert guard.best_states is None and guard.metrics() == {}
         assert guard.respond(1, [COLLAPSE]).stop is (action == "stop")
+
+
+def test_undone_steps_count_the_updates_each_rollback_takes_back() -> None:
+    """Ranked by held-out accuracy, evaluated at steps 0 and 15 (the second run's step 7)."""
+    module, strategy = nn.Linear(3, 2), FakeStrategy(OPTIM)
+    strategy.prepare(module)
+    phases = PhaseSwitcher({"policy": Switch(on=strategy.onload, off=strategy.offload)})
+    health = HealthParams(on_collapse="rollback", rollback=RollbackChanges(redo_steps=True))
+    guard = CollapseGuard(health, [strategy], FakeCollective(), phases, by_eval=True)
+    guard.offer(0, {"eval/accuracy": 0.16}, evaluated=True)  # the initial weights
+    for _ in range(8):
+        _train(strategy, module)
+    assert guard.respond(8, [COLLAPSE]).restored  # back to the start: 8 updates undone
+    assert (guard.undone_steps, guard.redone_steps) == (8, 8)
+    for _ in range(9, 16):
+        _train(strategy, module)
+    guard.offer(15, {"eval/accuracy": 0.43}, evaluated=True)  # holds steps 9-15's updates
+    _train(strategy, module)
+    assert guard.respond(16, [COLLAPSE]).restored  # back to step 15: step 16's update undone
+    assert [e["undone_steps"] for e in guard.summary()["rollbacks"]] == [8, 1]
+    assert guard.redone_steps == 9
+    resumed = CollapseGuard(health, [strategy], FakeCollective(), phases, by_eval=True)
+    resumed.load_state_dict(guard.state_dict())
+    assert (resumed.best_updates, resumed.redone_steps) == (7, 9)
+    no_redo = CollapseGuard(
+        HealthParams(on_collapse="rollback"), [strategy], FakeCollective(), phases, by_eval=True
+    )
+    no_redo.load_state_dict(guard.state_dict())
+    assert (no_redo.undone_steps, no_redo.redone_steps) == (9, 0)
