@@ -46,10 +46,22 @@ DEMO_OVERRIDES = [
     # the decay holds it (docs/results.md, "Why it did not learn reliably before")
     "optim.schedule=cosine",
     "optim.min_lr_ratio=0.1",
-    "eval.every=15",
+    # held-out accuracy before the first step and after the last one only (a number above
+    # any run's length): the initial policy is then the best evaluated state, the one a
+    # collapse rollback returns to
+    "eval.every=100",
     "eval.max_prompts=100",
+    # a run whose entropy collapses early (entropy gone at a low reward, most groups
+    # scoring alike: 3 seeds of 20 at 0.6) starts over from the initial weights at the full
+    # lr with its steps given back, at most twice; the monitor's other collapse signals only
+    # warn (docs/health.md, "Restarting a collapsed run"; docs/results.md, issue 47)
+    "train.on_collapse=rollback",
+    "train.on_collapse_signals=[early_entropy_collapse]",
+    "train.rollback_lr_factor=1.0",
+    "train.collapse_rollback.redo_steps=true",
     "checkpoint.every=5",
-    # steps 5, 10 and 15 stay: `lightrft demo ttrl` starts from step 5
+    # steps 5, 10 and 15 stay (a restarted run keeps its last three): `lightrft demo ttrl`
+    # starts from step 5
     "checkpoint.keep_last=3",
 ]
 """The main job's settings on top of the grpo preset (``key=value`` arguments override them)."""

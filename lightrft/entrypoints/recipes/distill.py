@@ -38,6 +38,8 @@ DISTILL_OVERRIDES = [
     "algorithm.logprob_temperature=1.0",
     "train.total_steps=10",
     "eval.every=10",
+    # measured without the main job's restart of a collapsed run (docs/health.md)
+    "train.on_collapse=warn",
 ]
 """The distillation demo on top of the main job's :data:`DEMO_OVERRIDES`."""
 

@@ -51,6 +51,8 @@ TTRL_OVERRIDES = [
     "eval.n_samples=8",
     "eval.temperature=0.6",
     "eval.every=5",
+    # measured without the main job's restart of a collapsed run (docs/health.md)
+    "train.on_collapse=warn",
 ]
 """``lightrft demo ttrl``: the main job with test-time RL's majority-vote reward instead."""
 

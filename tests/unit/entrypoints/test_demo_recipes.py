@@ -19,6 +19,24 @@ def test_grpo_demo_pays_nothing_for_an_unfinished_answer() -> None:
     assert config.data.eval is not None and config.data.eval.builtin_split == "heldout"
 
 
+def test_main_job_restarts_a_run_whose_entropy_collapsed_early_and_the_others_do_not() -> None:
+    from lightrft.entrypoints.recipes.distill import DISTILL_OVERRIDES
+
+    config = load_config(None, DEMO_OVERRIDES, algorithm="grpo")
+    health = config.to_domain().health
+    assert (health.on_collapse, health.on_collapse_signals) == (
+        "rollback",
+        ("early_entropy_collapse",),
+    )
+    assert health.rollback_lr_factor == 1.0 and health.rollback.redo_steps
+    # evaluated only before the first and after the last step: the rollback goes to the start
+    assert health.rollback_rank_by == "auto"
+    assert config.eval.every is not None and config.eval.every > 3 * config.train.total_steps
+    for extra in (TTRL_OVERRIDES, [*DISTILL_OVERRIDES, "teacher.path=runs/teacher"]):
+        later = load_config(None, DEMO_OVERRIDES + extra, algorithm="grpo")
+        assert later.to_domain().health.on_collapse == "warn"
+
+
 def test_main_job_samples_16_prompts_x_4_ttrl_8_x_8_and_distill_8_x_4() -> None:
     from lightrft.entrypoints.recipes.distill import DEMO_OVERRIDES as BASE
     from lightrft.entrypoints.recipes.distill import DISTILL_OVERRIDES
