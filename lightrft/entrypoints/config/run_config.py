@@ -123,11 +123,25 @@ class RunConfig(Section):
                 "the loss's log-probs need a fixed temperature: set algorithm.logprob_temperature "
                 "to a number (e.g. 1.0)"
             )
+        self._check_rollback_placement()
         if self.model.lora.rank == 0 and self.model.lora.target_modules != "all-linear":
             raise ValueError("model.lora.target_modules is set but model.lora.rank is 0")
         for section in self.components():
             section.check_in_run(self)
         return self
+
+    def _check_rollback_placement(self) -> None:
+        """A separate rollout producer samples with its own settings and plans its own steps:
+        a rollback can change neither (the cycle refuses it too, later)."""
+        t = self.train
+        if t.on_collapse != "rollback" or self.rollout.placement != "split":
+            return
+        for key in ("temperature_delta", "redo_steps"):
+            if getattr(t.collapse_rollback, key):
+                raise ValueError(
+                    f"train.collapse_rollback.{key} needs rollout.placement=colocated: a "
+                    "separate rollout producer samples with its own settings and steps"
+                )
 
     def _check_teachers(self) -> None:
         a = self.algorithm

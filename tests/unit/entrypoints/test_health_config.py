@@ -112,3 +112,15 @@ def test_early_collapse_thresholds_reach_the_monitor_and_the_window_is_checked()
 def test_the_service_refuses_signals_that_are_not_collapse_signals(names: tuple[str, ...]) -> None:
     with pytest.raises(ValueError, match="on_collapse_signals must name collapse signals"):
         HealthParams(on_collapse_signals=names)
+
+
+def test_a_rollback_change_with_a_separate_producer_is_refused_at_load() -> None:
+    for change in (
+        "train.collapse_rollback.redo_steps=true",
+        "train.collapse_rollback.temperature_delta=0.1",
+    ):
+        key = change.split("=")[0]
+        with pytest.raises(ConfigError, match=f"{key} needs rollout.placement=colocated"):
+            load_config(overrides=["train.on_collapse=rollback", "rollout.placement=split", change])
+        # only a rollback applies them
+        load_config(overrides=["rollout.placement=split", change])
