@@ -134,13 +134,15 @@ class HealthCheck:
     """A registered check: the metrics it reads (the first present is used), the
     ``health/*`` metric it logs, whether it signals a collapse (``train.on_collapse`` acts
     on those), how to build its detector from the thresholds, and the ``context`` metrics
-    it also needs at the same step (a step without one of them is not judged)."""
+    it also needs at the same step (a step without one of them is not judged), and the
+    ``extra`` metrics it reads when a step has them."""
 
     sources: tuple[str, ...]
     metric: str
     collapse: bool
     make: Callable[[HealthThresholds], Detector]
     context: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
 
 
 HEALTH_CHECKS: Registry[HealthCheck] = Registry("health check")
@@ -281,12 +283,15 @@ class EarlyEntropyCollapse:
         if TRAINING_REWARD not in context or ALIKE_GROUPS not in context:
             return None  # not judged without them
         reward, alike = context[TRAINING_REWARD], context[ALIKE_GROUPS]
+        # the trained rows' entropy is that of the groups that differed, the few left when
+        # most score alike; the rollout's estimate covers every sample: the lower one counts
+        value = min(value, context.get(SAMPLED_NLL, value))
         matches = value < self.entropy and reward < self.reward and alike >= self.alike
         self.recent = [*self.recent, float(matches)][-self.window :]
         count = sum(self.recent)
         detail = (
-            f"entropy {value:.3g} nats (train/entropy, or {SAMPLED_NLL} on a step that trained "
-            f"no row; collapse below {self.entropy:.3g}) with "
+            f"entropy {value:.3g} nats (the lower of train/entropy and {SAMPLED_NLL}; "
+            f"collapse below {self.entropy:.3g}) with "
             f"reward/mean {reward:.3g} (below {self.reward:.3g}) and {alike:.0%} of groups "
             f"alike (from {self.alike:.0%}): {count:.0f} of the last {len(self.recent)} steps "
             f"so (fires at {self.steps})"
@@ -402,7 +407,8 @@ HEALTH_CHECKS.add(
     "early_entropy_collapse",
     HealthCheck(
         # a step that trained no row (every group alike) has no train/entropy: the rollout's
-        # own estimate stands in, so a policy settled on one answer is judged too
+        # own estimate stands in, so a policy settled on one answer is judged too; on a step
+        # that has both, the lower counts (extra below)
         (ENTROPY, SAMPLED_NLL),
         "health/early_entropy_collapse",
         True,
@@ -414,5 +420,6 @@ HEALTH_CHECKS.add(
             t.early_collapse_window,
         ),
         context=(TRAINING_REWARD, ALIKE_GROUPS),
+        extra=(SAMPLED_NLL,),
     ),
 )

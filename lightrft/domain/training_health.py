@@ -79,7 +79,8 @@ class HealthMonitor:
             source = next((key for key in check.sources if key in metrics), None)
             if source is None or any(key not in metrics for key in check.context):
                 continue
-            context = {key: float(metrics[key]) for key in check.context}
+            present = (*check.context, *(key for key in check.extra if key in metrics))
+            context = {key: float(metrics[key]) for key in present}
             reading = self.detectors[name].observe(float(metrics[source]), context)
             if reading is None:
                 continue

@@ -51,8 +51,38 @@ def test_the_failing_seed_is_caught_one_step_after_the_collapse() -> None:
     assert fired == list(range(5, 16))  # the dip to 88% alike at step 8 does not silence it
     onsets = [s for s in monitor.onsets if s.name == SIGNAL]
     assert [(s.step, s.collapse, s.value, s.threshold) for s in onsets] == [(5, True, 2.0, 2.0)]
-    assert "entropy 0.18 nats (train/entropy" in onsets[0].message
+    assert "entropy 0.18 nats (the lower of train/entropy and" in onsets[0].message
     assert "reward/mean 0.31" in onsets[0].message and "100% of groups alike" in onsets[0].message
+
+
+# the shipped demo's seed 23 (2026-11-29, steps 6-11): the rollout's own entropy estimate is
+# gone at a middling reward while the few trained rows (the groups that differed) keep some
+MIDDLING = [
+    {**row, "rollout/sampled_nll": nll}
+    for row, nll in zip(
+        _steps(
+            entropy=[0.73, 0.43, 0.57, 0.42, 0.53, 0.36],
+            reward=[0.16, 0.45, 0.58, 0.5, 0.52, 0.75],
+            alike=[0.81, 0.88, 0.81, 0.88, 0.81, 0.75],
+        ),
+        [0.42, 0.11, 0.11, 0.09, 0.12, 0.08],
+        strict=True,
+    )
+]
+
+
+def test_a_collapse_the_trained_rows_hide_is_judged_on_the_samples_estimate() -> None:
+    # its steps 7 and 9 (2nd and 4th here) match on the sampled estimate (0.11 and 0.09 nats,
+    # 88 % alike; step 8 is 81 % alike): it fires at step 9, two of the last three
+    assert _fired_steps(MIDDLING) == [4]
+    without = [{k: v for k, v in row.items() if k != "rollout/sampled_nll"} for row in MIDDLING]
+    assert _fired_steps(without) == []  # train/entropy alone: 0.42-0.57, never below 0.3
+    # the lower of the two counts either way: the trained rows' low entropy is seen too
+    swapped = [
+        {**row, "train/entropy": row["rollout/sampled_nll"], "rollout/sampled_nll": 1.0}
+        for row in MIDDLING
+    ]
+    assert _fired_steps(swapped) == [4]
 
 
 def test_a_healthy_convergence_never_fires() -> None:
@@ -168,8 +198,9 @@ def test_a_policy_settled_on_one_answer_is_caught_from_the_rollouts_own_entropy(
     assert _fired_steps(blind) == []
 
 
-def test_the_trainers_entropy_is_preferred_when_a_step_has_both() -> None:
-    # a trained step's train/entropy (high) decides even when the sampled estimate is low
+def test_the_lower_estimate_decides_when_a_step_has_both() -> None:
+    # a trained step's train/entropy (high: the few groups that differed) does not hide the
+    # samples' own low estimate (until 2026-11-29 the trainer's decided, missing seed 23)
     steps = [
         {
             "train/entropy": 0.9,
@@ -178,4 +209,6 @@ def test_the_trainers_entropy_is_preferred_when_a_step_has_both() -> None:
             "reward/alike_groups_fraction": 0.95,
         }
     ] * 4
-    assert _fired_steps(steps) == []
+    assert _fired_steps(steps) == [2, 3, 4]
+    high = [{**row, "rollout/sampled_nll": 0.9} for row in steps]
+    assert _fired_steps(high) == []
