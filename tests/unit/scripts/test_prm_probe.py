@@ -42,3 +42,31 @@ def test_the_probe_scores_each_step_as_the_reward_source_does(
     expected = [[round(float(x), 2) for x in s] for s in source.step_scores(samples)]
     assert [row["p_plus"] for row in printed] == expected
     assert all(0.0 <= p <= 1.0 for row in printed for p in row["p_plus"])
+
+
+def test_right_vs_wrong_compares_each_held_out_chain_worked_both_ways(
+    tiny_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lightrft.adapters.datasets.synthetic_steps import chain_problems
+
+    monkeypatch.setattr(sys, "argv", ["prm_probe", str(tiny_dir), "--right-vs-wrong", "3"])
+    prm_probe.main()
+    result = json.loads(capsys.readouterr().out)
+    assert result["chains"] == 3 and result["right_higher"] in (0, 1 / 3, 2 / 3, 1)
+    # the right responses' mean first-step score, through the reward source's own path
+    source = HfProcessRewardModel.from_pretrained(tiny_dir, torch.device("cpu"))
+    separator = source.card.separator
+    samples = []
+    for row in chain_problems(3, 10_000, length=1):
+        messages = [{"role": "user", "content": row["prompt"]}]
+        prompt = source.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True
+        )
+        (symbol, operand), answer = row["chain"]["ops"][0], row["reference"]
+        text = f"{row['chain']['start']} {symbol} {operand} = {answer}{separator}#### {answer}"
+        samples.append(
+            RewardSample(PromptRecord("p", prompt, (1,)), Completion(0, (1,), text, "stop"))
+        )
+    firsts = [float(scores[0]) for scores in source.step_scores(samples)]
+    assert result["p_right"] == pytest.approx(sum(firsts) / 3, abs=1e-6)
+    assert 0.0 <= result["p_wrong"] <= 1.0
