@@ -264,6 +264,12 @@ class RollbackChanges:
             _non_negative("clip_eps_high", self.clip_eps_high)
 
     @property
+    def colocated_only(self) -> tuple[str, ...]:
+        """The keys set here that a separate rollout producer cannot follow (it samples with
+        its own settings and plans its own steps)."""
+        return tuple(k for k in ("temperature_delta", "redo_steps") if getattr(self, k))
+
+    @property
     def changes_anything(self) -> bool:
         """Whether a rollback changes any setting (besides weights and learning rate)."""
         return bool(self.temperature_delta) or (

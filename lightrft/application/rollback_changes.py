@@ -60,9 +60,8 @@ def readings(
 def refuse_on_split_placement(changes: RollbackChanges) -> None:
     """A separate rollout producer samples with its own settings and plans its own steps, so
     a rollback can change neither there."""
-    for name in ("temperature_delta", "redo_steps"):
-        if getattr(changes, name):
-            raise ValueError(
-                f"train.collapse_rollback.{name} needs the colocated placement: "
-                "a separate rollout producer samples with its own settings and steps"
-            )
+    if changes.colocated_only:
+        raise ValueError(
+            f"train.collapse_rollback.{changes.colocated_only[0]} needs the colocated placement: "
+            "a separate rollout producer samples with its own settings and steps"
+        )

@@ -136,12 +136,13 @@ class RunConfig(Section):
         t = self.train
         if t.on_collapse != "rollback" or self.rollout.placement != "split":
             return
-        for key in ("temperature_delta", "redo_steps"):
-            if getattr(t.collapse_rollback, key):
-                raise ValueError(
-                    f"train.collapse_rollback.{key} needs rollout.placement=colocated: a "
-                    "separate rollout producer samples with its own settings and steps"
-                )
+        changes = t.collapse_rollback.to_domain(loss_temperature_follows=False)
+        if changes.colocated_only:
+            raise ValueError(
+                f"train.collapse_rollback.{changes.colocated_only[0]} needs "
+                "rollout.placement=colocated: a "
+                "separate rollout producer samples with its own settings and steps"
+            )
 
     def _check_teachers(self) -> None:
         a = self.algorithm
