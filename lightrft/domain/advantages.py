@@ -126,13 +126,16 @@ def _per_token(score: Tensor, mask: Tensor) -> Tensor:
 
 
 def _alike_scores(
-    rewards: Tensor, alike: Tensor, params: AdvantageParams, all_reduce_sum: AllReduceSum
+    rewards: Tensor,
+    alike: Tensor,
+    params: AdvantageParams,
+    all_reduce_sum: AllReduceSum,
+    totals: Tensor,
 ) -> Tensor:
     """c (r_i - m) / (s + eps) on the samples where ``alike`` (B,) is True, 0 elsewhere;
     c = ``params.alike_group_advantage``, m and s the mean and population std of the
-    batch's rewards (all ranks, summed with ``all_reduce_sum``); all 0 when they are all
-    the same."""
-    totals = all_reduce_sum(torch.stack([rewards.sum(), rewards.new_tensor(rewards.numel())]))
+    batch's rewards (all ranks: ``totals`` from :func:`_batch_totals`, the spread summed with
+    ``all_reduce_sum``); all 0 when they are all the same."""
     count = totals[1].clamp(min=1)
     mean = totals[0] / count
     spread = all_reduce_sum(((rewards - mean) ** 2).sum()) / count
@@ -140,20 +143,26 @@ def _alike_scores(
     return torch.where(alike & (spread > 0), (rewards - mean) * scale, 0.0)
 
 
-def _alike_gate(
+def _batch_totals(
     inputs: AdvantageInputs, params: AdvantageParams, all_reduce_sum: AllReduceSum
 ) -> Tensor:
-    """Whether this batch's alike groups train (a 0-dim bool): its sampled entropy estimate
-    (mean -log p of the sampled tokens) below ``alike_group_max_entropy`` and its mean reward
-    below ``alike_group_max_reward``, each when set."""
+    """In one all-reduce over ranks: the batch's reward sum and sample count and, with
+    ``alike_group_max_entropy``, the sampled tokens' summed -log p and their count."""
     rewards = _as_float(inputs.rewards)
-    mask = inputs.response_mask.bool()
     sums = [rewards.sum(), rewards.new_tensor(rewards.numel())]
     if params.alike_group_max_entropy is not None:
         logprobs = _require("alike_group_max_entropy", "sampled_logprobs", inputs.sampled_logprobs)
+        mask = inputs.response_mask.bool()
         sums += [-torch.where(mask, logprobs.to(rewards.dtype), 0.0).sum(), mask.sum()]
-    totals = all_reduce_sum(torch.stack([part.to(rewards.dtype) for part in sums]))
-    gate = torch.ones((), dtype=torch.bool, device=rewards.device)
+    return all_reduce_sum(torch.stack([part.to(rewards.dtype) for part in sums]))
+
+
+def _alike_gate(totals: Tensor, params: AdvantageParams) -> Tensor:
+    """Whether this batch's alike groups train (a 0-dim bool), from :func:`_batch_totals`:
+    its sampled entropy estimate (mean -log p of the sampled tokens) below
+    ``alike_group_max_entropy`` and its mean reward below ``alike_group_max_reward``, each
+    when set."""
+    gate = torch.ones((), dtype=torch.bool, device=totals.device)
     if params.alike_group_max_reward is not None:
         gate &= totals[0] / totals[1].clamp(min=1) < params.alike_group_max_reward
     if params.alike_group_max_entropy is not None:
@@ -191,8 +200,10 @@ def _group_scores(
     fallback = torch.zeros_like(rewards)
     gate_metrics: dict[str, Tensor] = {}
     if alike is not None and alike[0].alike_group_advantage > 0:
-        gate = _alike_gate(inputs, *alike)
-        fallback = torch.where(gate, _alike_scores(rewards, equal & ~singleton, *alike), 0.0)
+        totals = _batch_totals(inputs, *alike)
+        gate = _alike_gate(totals, alike[0])
+        scores = _alike_scores(rewards, equal & ~singleton, *alike, totals)
+        fallback = torch.where(gate, scores, 0.0)
         gate_metrics["groups/alike_trained"] = gate.to(rewards.dtype)
     score = torch.where(equal, fallback, centered(rewards, stats))
     if inputs.token_rewards is not None:
