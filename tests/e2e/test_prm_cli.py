@@ -101,7 +101,8 @@ def test_demo_prm_runs_both_arms_on_the_tiny_model(tiny_dir: Path, tmp_path: Pat
     then GRPO with the outcome reward alone and with the PRM's step rewards."""
     run = tmp_path / "demo"
     argv = [
-        "demo", "--run-dir", str(run), "--prm-rows", "20", "--prm-steps", "1", "prm",
+        "demo", "--run-dir", str(run), "--prm-rows", "20", "--prm-steps", "1",
+        "--prm-phrasings", "symbol,sentence", "prm",
         f"model.path={tiny_dir}", "train.total_steps=1", "rollout.prompts_per_step=2",
         "rollout.n_samples_per_prompt=2", "rollout.max_new_tokens=8", "eval.max_prompts=2",
         "eval.every=1",
@@ -115,3 +116,17 @@ def test_demo_prm_runs_both_arms_on_the_tiny_model(tiny_dir: Path, tmp_path: Pat
     process_rows = metric_rows(run / "grpo_process")
     assert any("process/steps_per_sample" in k for row in process_rows for k in row)
     assert not any("process/" in k for row in metric_rows(run / "grpo_outcome") for k in row)
+    rows = [json.loads(line) for line in (run / "data" / "prm_train.jsonl").open()]
+    firsts = {row["steps"][0].startswith("The result of") for row in rows}
+    assert firsts == {True, False}  # both phrasings among the PRM's rows
+
+
+def test_demo_prm_refuses_an_unknown_phrasing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["demo", "--run-dir", str(tmp_path / "d"), "--prm-phrasings", "symbol,poem", "prm"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert "--prm-phrasings: ['poem'] not among symbol, sentence" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()

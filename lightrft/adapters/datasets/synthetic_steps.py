@@ -10,15 +10,18 @@ a step is wrong when its result is, or when it computes rightly on a number the 
 not have. With ``answer_step`` a row ends with its answer line ``#### N`` as one more step
 (good when N is the chain's result); with ``junk_rate`` some rows carry one line that is not a
 step of the chain (the instruction's example ``7 + 5 = 12``, a bare number, a run of ``#``, a
-sentence: what a small policy writes instead of a step), bad like every step after it.
-:func:`step_correctness` checks a response's steps against the chain (the ground truth that
-the trained PRM is measured against). Deterministic in ``seed``.
+sentence: what a small policy writes instead of a step), bad like every step after it;
+with ``phrasings`` each step is written in one of several :data:`PHRASINGS` (``7 + 5 = 12``,
+or the sentence a chat model writes, ``The result of adding 5 to 7 is 12.``).
+:func:`step_correctness` checks a response's steps, in any phrasing, against the chain (the
+ground truth that the trained PRM is measured against). Deterministic in ``seed``.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from dataclasses import dataclass
 from typing import Any
 
 OPERATIONS = (("Add", "+"), ("Subtract", "-"), ("Multiply by", "*"))
@@ -26,7 +29,51 @@ CHAIN_INSTRUCTION = (
     "Work it out one operation per line, like '7 + 5 = 12', then give the final answer "
     'after "####".'
 )
-_STEP = re.compile(r"^\s*(-?\d+)\s*([+\-*])\s*(-?\d+)\s*=\s*(-?\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class Phrasing:
+    """How a step ``a op b = c`` is written: ``render`` per operation symbol (a template over
+    ``a``, ``b``, ``c``) and ``pattern`` per symbol, a regex whose named groups read it back."""
+
+    render: dict[str, str]
+    pattern: dict[str, re.Pattern[str]]
+
+    def write(self, a: int, symbol: str, b: int, c: int) -> str:
+        return self.render[symbol].format(a=a, b=b, c=c)
+
+    def read(self, line: str) -> tuple[int, str, int, int] | None:
+        for symbol, pattern in self.pattern.items():
+            match = pattern.match(line)
+            if match is not None:
+                return int(match["a"]), symbol, int(match["b"]), int(match["c"])
+        return None
+
+
+def _phrasing(render: dict[str, str]) -> Phrasing:
+    def pattern(template: str) -> re.Pattern[str]:
+        text = re.escape(template).replace(r"\ ", r"\s*" if "=" in template else r"\s+")
+        for name in ("a", "b", "c"):
+            text = text.replace(re.escape("{" + name + "}"), f"(?P<{name}>-?\\d+)")
+        if text.endswith(r"\."):
+            text += "?"  # a sentence's full stop may be left out
+        return re.compile(rf"^\s*{text}\s*$", re.IGNORECASE)
+
+    return Phrasing(render, {symbol: pattern(t) for symbol, t in render.items()})
+
+
+PHRASINGS: dict[str, Phrasing] = {
+    "symbol": _phrasing({s: f"{{a}} {s} {{b}} = {{c}}" for s in ("+", "-", "*")}),
+    "sentence": _phrasing(
+        {
+            "+": "The result of adding {b} to {a} is {c}.",
+            "-": "The result of subtracting {b} from {a} is {c}.",
+            "*": "The result of multiplying {a} by {b} is {c}.",
+        }
+    ),
+}
+"""The ways a step is written: ``symbol`` (the instruction's ``7 + 5 = 12``) and ``sentence``
+(what SmolLM2-135M-Instruct writes when asked: ``The result of multiplying 9 by 4 is 36.``)."""
 
 
 def _apply(value: int, symbol: str, operand: int) -> int:
@@ -71,17 +118,20 @@ def chain_problems(n: int, seed: int = 0, length: int = 3) -> list[dict[str, Any
     return rows
 
 
-def _wrong_step(rng: random.Random, value: int, symbol: str, operand: int) -> tuple[int, int, int]:
-    """A wrong step ``(a, b, c)`` for the right ``value op operand``: half the time the right
-    numbers with a result off by 1-3, else a right computation on a wrong number (the value
-    carried or the operand), the mistake a small model makes copying an example."""
+def _wrong_step(
+    rng: random.Random, value: int, symbol: str, operand: int, result_share: float = 0.5
+) -> tuple[int, int, int]:
+    """A wrong step ``(a, b, c)`` for the right ``value op operand``: ``result_share`` of the
+    time the right numbers with a result off by 1-3, else a right computation on a wrong
+    number (the value carried or the operand, equally often), the mistake a small model makes
+    copying an example."""
     result = _apply(value, symbol, operand)
     kind = rng.random()
-    if kind < 0.5:
+    if kind < result_share:
         return value, operand, result + rng.choice((-3, -2, -1, 1, 2, 3))
     a, b = value, operand
     while (a, b) == (value, operand):
-        if kind < 0.75:
+        if kind < (1 + result_share) / 2:
             a = value + rng.choice((-3, -2, -1, 1, 2, 3))
         else:
             b = rng.randint(2, 4) if symbol == "*" else rng.randint(2, 9)
@@ -126,13 +176,22 @@ def synthetic_step_rows(
     *,
     answer_step: bool = False,
     junk_rate: float = 0.0,
+    phrasings: tuple[str, ...] = ("symbol",),
+    wrong_result_share: float = 0.5,
 ) -> list[dict[str, Any]]:
     """``n`` PRM rows ``{"prompt", "steps", "labels"}``: worked chains, ``error_rate`` of them
-    with one wrong step at a random position (:func:`_wrong_step`: a wrong result, or a right
-    computation on a wrong number); the later steps carry on from its result. ``answer_step``:
-    the answer line is the last step (:func:`_answer_line`); ``junk_rate``: that fraction of
-    rows gets one :func:`_junk_line` at a random position, labelled bad with all after it."""
+    with one wrong step at a random position (:func:`_wrong_step`: a wrong result, in
+    ``wrong_result_share`` of them, or a right computation on a wrong number); the later
+    steps carry on from its result. ``answer_step``: the answer line is the last step
+    (:func:`_answer_line`); ``junk_rate``: that fraction of rows gets one :func:`_junk_line`
+    at a random position, labelled bad with all after it; ``phrasings``: each step is written
+    in one of these :data:`PHRASINGS`, drawn uniformly (from a generator of its own: the
+    numbers and labels do not depend on it)."""
+    unknown = [name for name in phrasings if name not in PHRASINGS]
+    if unknown or not phrasings:
+        raise ValueError(f"phrasings: {unknown or 'none'} not among {sorted(PHRASINGS)}")
     rng = random.Random(f"chain-steps-{seed}-{length}")
+    phrase_rng = random.Random(f"chain-phrasing-{seed}-{length}")
     rows = []
     for _ in range(n):
         start, ops = _chain(rng, length)
@@ -143,9 +202,9 @@ def synthetic_step_rows(
             a, b, result = value, operand, _apply(value, symbol, operand)
             right_steps.append(f"{a} {symbol} {b} = {result}")
             if k == wrong_at:
-                a, b, result = _wrong_step(rng, value, symbol, operand)
+                a, b, result = _wrong_step(rng, value, symbol, operand, wrong_result_share)
                 good = False
-            steps.append(f"{a} {symbol} {b} = {result}")
+            steps.append(PHRASINGS[phrase_rng.choice(phrasings)].write(a, symbol, b, result))
             labels.append("+" if good else "-")
             value = result
         if answer_step:
@@ -167,15 +226,16 @@ def synthetic_step_rows(
 
 
 def step_correctness(text: str, chain: dict[str, Any]) -> list[bool]:
-    """For each line of ``text`` that reads as a step ``a op b = c``: whether it is the next
-    operation of ``chain`` applied to the right value with the right result."""
+    """For each line of ``text`` that reads as a step ``a op b = c`` in one of the
+    :data:`PHRASINGS`: whether it is the next operation of ``chain`` applied to the right value
+    with the right result."""
     value, ops = int(chain["start"]), [(str(s), int(o)) for s, o in chain["ops"]]
     verdicts, k = [], 0
     for line in text.splitlines():
-        match = _STEP.match(line)
-        if match is None:
+        step = next((s for p in PHRASINGS.values() if (s := p.read(line)) is not None), None)
+        if step is None:
             continue
-        a, symbol, b, c = int(match[1]), match[2], int(match[3]), int(match[4])
+        a, symbol, b, c = step
         right = k < len(ops) and (symbol, b) == ops[k] and a == value
         right = right and c == _apply(value, symbol, b)
         verdicts.append(right)

@@ -33,6 +33,11 @@ from typing import Any
 
 import structlog
 
+from lightrft.adapters.datasets.synthetic_steps import (
+    PHRASINGS,
+    chain_problems,
+    synthetic_step_rows,
+)
 from lightrft.application.reward_model_training import RewardTrainParams
 from lightrft.entrypoints.config.loading import load_config
 from lightrft.entrypoints.next_command import NextCommand
@@ -74,8 +79,10 @@ class PrmDemoOptions:
     prm_lr: float = 3e-5
     prm_eval_every: int | None = None  # held-out step accuracy every N PRM steps too
     prm_error_rate: float = 0.3  # chains with one wrong step
+    prm_wrong_result_share: float = 0.5  # of the wrong steps, those with a wrong result
     prm_junk_rate: float = 0.15  # chains with one line that is not a step (labels: half +)
     prm_model: Path | None = None  # a PRM trained before: skips stage 1
+    prm_phrasings: tuple[str, ...] = ("symbol",)  # how the PRM's steps are written
     step_threshold: float | None = 0.5  # process_rm's step_threshold in the process arm
     chain_length: int = 1  # operations per chain (PRM rows and RL prompts)
     train_problems: int = 512
@@ -85,8 +92,6 @@ class PrmDemoOptions:
 
 
 def _write_problems(path: Path, n: int, seed: int, length: int) -> Path:
-    from lightrft.adapters.datasets.synthetic_steps import chain_problems
-
     problems = chain_problems(n, seed, length=length)
     rows = [{"prompt": r["prompt"], "reference": r["reference"]} for r in problems]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -97,8 +102,6 @@ def _write_step_rows(path: Path, n: int, seed: int, options: PrmDemoOptions) -> 
     """PRM rows of the built-in chains with their answer line as the last step and some
     junk lines (what the policy writes besides steps), so that the PRM has seen every kind
     of line it scores during RL."""
-    from lightrft.adapters.datasets.synthetic_steps import synthetic_step_rows
-
     rows = synthetic_step_rows(
         n,
         seed,
@@ -106,6 +109,8 @@ def _write_step_rows(path: Path, n: int, seed: int, options: PrmDemoOptions) -> 
         error_rate=options.prm_error_rate,
         answer_step=True,
         junk_rate=options.prm_junk_rate,
+        phrasings=options.prm_phrasings,
+        wrong_result_share=options.prm_wrong_result_share,
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -233,6 +238,16 @@ def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict
         return summary
 
 
+def _phrasings(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in PHRASINGS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"--prm-phrasings: {unknown or 'none'} not among {', '.join(PHRASINGS)}"
+        )
+    return names
+
+
 def _threshold(text: str) -> float | None:
     return None if text == "none" else float(text)
 
@@ -243,6 +258,12 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prm-steps", type=int, default=None, help="PRM optimizer steps")
     parser.add_argument("--prm-lr", type=float, default=defaults.prm_lr, help="PRM learning rate")
     parser.add_argument("--prm-model", type=Path, default=None, help="a trained PRM: skip stage 1")
+    parser.add_argument(
+        "--prm-phrasings",
+        type=_phrasings,
+        default=defaults.prm_phrasings,
+        help="how the PRM's training steps are written, comma-separated: " + ", ".join(PHRASINGS),
+    )
     parser.add_argument(
         "--step-threshold",
         type=_threshold,
@@ -265,6 +286,7 @@ def _run(args: argparse.Namespace, overrides: list[str]) -> int:
         prm_steps=args.prm_steps,
         prm_lr=args.prm_lr,
         prm_model=args.prm_model,
+        prm_phrasings=args.prm_phrasings,
         step_threshold=args.step_threshold,
         chain_length=args.chain_length,
         eval_problems=args.eval_problems,

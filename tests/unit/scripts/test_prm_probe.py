@@ -44,12 +44,24 @@ def test_the_probe_scores_each_step_as_the_reward_source_does(
     assert all(0.0 <= p <= 1.0 for row in printed for p in row["p_plus"])
 
 
+SENTENCES = {  # the sentence phrasing, written out by hand
+    "+": "The result of adding {b} to {a} is {c}.",
+    "-": "The result of subtracting {b} from {a} is {c}.",
+    "*": "The result of multiplying {a} by {b} is {c}.",
+}
+
+
+@pytest.mark.parametrize("phrasing", ["symbol", "sentence"])
 def test_right_vs_wrong_compares_each_held_out_chain_worked_both_ways(
-    tiny_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tiny_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    phrasing: str,
 ) -> None:
     from lightrft.adapters.datasets.synthetic_steps import chain_problems
 
-    monkeypatch.setattr(sys, "argv", ["prm_probe", str(tiny_dir), "--right-vs-wrong", "3"])
+    argv = ["prm_probe", str(tiny_dir), "--right-vs-wrong", "3", "--phrasing", phrasing]
+    monkeypatch.setattr(sys, "argv", argv)
     prm_probe.main()
     result = json.loads(capsys.readouterr().out)
     assert result["chains"] == 3 and result["right_higher"] in (0, 1 / 3, 2 / 3, 1)
@@ -63,7 +75,13 @@ def test_right_vs_wrong_compares_each_held_out_chain_worked_both_ways(
             messages, tokenize=False, add_generation_prompt=True
         )
         (symbol, operand), answer = row["chain"]["ops"][0], row["reference"]
-        text = f"{row['chain']['start']} {symbol} {operand} = {answer}{separator}#### {answer}"
+        start = row["chain"]["start"]
+        step = (
+            f"{start} {symbol} {operand} = {answer}"
+            if phrasing == "symbol"
+            else SENTENCES[symbol].format(a=start, b=operand, c=answer)
+        )
+        text = f"{step}{separator}#### {answer}"
         samples.append(
             RewardSample(PromptRecord("p", prompt, (1,)), Completion(0, (1,), text, "stop"))
         )

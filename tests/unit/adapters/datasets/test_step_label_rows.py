@@ -168,6 +168,66 @@ def test_step_correctness_checks_each_step() -> None:
     assert problem["reference"].lstrip("-").isdigit() and "####" in problem["prompt"]
 
 
+_SENTENCE = re.compile(
+    r"The result of (?:adding (?P<b1>\d+) to (?P<a1>-?\d+)"
+    r"|subtracting (?P<b2>\d+) from (?P<a2>-?\d+)"
+    r"|multiplying (?P<a3>-?\d+) by (?P<b3>\d+)) is (?P<c>-?\d+)\."
+)
+
+
+def _as_symbol(step: str) -> str:
+    """A sentence step rewritten by hand as ``a op b = c`` (other lines unchanged)."""
+    match = _SENTENCE.fullmatch(step)
+    if match is None:
+        return step
+    k = next(k for k in "123" if match[f"a{k}"] is not None)
+    return f"{match[f'a{k}']} {'+-*'[int(k) - 1]} {match[f'b{k}']} = {match['c']}"
+
+
+def test_sentence_phrasing_keeps_numbers_and_labels_and_checks_like_symbols() -> None:
+    kwargs: dict[str, Any] = {"length": 2, "answer_step": True, "junk_rate": 0.3}
+    plain = synthetic_step_rows(200, seed=4, **kwargs)
+    mixed = synthetic_step_rows(200, seed=4, phrasings=("symbol", "sentence"), **kwargs)
+    sentences = 0
+    for a, b in zip(plain, mixed, strict=True):
+        assert b["labels"] == a["labels"] and b["prompt"] == a["prompt"]
+        assert [_as_symbol(s) for s in b["steps"]] == a["steps"]
+        sentences += sum(s.startswith("The result of") for s in b["steps"])
+        chain = _chain_of(b["prompt"])
+        assert step_correctness("\n".join(b["steps"]), chain) == step_correctness(
+            "\n".join(a["steps"]), chain
+        )
+    assert 120 < sentences < 280  # about half of the ~400 worked steps
+    chain = {"start": 6, "ops": [["-", 3], ["*", 4]]}
+    text = "The result of subtracting 3 from 6 is 3.\nthe result of multiplying 3 by 4 is 11"
+    assert step_correctness(text, chain) == [True, False]
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0])
+def test_wrong_result_share_sets_the_kind_of_each_wrong_step(share: float) -> None:
+    rows = synthetic_step_rows(200, seed=6, length=2, error_rate=1.0, wrong_result_share=share)
+    for row in rows:
+        chain = _chain_of(row["prompt"])
+        value = chain["start"]
+        for step, (symbol, operand) in zip(row["steps"], chain["ops"], strict=True):
+            a, op, b, _, c = step.split()
+            right_numbers = (int(a), op, int(b)) == (value, symbol, operand)
+            right_result = eval(f"{a} {op} {b}") == int(c)  # noqa: S307 (digits and an operator)
+            if right_numbers and right_result:
+                value = int(c)
+                continue
+            # the one wrong step: a wrong result on the right numbers, or the reverse
+            assert (right_numbers, right_result) == ((True, False) if share else (False, True))
+            break
+        else:
+            raise AssertionError(f"no wrong step in {row}")
+
+
+def test_unknown_phrasing_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="'poem'"):
+        synthetic_step_rows(2, phrasings=("symbol", "poem"))
+
+
 def test_rows_with_images(tmp_path: Path) -> None:
     from PIL import Image
 
