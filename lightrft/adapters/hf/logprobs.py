@@ -18,7 +18,6 @@ position-id resets, so samples do not see each other and the results equal the p
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from lightrft.adapters.hf.fused_head import FusedHeadMode, fused_head_logprobs, use_fused_head
+from lightrft.adapters.model_parts.column_logits import logits_at_columns
 from lightrft.adapters.model_parts.positions import position_ids_from_mask
 from lightrft.domain.ports import PolicyOutput
 from lightrft.domain.token_logprobs import token_logprobs
@@ -129,7 +129,7 @@ def logprobs_from_inputs(
             with_entropy=with_entropy,
             chunk_size=chunk_size,
         )
-    logits = _forward(model, keep, **inputs)  # [1, K, V] or [B, R, V]
+    logits = logits_at_columns(model, keep, **inputs)  # [1, K, V] or [B, R, V]
     if suppressed is not None:
         logits = suppress_tokens(logits, suppressed)
     out = token_logprobs(
@@ -218,21 +218,6 @@ def check_prompt_column(batch: SequenceBatch) -> None:
             f"a response of {batch.response_length} columns needs at least one prompt column "
             f"before it; input_ids has {batch.input_ids.shape[1]}"
         )
-
-
-def _forward(model: nn.Module, keep: Tensor, **inputs: Any) -> Tensor:
-    """Logits at sequence indices ``keep`` (S,): shape (B, S, V)."""
-    if _accepts_logits_to_keep(model):
-        logits: Tensor = model(**inputs, use_cache=False, logits_to_keep=keep).logits
-        return logits
-    full: Tensor = model(**inputs, use_cache=False).logits
-    return full[:, keep]
-
-
-def _accepts_logits_to_keep(model: nn.Module) -> bool:
-    unwrap: Any = getattr(model, "get_base_model", None)  # PEFT wrapper
-    base = unwrap() if callable(unwrap) else model
-    return "logits_to_keep" in inspect.signature(base.forward).parameters
 
 
 def _scatter(values: Tensor, where: Tensor) -> Tensor:

@@ -32,6 +32,7 @@ import torch
 from torch import Tensor, nn
 from transformers import AutoModelForCausalLM
 
+from lightrft.adapters.model_parts.column_logits import logits_at_columns
 from lightrft.adapters.model_parts.host_offload import HostOffload
 from lightrft.adapters.model_parts.positions import position_ids_from_mask
 from lightrft.adapters.reward_models.encoding import pad_rows
@@ -221,12 +222,14 @@ class HfProcessRewardModel(HostOffload, ColocatedModelSource):
                 "attention_mask": mask,
                 "position_ids": position_ids_from_mask(mask),
             }
-        logits = self.lm(**kwargs, use_cache=False).logits  # [B, T, V]
         row_index = torch.tensor(
             [i for i, row_ends in enumerate(ends) for _ in row_ends], dtype=torch.long
         )
         positions = torch.tensor([e for row_ends in ends for e in row_ends], dtype=torch.long)
-        at_ends = logits[row_index.to(logits.device), positions.to(logits.device)]  # [N, V]
+        # the LM head only at the columns where some row's step ends (S of T): [B, S, V]
+        columns, column_of = torch.unique(positions, return_inverse=True)
+        logits = logits_at_columns(self.lm, columns.to(ids.device), **kwargs)
+        at_ends = logits[row_index.to(logits.device), column_of.to(logits.device)]  # [N, V]
         return at_ends[:, self.positive_id], at_ends[:, self.negative_id]
 
     def example_logits(self, examples: Sequence[StepLabelledExample]) -> tuple[Tensor, Tensor]:
