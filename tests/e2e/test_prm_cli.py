@@ -128,5 +128,6 @@ def test_demo_prm_refuses_an_unknown_phrasing(
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 2
-    assert "--prm-phrasings: ['poem'] not among symbol, sentence" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "argument --prm-phrasings: ['poem'] not among symbol, sentence" in err
     assert not (tmp_path / "d").exists()

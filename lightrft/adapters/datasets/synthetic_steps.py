@@ -189,7 +189,10 @@ def synthetic_step_rows(
     numbers and labels do not depend on it)."""
     unknown = [name for name in phrasings if name not in PHRASINGS]
     if unknown or not phrasings:
-        raise ValueError(f"phrasings: {unknown or 'none'} not among {sorted(PHRASINGS)}")
+        known = sorted(PHRASINGS)
+        raise ValueError(
+            f"phrasings: {unknown} not among {known}" if unknown else f"phrasings: none of {known}"
+        )
     rng = random.Random(f"chain-steps-{seed}-{length}")
     phrase_rng = random.Random(f"chain-phrasing-{seed}-{length}")
     rows = []

@@ -242,8 +242,9 @@ def _phrasings(text: str) -> tuple[str, ...]:
     names = tuple(name.strip() for name in text.split(",") if name.strip())
     unknown = [name for name in names if name not in PHRASINGS]
     if unknown or not names:
+        known = ", ".join(PHRASINGS)
         raise argparse.ArgumentTypeError(
-            f"--prm-phrasings: {unknown or 'none'} not among {', '.join(PHRASINGS)}"
+            f"{unknown} not among {known}" if unknown else f"give one or more of {known}"
         )
     return names
 
