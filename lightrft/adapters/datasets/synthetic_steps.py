@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +75,15 @@ PHRASINGS: dict[str, Phrasing] = {
 }
 """The ways a step is written: ``symbol`` (the instruction's ``7 + 5 = 12``) and ``sentence``
 (what SmolLM2-135M-Instruct writes when asked: ``The result of multiplying 9 by 4 is 36.``)."""
+
+
+def phrasing_problem(names: Sequence[str]) -> str | None:
+    """What is wrong with ``names`` as a choice of :data:`PHRASINGS` (None: nothing)."""
+    known = ", ".join(PHRASINGS)
+    unknown = [name for name in names if name not in PHRASINGS]
+    if unknown:
+        return f"{unknown} not among {known}"
+    return None if names else f"give one or more of {known}"
 
 
 def _apply(value: int, symbol: str, operand: int) -> int:
@@ -187,12 +197,9 @@ def synthetic_step_rows(
     at a random position, labelled bad with all after it; ``phrasings``: each step is written
     in one of these :data:`PHRASINGS`, drawn uniformly (from a generator of its own: the
     numbers and labels do not depend on it)."""
-    unknown = [name for name in phrasings if name not in PHRASINGS]
-    if unknown or not phrasings:
-        known = sorted(PHRASINGS)
-        raise ValueError(
-            f"phrasings: {unknown} not among {known}" if unknown else f"phrasings: none of {known}"
-        )
+    problem = phrasing_problem(phrasings)
+    if problem is not None:
+        raise ValueError(f"phrasings: {problem}")
     rng = random.Random(f"chain-steps-{seed}-{length}")
     phrase_rng = random.Random(f"chain-phrasing-{seed}-{length}")
     rows = []

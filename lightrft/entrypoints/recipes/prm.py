@@ -36,6 +36,7 @@ import structlog
 from lightrft.adapters.datasets.synthetic_steps import (
     PHRASINGS,
     chain_problems,
+    phrasing_problem,
     synthetic_step_rows,
 )
 from lightrft.application.reward_model_training import RewardTrainParams
@@ -240,12 +241,9 @@ def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict
 
 def _phrasings(text: str) -> tuple[str, ...]:
     names = tuple(name.strip() for name in text.split(",") if name.strip())
-    unknown = [name for name in names if name not in PHRASINGS]
-    if unknown or not names:
-        known = ", ".join(PHRASINGS)
-        raise argparse.ArgumentTypeError(
-            f"{unknown} not among {known}" if unknown else f"give one or more of {known}"
-        )
+    problem = phrasing_problem(names)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return names
 
 
