@@ -96,26 +96,57 @@ def test_grpo_with_step_rewards_runs_on_the_tiny_model(tiny_dir: Path, tmp_path:
     assert any(k.endswith("reward/process_rm/steps_mean") for k in logged)
 
 
-def test_demo_prm_runs_both_arms_on_the_tiny_model(tiny_dir: Path, tmp_path: Path) -> None:
-    """`lightrft demo prm` end to end on the tiny model (no learning asserted): the PRM stage,
-    then GRPO with the outcome reward alone and with the PRM's step rewards."""
+def test_demo_prm_runs_every_stage_on_the_tiny_model(tiny_dir: Path, tmp_path: Path) -> None:
+    """`lightrft demo prm` end to end on the tiny model (no learning asserted): the warm-up
+    SFT, the PRM on the warmed policy's own labelled samples, then GRPO from the warmed policy
+    with the outcome reward alone and with the PRM's step rewards."""
     run = tmp_path / "demo"
     argv = [
-        "demo", "--run-dir", str(run), "--prm-rows", "20", "--prm-steps", "1",
-        "--prm-phrasings", "symbol,sentence", "prm",
+        "demo", "--run-dir", str(run), "--warmup-steps", "1", "--prm-rows", "32",
+        "--prm-samples", "2", "--prm-steps", "1", "--chain-length", "2", "prm",
         f"model.path={tiny_dir}", "train.total_steps=1", "rollout.prompts_per_step=2",
         "rollout.n_samples_per_prompt=2", "rollout.max_new_tokens=8", "eval.max_prompts=2",
         "eval.every=1",
     ]  # fmt: skip
     assert main(argv) == 0
     summary = json.loads((run / "summary.json").read_text())
+    warm = Path(summary["warmup"]["path"])
+    assert summary["warmup"]["steps"] == 1 and (warm / "config.json").is_file()
     assert summary["prm"]["trained_here"] and Path(summary["prm"]["path"]).is_dir()
     assert 0.0 <= summary["prm"]["step_accuracy_after"] <= 1.0
-    for arm in ("outcome_only", "process"):
+    own = summary["prm"]["rows"]["train"]
+    assert 16 <= own["rows"] <= 32 and 0.0 <= own["good_step_share"] <= 1.0
+    for arm, name in (("outcome_only", "grpo_outcome"), ("process", "grpo_process")):
         assert summary[arm]["steps"] == 1 and summary[arm]["math_after"] is not None
+        recorded = (run / name / "config.yaml").read_text()
+        assert str(warm) in recorded  # the arms start from the warmed policy
     process_rows = metric_rows(run / "grpo_process")
     assert any("process/steps_per_sample" in k for row in process_rows for k in row)
     assert not any("process/" in k for row in metric_rows(run / "grpo_outcome") for k in row)
+    rows = [json.loads(line) for line in (run / "data" / "prm_train.jsonl").open()]
+    assert len(rows) == own["rows"]
+    for row in rows:
+        assert len(row["steps"]) == len(row["labels"]) and set(row["labels"]) <= {"+", "-"}
+        assert all(step.strip() and "\n" not in step for step in row["steps"])
+
+
+def test_demo_prm_trains_on_built_in_rows_without_a_warm_up(
+    tiny_dir: Path, tmp_path: Path
+) -> None:
+    """``--prm-data synthetic --warmup-steps 0``: the PRM on built-in chains in the phrasings
+    asked for, the arms from the policy as given."""
+    run = tmp_path / "demo"
+    argv = [
+        "demo", "--run-dir", str(run), "--warmup-steps", "0", "--prm-data", "synthetic",
+        "--prm-rows", "20", "--prm-steps", "1", "--prm-phrasings", "symbol,sentence", "prm",
+        f"model.path={tiny_dir}", "train.total_steps=1", "rollout.prompts_per_step=2",
+        "rollout.n_samples_per_prompt=2", "rollout.max_new_tokens=8", "eval.max_prompts=2",
+        "eval.every=1",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    summary = json.loads((run / "summary.json").read_text())
+    assert "warmup" not in summary and summary["prm"]["rows"] == {"rows": "synthetic"}
+    assert summary["process"]["steps"] == 1
     rows = [json.loads(line) for line in (run / "data" / "prm_train.jsonl").open()]
     firsts = {row["steps"][0].startswith("The result of") for row in rows}
     assert firsts == {True, False}  # both phrasings among the PRM's rows

@@ -86,18 +86,52 @@ def phrasing_problem(names: Sequence[str]) -> str | None:
     return None if names else f"give one or more of {known}"
 
 
-def _apply(value: int, symbol: str, operand: int) -> int:
+def apply_operation(value: int, symbol: str, operand: int) -> int:
+    """``value symbol operand`` for a symbol of :data:`OPERATIONS` (``+``, ``-``, ``*``)."""
     return (
         value + operand if symbol == "+" else value - operand if symbol == "-" else value * operand
     )
 
 
-def _chain(rng: random.Random, length: int) -> tuple[int, list[tuple[str, str, int]]]:
-    start = rng.randint(2, 9)
+@dataclass(frozen=True)
+class NumberRanges:
+    """The inclusive ranges a chain's numbers are drawn from: the start, the operand of an
+    addition or subtraction, the factor of a multiplication."""
+
+    start: tuple[int, int]
+    operand: tuple[int, int]
+    factor: tuple[int, int]
+
+
+DIFFICULTIES: dict[str, NumberRanges] = {
+    "small": NumberRanges(start=(2, 9), operand=(2, 9), factor=(2, 4)),
+    "medium": NumberRanges(start=(10, 19), operand=(2, 19), factor=(2, 5)),
+}
+"""``small``: one-digit numbers (what the base SmolLM2 knows by heart once it writes the
+steps); ``medium``: a two-digit start and operands up to 19, results into the hundreds, where
+a small policy gets about two steps in three right."""
+
+
+def difficulty_problem(name: str) -> str | None:
+    """What is wrong with ``name`` as a :data:`DIFFICULTIES` key (None: nothing)."""
+    return None if name in DIFFICULTIES else f"{name!r} not among {', '.join(DIFFICULTIES)}"
+
+
+def _ranges(difficulty: str) -> NumberRanges:
+    problem = difficulty_problem(difficulty)
+    if problem is not None:
+        raise ValueError(f"difficulty: {problem}")
+    return DIFFICULTIES[difficulty]
+
+
+def _chain(
+    rng: random.Random, length: int, ranges: NumberRanges = DIFFICULTIES["small"]
+) -> tuple[int, list[tuple[str, str, int]]]:
+    start = rng.randint(*ranges.start)
     ops = []
     for _ in range(length):
         word, symbol = rng.choice(OPERATIONS)
-        operand = rng.randint(2, 4) if symbol == "*" else rng.randint(2, 9)
+        operand = rng.randint(*ranges.factor) if symbol == "*" else rng.randint(*ranges.operand)
         ops.append((word, symbol, operand))
     return start, ops
 
@@ -108,16 +142,26 @@ def _question(start: int, ops: list[tuple[str, str, int]]) -> str:
     )
 
 
-def chain_problems(n: int, seed: int = 0, length: int = 3) -> list[dict[str, Any]]:
+def _rng(kind: str, seed: int, length: int, difficulty: str) -> random.Random:
+    """The generator of ``kind`` rows (``small`` keeps the name it had before difficulties)."""
+    suffix = "" if difficulty == "small" else f"-{difficulty}"
+    return random.Random(f"{kind}-{seed}-{length}{suffix}")
+
+
+def chain_problems(
+    n: int, seed: int = 0, length: int = 3, difficulty: str = "small"
+) -> list[dict[str, Any]]:
     """``n`` RL rows: ``prompt`` (question and instruction), ``reference`` (the answer) and
-    ``chain`` (start and operations, for :func:`step_correctness`)."""
-    rng = random.Random(f"chain-{seed}-{length}")
+    ``chain`` (start and operations, for :func:`step_correctness`); numbers drawn from
+    :data:`DIFFICULTIES` ``difficulty``."""
+    ranges = _ranges(difficulty)
+    rng = _rng("chain", seed, length, difficulty)
     rows = []
     for _ in range(n):
-        start, ops = _chain(rng, length)
+        start, ops = _chain(rng, length, ranges)
         value = start
         for _, symbol, operand in ops:
-            value = _apply(value, symbol, operand)
+            value = apply_operation(value, symbol, operand)
         rows.append(
             {
                 "prompt": f"{_question(start, ops)}\n{CHAIN_INSTRUCTION}",
@@ -129,13 +173,18 @@ def chain_problems(n: int, seed: int = 0, length: int = 3) -> list[dict[str, Any
 
 
 def _wrong_step(
-    rng: random.Random, value: int, symbol: str, operand: int, result_share: float = 0.5
+    rng: random.Random,
+    value: int,
+    symbol: str,
+    operand: int,
+    result_share: float = 0.5,
+    ranges: NumberRanges = DIFFICULTIES["small"],
 ) -> tuple[int, int, int]:
     """A wrong step ``(a, b, c)`` for the right ``value op operand``: ``result_share`` of the
     time the right numbers with a result off by 1-3, else a right computation on a wrong
     number (the value carried or the operand, equally often), the mistake a small model makes
     copying an example."""
-    result = _apply(value, symbol, operand)
+    result = apply_operation(value, symbol, operand)
     kind = rng.random()
     if kind < result_share:
         return value, operand, result + rng.choice((-3, -2, -1, 1, 2, 3))
@@ -144,8 +193,8 @@ def _wrong_step(
         if kind < (1 + result_share) / 2:
             a = value + rng.choice((-3, -2, -1, 1, 2, 3))
         else:
-            b = rng.randint(2, 4) if symbol == "*" else rng.randint(2, 9)
-    return a, b, _apply(a, symbol, b)
+            b = rng.randint(*ranges.factor) if symbol == "*" else rng.randint(*ranges.operand)
+    return a, b, apply_operation(a, symbol, b)
 
 
 _SENTENCES = (
@@ -188,6 +237,7 @@ def synthetic_step_rows(
     junk_rate: float = 0.0,
     phrasings: tuple[str, ...] = ("symbol",),
     wrong_result_share: float = 0.5,
+    difficulty: str = "small",
 ) -> list[dict[str, Any]]:
     """``n`` PRM rows ``{"prompt", "steps", "labels"}``: worked chains, ``error_rate`` of them
     with one wrong step at a random position (:func:`_wrong_step`: a wrong result, in
@@ -196,23 +246,25 @@ def synthetic_step_rows(
     (:func:`_answer_line`); ``junk_rate``: that fraction of rows gets one :func:`_junk_line`
     at a random position, labelled bad with all after it; ``phrasings``: each step is written
     in one of these :data:`PHRASINGS`, drawn uniformly (from a generator of its own: the
-    numbers and labels do not depend on it)."""
+    numbers and labels do not depend on it); ``difficulty``: the :data:`DIFFICULTIES` the
+    numbers are drawn from."""
     problem = phrasing_problem(phrasings)
     if problem is not None:
         raise ValueError(f"phrasings: {problem}")
-    rng = random.Random(f"chain-steps-{seed}-{length}")
-    phrase_rng = random.Random(f"chain-phrasing-{seed}-{length}")
+    ranges = _ranges(difficulty)
+    rng = _rng("chain-steps", seed, length, difficulty)
+    phrase_rng = _rng("chain-phrasing", seed, length, difficulty)
     rows = []
     for _ in range(n):
-        start, ops = _chain(rng, length)
+        start, ops = _chain(rng, length, ranges)
         wrong_at = rng.randrange(length) if rng.random() < error_rate else -1
         value, steps, labels, good = start, [], [], True
         right_steps = []
         for k, (_, symbol, operand) in enumerate(ops):
-            a, b, result = value, operand, _apply(value, symbol, operand)
+            a, b, result = value, operand, apply_operation(value, symbol, operand)
             right_steps.append(f"{a} {symbol} {b} = {result}")
             if k == wrong_at:
-                a, b, result = _wrong_step(rng, value, symbol, operand, wrong_result_share)
+                a, b, result = _wrong_step(rng, value, symbol, operand, wrong_result_share, ranges)
                 good = False
             steps.append(PHRASINGS[phrase_rng.choice(phrasings)].write(a, symbol, b, result))
             labels.append("+" if good else "-")
@@ -247,7 +299,7 @@ def step_correctness(text: str, chain: dict[str, Any]) -> list[bool]:
             continue
         a, symbol, b, c = step
         right = k < len(ops) and (symbol, b) == ops[k] and a == value
-        right = right and c == _apply(value, symbol, b)
+        right = right and c == apply_operation(value, symbol, b)
         verdicts.append(right)
         if right:
             value = c

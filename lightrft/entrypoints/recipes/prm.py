@@ -2,23 +2,27 @@
 reward alone, on the same budget?
 
 The task (:mod:`~lightrft.adapters.datasets.synthetic_steps`): chain arithmetic, "Start with
-7. Add 5. Multiply by 3.", worked one operation per line (``7 + 5 = 12``), the answer after
-``####``: every intermediate step is checkable. One operation by default (``--chain-length``),
-sized for a CPU: the worked operation and the answer line are the response's two steps.
+13. Multiply by 5. Add 6. Subtract 4.", worked one operation per line (``13 * 5 = 65``), the
+answer after ``####``: every step is checkable. Three operations on ``medium`` numbers by
+default (``--chain-length``, ``--difficulty``).
 
-1. PRM: ``lightrft rm train --kind process`` from the policy's model on built-in
-   step-labelled chains (a step is good while every step up to it is right) whose answer line
-   is a step too and some of which carry a junk line (the instruction's example, a bare
-   number, a run of ``#``, a sentence), so that it has seen every kind of line it scores in
-   RL; separator ``"\\n"``; held-out step accuracy on 64 more such chains, before and after.
-2. GRPO with the outcome reward only (the ``math`` rule on the ``####`` answer, ``grpo``).
-3. GRPO with the same outcome reward plus the PRM's step scores as step rewards
-   (``process_rm`` with ``aggregate: steps``, estimator ``process_grpo``), each step score
-   made a 0/1 verdict at ``step_threshold`` 0.5 (``--step-threshold none``: raw scores).
+0. Warm-up (``--warmup-steps``, 0: none): ``lightrft sft`` of the policy on worked chains of 1
+   to ``chain_length`` operations, so that it writes steps a checker can judge
+   (:mod:`~lightrft.entrypoints.recipes.prm_policy_data`).
+1. PRM: ``lightrft rm train --kind process`` from the warmed policy, on its own samples with
+   every line labelled by the exact step checker (Math-Shepherd labels: good while every line
+   so far is right; ``--prm-data own``), or on built-in rows (``--prm-data synthetic``: some
+   steps wrong, junk lines, ``--prm-phrasings``); separator ``"\\n"``; held-out step accuracy
+   on rows of other prompts, before and after.
+2. GRPO from the warmed policy with the outcome reward only (``math`` on the ``####`` answer).
+3. GRPO from the warmed policy with the same outcome reward plus the PRM's step scores as
+   step rewards (``process_rm`` with ``aggregate: steps``, estimator ``process_grpo``), each
+   step score made a 0/1 verdict at ``step_threshold`` 0.5 (``--step-threshold none``: raw).
 
 Both GRPO stages see the same prompts, samples, steps and seed; the held-out chains are the
-same for every seed (only the training prompts follow it). ``summary.json``: the PRM's
-held-out step accuracy, each stage's held-out math reward before and after, wall times.
+same for every seed (only the training prompts follow it). ``summary.json``: the warm-up's
+loss, the PRM's rows and held-out step accuracy, each stage's held-out math reward (greedy
+accuracy) before and after, wall times.
 """
 
 from __future__ import annotations
@@ -34,32 +38,31 @@ from typing import Any
 import structlog
 
 from lightrft.adapters.datasets.synthetic_steps import (
+    DIFFICULTIES,
     PHRASINGS,
     chain_problems,
+    difficulty_problem,
     phrasing_problem,
     synthetic_step_rows,
 )
 from lightrft.application.reward_model_training import RewardTrainParams
 from lightrft.entrypoints.config.loading import load_config
 from lightrft.entrypoints.next_command import NextCommand
+from lightrft.entrypoints.recipes.prm_policy_data import SEPARATOR, own_rows_stage, warmup_stage
 from lightrft.entrypoints.recipes.registry import DemoRecipe
 from lightrft.entrypoints.recipes.rlhf import metric_rows, model_path_of, seed_of
 from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
 
 log = structlog.get_logger(__name__)
 
-SEPARATOR = "\n"
-
 GRPO_OVERRIDES = [
     "rollout.prompts_per_step=8",
     "rollout.n_samples_per_prompt=4",
-    "rollout.max_new_tokens=32",  # a worked operation and its answer line take ~12
-    "rollout.temperature=0.8",
     "reward.truncated_reward=0",
-    "train.total_steps=8",
-    "optim.lr=5e-5",
+    "train.total_steps=16",
+    "optim.lr=1e-5",  # the warmed policy is peaked: 3e-5 and 5e-5 collapse outcome-only GRPO
     "eval.every=8",
-    "eval.max_prompts=32",
+    "eval.max_prompts=128",
     "checkpoint.every=null",
     "checkpoint.export_final=false",
     "logging.progress=false",
@@ -69,40 +72,48 @@ GRPO_OVERRIDES = [
 
 @dataclass(frozen=True)
 class PrmDemoOptions:
-    """The PRM's size and the demo's directory."""
+    """The task, the warm-up, the PRM's data and size, and the demo's directory."""
 
     run_dir: Path = Path("runs/demo_prm")
-    prm_rows: int = 960  # step-labelled training chains
-    prm_eval_rows: int = 64  # held-out chains (another seed)
+    difficulty: str = "medium"  # synthetic_steps.DIFFICULTIES: the chains' numbers
+    chain_length: int = 3  # operations per RL chain (the warm-up's are 1 to this many)
+    warmup_steps: int = 32  # SFT steps on worked chains first (0: the policy as given)
+    warmup_rows: int = 1024
+    warmup_lr: float = 5e-5
+    prm_data: str = "own"  # own: the warmed policy's samples, labelled; synthetic: built-in rows
+    prm_rows: int = 1024  # PRM training rows (own: prompts x prm_samples)
+    prm_samples: int = 4  # own: samples per prompt
+    prm_eval_rows: int = 128  # held-out rows (other prompts)
     prm_steps: int | None = None  # None: prm_epochs over the rows
     prm_epochs: int = 1
     prm_batch_size: int = 16
     prm_lr: float = 3e-5
     prm_eval_every: int | None = None  # held-out step accuracy every N PRM steps too
-    prm_error_rate: float = 0.3  # chains with one wrong step
-    prm_wrong_result_share: float = 0.5  # of the wrong steps, those with a wrong result
-    prm_junk_rate: float = 0.15  # chains with one line that is not a step (labels: half +)
-    prm_model: Path | None = None  # a PRM trained before: skips stage 1
-    prm_phrasings: tuple[str, ...] = ("symbol",)  # how the PRM's steps are written
+    prm_error_rate: float = 0.3  # synthetic: chains with one wrong step
+    prm_wrong_result_share: float = 0.5  # synthetic: of the wrong steps, those with a wrong result
+    prm_junk_rate: float = 0.15  # synthetic: chains with one line that is not a step
+    prm_phrasings: tuple[str, ...] = ("symbol",)  # synthetic: how the steps are written
+    prm_model: Path | None = None  # a PRM trained before: skips the PRM stage
     step_threshold: float | None = 0.5  # process_rm's step_threshold in the process arm
-    chain_length: int = 1  # operations per chain (PRM rows and RL prompts)
     train_problems: int = 512
-    eval_problems: int = 32
+    eval_problems: int = 128
+    sample_temperature: float = 0.8  # the RL rollouts' and the own rows' sampling
+    max_new_tokens: int = 48  # a three-operation worked chain takes ~30 tokens
+    separator: str = SEPARATOR
     overwrite: bool = True
     next_command: NextCommand = field(default_factory=NextCommand)
 
 
-def _write_problems(path: Path, n: int, seed: int, length: int) -> Path:
-    problems = chain_problems(n, seed, length=length)
+def _write_problems(path: Path, n: int, seed: int, options: PrmDemoOptions) -> Path:
+    problems = chain_problems(n, seed, options.chain_length, options.difficulty)
     rows = [{"prompt": r["prompt"], "reference": r["reference"]} for r in problems]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
 
 def _write_step_rows(path: Path, n: int, seed: int, options: PrmDemoOptions) -> Path:
-    """PRM rows of the built-in chains with their answer line as the last step and some
-    junk lines (what the policy writes besides steps), so that the PRM has seen every kind
-    of line it scores during RL."""
+    """Built-in PRM rows (``--prm-data synthetic``) of the chains with their answer line as
+    the last step and some junk lines (what a policy writes besides steps)."""
     rows = synthetic_step_rows(
         n,
         seed,
@@ -112,13 +123,33 @@ def _write_step_rows(path: Path, n: int, seed: int, options: PrmDemoOptions) -> 
         junk_rate=options.prm_junk_rate,
         phrasings=options.prm_phrasings,
         wrong_result_share=options.prm_wrong_result_share,
+        difficulty=options.difficulty,
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
 
-def _prm_stage(options: PrmDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
+def _prm_rows(
+    policy: str | None, options: PrmDemoOptions, overrides: Sequence[str]
+) -> tuple[Path, Path, dict[str, Any]]:
+    """The PRM's training and held-out row files, and how they were made."""
+    if options.prm_data == "own":
+        from lightrft.adapters.hf import default_model_path
+
+        return own_rows_stage(policy or str(default_model_path()), options, overrides)
+    seed = seed_of(overrides)
+    data = options.run_dir / "data"
+    train = _write_step_rows(data / "prm_train.jsonl", options.prm_rows, seed, options)
+    held_out = _write_step_rows(
+        data / "prm_eval.jsonl", options.prm_eval_rows, 10_000 + seed, options
+    )
+    return train, held_out, {"rows": "synthetic"}
+
+
+def _prm_stage(
+    policy: str | None, options: PrmDemoOptions, overrides: Sequence[str]
+) -> dict[str, Any]:
     from lightrft.entrypoints.jobs.process_reward_model import (
         PrmCardOptions,
         PrmTrainOptions,
@@ -127,31 +158,22 @@ def _prm_stage(options: PrmDemoOptions, overrides: Sequence[str]) -> dict[str, A
     )
 
     started = time.perf_counter()
-    seed = seed_of(overrides)
-    data_dir = options.run_dir / "data"
+    train, held_out, rows = _prm_rows(policy, options, overrides)
     summary = train_process_reward_model(
         PrmTrainOptions(
             output=options.run_dir / "prm",
-            model=model_path_of(overrides),
+            model=policy,
             data=StepDataOptions(
-                data=str(
-                    _write_step_rows(data_dir / "prm_train.jsonl", options.prm_rows, seed, options)
-                ),
-                eval_data=str(
-                    _write_step_rows(
-                        data_dir / "prm_eval.jsonl", options.prm_eval_rows, 10_000 + seed, options
-                    )
-                ),
-                chain_length=options.chain_length,
+                data=str(train), eval_data=str(held_out), chain_length=options.chain_length
             ),
-            card=PrmCardOptions(separator=SEPARATOR),
+            card=PrmCardOptions(separator=options.separator),
             train=RewardTrainParams(
                 batch_size=options.prm_batch_size,
                 micro_batch_size=8,
                 epochs=options.prm_epochs,
                 total_steps=options.prm_steps,
                 eval_every=options.prm_eval_every,
-                seed=seed,
+                seed=seed_of(overrides),
             ),
             lr=options.prm_lr,
             max_length=256,
@@ -160,6 +182,7 @@ def _prm_stage(options: PrmDemoOptions, overrides: Sequence[str]) -> dict[str, A
     )
     return {
         "path": summary["model"],
+        "rows": rows,
         "step_accuracy_before": summary.get("before/step_accuracy"),
         "step_accuracy_after": summary.get("eval/step_accuracy"),
         "first_error_accuracy_after": summary.get("eval/first_error_accuracy"),
@@ -179,6 +202,8 @@ def _grpo_stage(
         None,
         [
             *GRPO_OVERRIDES,
+            f"rollout.temperature={options.sample_temperature}",
+            f"rollout.max_new_tokens={options.max_new_tokens}",
             f"data.train.path={data[0]}",
             f"data.eval.path={data[1]}",
             f"algorithm.advantage_estimator={estimator}",
@@ -206,32 +231,37 @@ def process_source(path: str, options: PrmDemoOptions) -> dict[str, Any]:
 
 
 def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """Runs the three stages in a guarded ``run_dir``; returns (and writes) the summary."""
+    """Runs the stages in a guarded ``run_dir``; returns (and writes) the summary."""
     with guard_run_directory(fresh_run_request(options.run_dir, options.overwrite)):
         started = time.perf_counter()
         seed = seed_of(overrides)
         data_dir = options.run_dir / "data"
         data_dir.mkdir(parents=True, exist_ok=True)
         data = (
-            _write_problems(
-                data_dir / "train.jsonl", options.train_problems, seed, options.chain_length
-            ),
-            _write_problems(
-                data_dir / "eval.jsonl", options.eval_problems, 10_000, options.chain_length
-            ),
+            _write_problems(data_dir / "train.jsonl", options.train_problems, seed, options),
+            _write_problems(data_dir / "eval.jsonl", options.eval_problems, 10_000, options),
         )
+        summary: dict[str, Any] = {}
+        policy = model_path_of(overrides)
+        if options.warmup_steps > 0:
+            summary["warmup"] = warmup_stage(options, overrides)
+            policy = summary["warmup"]["path"]
+        arm_overrides = [*overrides, *([f"model.path={policy}"] if policy else [])]
         if options.prm_model is not None:
-            prm: dict[str, Any] = {"path": str(options.prm_model), "trained_here": False}
+            summary["prm"] = {"path": str(options.prm_model), "trained_here": False}
         else:
-            prm = _prm_stage(options, overrides)
+            summary["prm"] = _prm_stage(policy, options, overrides)
         math = {"type": "math", "name": "math"}
-        process = process_source(prm["path"], options)
-        summary: dict[str, Any] = {"prm": prm}
         summary["outcome_only"] = _grpo_stage(
-            "grpo_outcome", [math], "grpo", data, options, overrides
+            "grpo_outcome", [math], "grpo", data, options, arm_overrides
         )
         summary["process"] = _grpo_stage(
-            "grpo_process", [math, process], "process_grpo", data, options, overrides
+            "grpo_process",
+            [math, process_source(summary["prm"]["path"], options)],
+            "process_grpo",
+            data,
+            options,
+            arm_overrides,
         )
         summary["seconds"] = time.perf_counter() - started
         (options.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -247,30 +277,59 @@ def _phrasings(text: str) -> tuple[str, ...]:
     return names
 
 
+def _difficulty(text: str) -> str:
+    problem = difficulty_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 def _threshold(text: str) -> float | None:
     return None if text == "none" else float(text)
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = PrmDemoOptions()
-    parser.add_argument("--prm-rows", type=int, default=defaults.prm_rows, help="PRM chains")
+    parser.add_argument(
+        "--difficulty",
+        type=_difficulty,
+        default=defaults.difficulty,
+        help="the chains' numbers: " + ", ".join(DIFFICULTIES),
+    )
+    parser.add_argument(
+        "--chain-length", type=int, default=defaults.chain_length, help="operations per chain"
+    )
+    parser.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=defaults.warmup_steps,
+        help="SFT steps on worked chains before the PRM and RL (0: none)",
+    )
+    parser.add_argument(
+        "--prm-data",
+        choices=("own", "synthetic"),
+        default=defaults.prm_data,
+        help="the PRM's rows: the (warmed) policy's own samples labelled by the step checker, "
+        "or built-in chains",
+    )
+    parser.add_argument("--prm-rows", type=int, default=defaults.prm_rows, help="PRM rows")
+    parser.add_argument(
+        "--prm-samples", type=int, default=defaults.prm_samples, help="own rows: samples a prompt"
+    )
     parser.add_argument("--prm-steps", type=int, default=None, help="PRM optimizer steps")
     parser.add_argument("--prm-lr", type=float, default=defaults.prm_lr, help="PRM learning rate")
-    parser.add_argument("--prm-model", type=Path, default=None, help="a trained PRM: skip stage 1")
+    parser.add_argument("--prm-model", type=Path, default=None, help="a trained PRM: no PRM stage")
     parser.add_argument(
         "--prm-phrasings",
         type=_phrasings,
         default=defaults.prm_phrasings,
-        help="how the PRM's training steps are written, comma-separated: " + ", ".join(PHRASINGS),
+        help="synthetic rows: how the steps are written, comma-separated: " + ", ".join(PHRASINGS),
     )
     parser.add_argument(
         "--step-threshold",
         type=_threshold,
         default=defaults.step_threshold,
         help="process arm: step scores at or above it count 1, below it 0 ('none': raw scores)",
-    )
-    parser.add_argument(
-        "--chain-length", type=int, default=defaults.chain_length, help="operations per chain"
     )
     parser.add_argument(
         "--eval-problems", type=int, default=defaults.eval_problems, help="held-out chains"
@@ -281,13 +340,17 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace, overrides: list[str]) -> int:
     options = PrmDemoOptions(
         run_dir=args.run_dir or PrmDemoOptions.run_dir,
+        difficulty=args.difficulty,
+        chain_length=args.chain_length,
+        warmup_steps=args.warmup_steps,
+        prm_data=args.prm_data,
         prm_rows=args.prm_rows,
+        prm_samples=args.prm_samples,
         prm_steps=args.prm_steps,
         prm_lr=args.prm_lr,
         prm_model=args.prm_model,
         prm_phrasings=args.prm_phrasings,
         step_threshold=args.step_threshold,
-        chain_length=args.chain_length,
         eval_problems=args.eval_problems,
         next_command=NextCommand(args.argv, reruns_as_typed=True),
     )
@@ -297,8 +360,9 @@ def _run(args: argparse.Namespace, overrides: list[str]) -> int:
 
 RECIPE = DemoRecipe(
     name="prm",
-    help="a process reward model on chain arithmetic, then GRPO with the outcome reward alone "
-    "and with the PRM's step rewards (process_grpo)",
+    help="warm a policy up on worked chain arithmetic, train a process reward model on its own "
+    "labelled samples, then GRPO with the outcome reward alone and with the PRM's step "
+    "rewards (process_grpo)",
     run=_run,
     add_arguments=_add_arguments,
 )

@@ -145,6 +145,40 @@ def test_ttrl_demo_exports_its_starting_model_once(tmp_path: Path, monkeypatch: 
     assert len(calls) == 1
 
 
+def test_prm_demo_trains_the_prm_and_both_arms_from_the_warmed_policy(
+    tmp_path: Path, monkeypatch: object
+) -> None:
+    from lightrft.entrypoints.recipes import prm
+
+    calls: dict[str, object] = {}
+
+    def warmup(options, overrides):  # type: ignore[no-untyped-def]
+        calls["warmup"] = list(overrides)
+        return {"path": "WARM"}
+
+    def prm_stage(policy, options, overrides):  # type: ignore[no-untyped-def]
+        calls["prm"] = policy
+        return {"path": "PRM"}
+
+    def grpo(name, sources, estimator, data, options, overrides):  # type: ignore[no-untyped-def]
+        calls[name] = (list(overrides), [s["type"] for s in sources])
+        return {}
+
+    for name, fake in (("warmup_stage", warmup), ("_prm_stage", prm_stage), ("_grpo_stage", grpo)):
+        monkeypatch.setattr(prm, name, fake)  # type: ignore[attr-defined]
+    options = prm.PrmDemoOptions(run_dir=tmp_path / "d", train_problems=2, eval_problems=2)
+    summary = prm.run_prm_demo(options, ["model.path=BASE", "train.seed=3"])
+    assert calls["warmup"] == ["model.path=BASE", "train.seed=3"]  # the warm-up starts at BASE
+    assert calls["prm"] == "WARM" and summary["warmup"] == {"path": "WARM"}
+    for name, sources in (("grpo_outcome", ["math"]), ("grpo_process", ["math", "process_rm"])):
+        overrides, types = calls[name]  # type: ignore[misc]
+        assert overrides[-1] == "model.path=WARM" and types == sources
+    problems = [json.loads(line) for line in (tmp_path / "d/data/eval.jsonl").open()]
+    for row in problems:  # the default task: three operations on medium numbers
+        question = row["prompt"].split("\n")[0]
+        assert question.count(". ") == 4 and 10 <= int(question.split(".")[0].split()[-1]) <= 19
+
+
 def test_prm_demo_arms_share_their_data_and_the_held_out_chains_are_the_same_for_every_seed(
     tmp_path: Path, monkeypatch: object
 ) -> None:
@@ -161,7 +195,7 @@ def test_prm_demo_arms_share_their_data_and_the_held_out_chains_are_the_same_for
     for seed in (0, 1):
         options = prm.PrmDemoOptions(
             run_dir=tmp_path / f"s{seed}", train_problems=6, eval_problems=4, chain_length=2,
-            prm_model=tmp_path / "prm",
+            prm_model=tmp_path / "prm", warmup_steps=0,
         )  # fmt: skip
         summaries.append(prm.run_prm_demo(options, [f"train.seed={seed}"]))
     assert [(n, e) for n, e, _ in calls] == [

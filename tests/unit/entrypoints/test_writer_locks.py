@@ -108,6 +108,7 @@ def test_demo_prm_holds_its_run_directory_and_refuses_one_in_use(
             RunDirectoryLock(run).acquire()
         return {"path": str(run / "prm")}
 
+    monkeypatch.setattr(prm, "warmup_stage", stage)
     monkeypatch.setattr(prm, "_prm_stage", stage)
     monkeypatch.setattr(prm, "_grpo_stage", stage)
     options = prm.PrmDemoOptions(run_dir=run, train_problems=2, eval_problems=1)

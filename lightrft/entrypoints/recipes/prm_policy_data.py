@@ -1,0 +1,158 @@
+"""The policy side of `lightrft demo prm`: the warm-up that teaches the policy the worked format,
+and the PRM rows labelled from that policy's own samples.
+
+1. Warm-up: ``lightrft sft`` on worked chains of 1 to ``chain_length`` operations
+   (:func:`~lightrft.adapters.datasets.chain_solutions.worked_chain_rows`). SmolLM2-135M-Instruct
+   knows one-digit arithmetic but not the format: before it, its answers are sentences and
+   copies of the instruction's example, with no step a checker (or a PRM) can judge.
+2. Own rows: the warmed policy samples chains (``prm_samples`` each, at the RL temperature);
+   every line of a sample is labelled by the exact checker
+   (:func:`~lightrft.adapters.datasets.chain_solutions.line_labels`, Math-Shepherd's
+   good-while-every-step-so-far-is-right labels) and the rows are written in the process-reward
+   layout (``{"prompt", "steps", "labels"}``, :mod:`~lightrft.application.own_step_labels`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lightrft.adapters.datasets.chain_solutions import line_labels, worked_chain_rows
+from lightrft.adapters.datasets.in_memory import InMemoryPromptSource
+from lightrft.adapters.datasets.rendering import PromptFormat
+from lightrft.adapters.datasets.synthetic_steps import chain_problems
+from lightrft.application.own_step_labels import label_own_samples
+from lightrft.domain.types import SamplingParams
+from lightrft.entrypoints.recipes.rlhf import model_path_of, seed_of
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from lightrft.entrypoints.recipes.prm import PrmDemoOptions
+
+SEPARATOR = "\n"  # a step is a line
+
+WARMUP_SEED = 7_777  # the warm-up chains' generator, apart from the RL and PRM prompts
+OWN_TRAIN_SEED = 20_000  # the PRM's own samples: prompts apart from the RL ones
+OWN_EVAL_SEED = 30_000  # its held-out own samples (not the RL held-out chains either)
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def warmup_stage(options: PrmDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
+    """SFT of the policy (``model.path`` of ``overrides``, else the default) on worked chains;
+    returns the warmed model's path, the first and last loss and the wall time."""
+    from lightrft.entrypoints.config.loading import load_sft_config
+    from lightrft.entrypoints.jobs.sft import sft
+
+    started = time.perf_counter()
+    seed = seed_of(overrides)
+    rows = worked_chain_rows(
+        options.warmup_rows, WARMUP_SEED + seed, options.chain_length, options.difficulty
+    )
+    data = _write_jsonl(options.run_dir / "data" / "warmup.jsonl", rows)
+    model = model_path_of(overrides)
+    config = load_sft_config(
+        None,
+        [
+            f"sft.train_data.path={data}",
+            "sft.eval_data=null",
+            f"sft.total_steps={options.warmup_steps}",
+            "sft.batch_size=16",
+            "sft.micro_batch_size=8",
+            f"sft.seed={seed}",
+            f"optim.lr={options.warmup_lr}",
+            f"logging.run_dir={options.run_dir / 'warmup'}",
+            "checkpoint.every=null",
+            "logging.progress=false",
+            *([f"model.path={model}"] if model else []),
+        ],
+    )
+    summary = sft(config, next_command=options.next_command)
+    return {
+        "path": str(options.run_dir / "warmup" / "final_model"),
+        "steps": summary["steps"],
+        "loss_first": summary.get("train_loss_first"),
+        "loss_last": summary.get("train_loss_last"),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def own_step_rows(
+    policy: str, path: Path, prompts: int, seed: int, options: PrmDemoOptions
+) -> dict[str, Any]:
+    """``prompts`` chains sampled ``options.prm_samples`` times each by ``policy``, labelled
+    line by line, written to ``path``; returns the count of rows and steps and the share of
+    good steps."""
+    from lightrft.entrypoints.roots.judge_sampling import judge_sampler
+
+    problems = chain_problems(prompts, seed, options.chain_length, options.difficulty)
+    sampler = judge_sampler(policy)
+    source = InMemoryPromptSource(
+        [{"prompt": p["prompt"], "reference": p["reference"]} for p in problems],
+        sampler.tokenizer,
+        prompt_format=PromptFormat(render="auto"),
+        name="chains",
+    )
+    sampling = SamplingParams(
+        n=options.prm_samples,
+        temperature=options.sample_temperature,
+        max_new_tokens=options.max_new_tokens,
+        seed=seed,
+    )
+    labelled = label_own_samples(
+        sampler.engine,
+        [source[i] for i in range(len(source))],
+        sampling,
+        lambda index, steps: line_labels(steps, problems[index]["chain"]),
+        separator=options.separator,
+        batch_size=16,
+    )
+    rows = [
+        {
+            "prompt": problems[s.prompt_index]["prompt"],
+            "steps": list(s.steps),
+            "labels": ["+" if good else "-" for good in s.labels],
+        }
+        for s in labelled
+    ]
+    _write_jsonl(path, rows)
+    steps = sum(len(s.labels) for s in labelled)
+    good = sum(sum(s.labels) for s in labelled)
+    return {"rows": len(rows), "steps": steps, "good_step_share": good / steps if steps else 0.0}
+
+
+def own_rows_stage(
+    policy: str, options: PrmDemoOptions, overrides: Sequence[str]
+) -> tuple[Path, Path, dict[str, Any]]:
+    """The PRM's training and held-out rows from ``policy``'s own samples (the held-out ones
+    on other prompts); returns both paths and their statistics."""
+    started = time.perf_counter()
+    seed = seed_of(overrides)
+    data = options.run_dir / "data"
+    train = data / "prm_train.jsonl"
+    held_out = data / "prm_eval.jsonl"
+    stats = {
+        "train": own_step_rows(
+            policy,
+            train,
+            max(options.prm_rows // options.prm_samples, 1),
+            OWN_TRAIN_SEED + seed,
+            options,
+        ),
+        "eval": own_step_rows(
+            policy,
+            held_out,
+            max(options.prm_eval_rows // options.prm_samples, 1),
+            OWN_EVAL_SEED + seed,
+            options,
+        ),
+        "seconds": time.perf_counter() - started,
+    }
+    return train, held_out, stats
