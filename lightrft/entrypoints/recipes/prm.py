@@ -70,6 +70,11 @@ GRPO_OVERRIDES = [
 """GRPO settings of both RL stages (``key=value`` arguments override them)."""
 
 
+PRM_DATA = ("own", "synthetic")
+"""Where the PRM's rows come from: the (warmed) policy's own samples labelled by the step
+checker, or built-in chains."""
+
+
 @dataclass(frozen=True)
 class PrmDemoOptions:
     """The task, the warm-up, the PRM's data and size, and the demo's directory."""
@@ -134,6 +139,8 @@ def _prm_rows(
     policy: str | None, options: PrmDemoOptions, overrides: Sequence[str]
 ) -> tuple[Path, Path, dict[str, Any]]:
     """The PRM's training and held-out row files, and how they were made."""
+    if options.prm_data not in PRM_DATA:
+        raise ValueError(f"prm_data must be one of {', '.join(PRM_DATA)}, got {options.prm_data!r}")
     if options.prm_data == "own":
         from lightrft.adapters.hf import default_model_path
 
@@ -307,7 +314,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--prm-data",
-        choices=("own", "synthetic"),
+        choices=PRM_DATA,
         default=defaults.prm_data,
         help="the PRM's rows: the (warmed) policy's own samples labelled by the step checker, "
         "or built-in chains",

@@ -211,3 +211,13 @@ def test_prm_demo_arms_share_their_data_and_the_held_out_chains_are_the_same_for
     for row in rows:  # two operations, the answer their result
         question = row["prompt"].split("\n")[0]
         assert question.count(". ") == 3, question  # start, two operations, then the question
+
+
+def test_prm_demo_names_an_unknown_prm_data_source(tmp_path: Path) -> None:
+    import pytest
+
+    from lightrft.entrypoints.recipes import prm
+
+    options = prm.PrmDemoOptions(run_dir=tmp_path, prm_data="mine")
+    with pytest.raises(ValueError, match="prm_data must be one of own, synthetic, got 'mine'"):
+        prm._prm_rows(None, options, [])
