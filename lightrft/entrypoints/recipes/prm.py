@@ -45,7 +45,9 @@ from lightrft.adapters.datasets.synthetic_steps import (
     phrasing_problem,
     synthetic_step_rows,
 )
+from lightrft.adapters.reward_models.process import STEPS
 from lightrft.application.reward_model_training import RewardTrainParams
+from lightrft.domain.process_rewards import STEP_AGGREGATIONS
 from lightrft.entrypoints.config.loading import load_config
 from lightrft.entrypoints.next_command import NextCommand
 from lightrft.entrypoints.recipes.prm_policy_data import SEPARATOR, own_rows_stage, warmup_stage
@@ -100,6 +102,7 @@ class PrmDemoOptions:
     prm_phrasings: tuple[str, ...] = ("symbol",)  # synthetic: how the steps are written
     prm_model: Path | None = None  # a PRM trained before: skips the PRM stage
     step_threshold: float | None = 0.5  # process_rm's step_threshold in the process arm
+    prm_aggregate: str = "steps"  # steps: step rewards to process_grpo; min/last/product/mean
     train_problems: int = 512
     eval_problems: int = 128
     sample_temperature: float = 0.8  # the RL rollouts' and the own rows' sampling
@@ -232,9 +235,15 @@ def _grpo_stage(
 
 
 def process_source(path: str, options: PrmDemoOptions) -> dict[str, Any]:
-    """The process arm's PRM source: step scores passed on as step rewards."""
+    """The process arm's PRM source: step scores passed on as step rewards
+    (``prm_aggregate: steps``) or aggregated into one reward added to the outcome's."""
     source: dict[str, Any] = {"type": "process_rm", "name": "prm", "path": path}
-    return {**source, "aggregate": "steps", "step_threshold": options.step_threshold}
+    return {**source, "aggregate": options.prm_aggregate, "step_threshold": options.step_threshold}
+
+
+def process_estimator(options: PrmDemoOptions) -> str:
+    """``process_grpo`` for step rewards, else ``grpo`` (the PRM is then one more reward)."""
+    return "process_grpo" if options.prm_aggregate == STEPS else "grpo"
 
 
 def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict[str, Any]:
@@ -265,7 +274,7 @@ def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict
         summary["process"] = _grpo_stage(
             "grpo_process",
             [math, process_source(summary["prm"]["path"], options)],
-            "process_grpo",
+            process_estimator(options),
             data,
             options,
             arm_overrides,
@@ -288,6 +297,13 @@ def _difficulty(text: str) -> str:
     problem = difficulty_problem(text)
     if problem is not None:
         raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def _aggregate(text: str) -> str:
+    if text != STEPS and text not in STEP_AGGREGATIONS.names():
+        choices = ", ".join([STEPS, *STEP_AGGREGATIONS.names()])
+        raise argparse.ArgumentTypeError(f"{text!r} not among {choices}")
     return text
 
 
@@ -339,6 +355,13 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="process arm: step scores at or above it count 1, below it 0 ('none': raw scores)",
     )
     parser.add_argument(
+        "--prm-aggregate",
+        type=_aggregate,
+        default=defaults.prm_aggregate,
+        help="process arm: 'steps' passes each step's score to process_grpo; min, last, "
+        "product or mean make one reward of them, added to the outcome's (grpo)",
+    )
+    parser.add_argument(
         "--eval-problems", type=int, default=defaults.eval_problems, help="held-out chains"
     )
     parser.add_argument("--run-dir", type=Path, default=None, help="output directory")
@@ -358,6 +381,7 @@ def _run(args: argparse.Namespace, overrides: list[str]) -> int:
         prm_model=args.prm_model,
         prm_phrasings=args.prm_phrasings,
         step_threshold=args.step_threshold,
+        prm_aggregate=args.prm_aggregate,
         eval_problems=args.eval_problems,
         next_command=NextCommand(args.argv, reruns_as_typed=True),
     )

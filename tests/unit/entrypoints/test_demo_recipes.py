@@ -221,3 +221,30 @@ def test_prm_demo_names_an_unknown_prm_data_source(tmp_path: Path) -> None:
     options = prm.PrmDemoOptions(run_dir=tmp_path, prm_data="mine")
     with pytest.raises(ValueError, match="prm_data must be one of own, synthetic, got 'mine'"):
         prm._prm_rows(None, options, [])
+
+
+def test_prm_demo_process_arm_takes_step_rewards_or_one_aggregated_reward(
+    tmp_path: Path, monkeypatch: object
+) -> None:
+    from lightrft.entrypoints.recipes import prm
+
+    arms: list[tuple[str, list[dict[str, object]]]] = []
+
+    def grpo(name, sources, estimator, data, options, overrides):  # type: ignore[no-untyped-def]
+        arms.append((estimator, sources))
+        return {}
+
+    monkeypatch.setattr(prm, "_grpo_stage", grpo)  # type: ignore[attr-defined]
+    for aggregate in ("steps", "mean"):
+        options = prm.PrmDemoOptions(
+            run_dir=tmp_path / aggregate, train_problems=2, eval_problems=2, warmup_steps=0,
+            prm_model=tmp_path / "prm", prm_aggregate=aggregate,
+        )  # fmt: skip
+        prm.run_prm_demo(options)
+    (_, outcome), (steps_estimator, steps_sources), _, (mean_estimator, mean_sources) = arms
+    assert [s["type"] for s in outcome] == ["math"]
+    assert steps_estimator == "process_grpo" and steps_sources[1]["aggregate"] == "steps"
+    assert mean_estimator == "grpo" and mean_sources[1]["aggregate"] == "mean"
+    assert mean_sources[1]["step_threshold"] == 0.5 and mean_sources[1]["path"] == str(
+        tmp_path / "prm"
+    )
