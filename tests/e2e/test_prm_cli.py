@@ -120,9 +120,9 @@ def test_demo_prm_runs_every_stage_on_the_tiny_model(tiny_dir: Path, tmp_path: P
         assert summary[arm]["steps"] == 1 and summary[arm]["math_after"] is not None
         recorded = (run / name / "config.yaml").read_text()
         assert str(warm) in recorded  # the arms start from the warmed policy
-    process_rows = metric_rows(run / "grpo_process")
-    assert any("process/steps_per_sample" in k for row in process_rows for k in row)
-    assert not any("process/" in k for row in metric_rows(run / "grpo_outcome") for k in row)
+    process_rows = metric_rows(run / "grpo_process")  # the PRM's mean verdict, one reward
+    assert any("reward/prm/step_pass_rate" in k for row in process_rows for k in row)
+    assert not any("reward/prm" in k for row in metric_rows(run / "grpo_outcome") for k in row)
     rows = [json.loads(line) for line in (run / "data" / "prm_train.jsonl").open()]
     assert len(rows) == own["rows"]
     for row in rows:
@@ -130,15 +130,15 @@ def test_demo_prm_runs_every_stage_on_the_tiny_model(tiny_dir: Path, tmp_path: P
         assert all(step.strip() and "\n" not in step for step in row["steps"])
 
 
-def test_demo_prm_trains_on_built_in_rows_without_a_warm_up(
-    tiny_dir: Path, tmp_path: Path
-) -> None:
-    """``--prm-data synthetic --warmup-steps 0``: the PRM on built-in chains in the phrasings
-    asked for, the arms from the policy as given."""
+def test_demo_prm_trains_on_built_in_rows_without_a_warm_up(tiny_dir: Path, tmp_path: Path) -> None:
+    """``--prm-data synthetic --warmup-steps 0 --prm-aggregate steps``: the PRM on built-in
+    chains in the phrasings asked for, the arms from the policy as given, the process arm's
+    step rewards through ``process_grpo``."""
     run = tmp_path / "demo"
     argv = [
         "demo", "--run-dir", str(run), "--warmup-steps", "0", "--prm-data", "synthetic",
-        "--prm-rows", "20", "--prm-steps", "1", "--prm-phrasings", "symbol,sentence", "prm",
+        "--prm-rows", "20", "--prm-steps", "1", "--prm-phrasings", "symbol,sentence",
+        "--prm-aggregate", "steps", "prm",
         f"model.path={tiny_dir}", "train.total_steps=1", "rollout.prompts_per_step=2",
         "rollout.n_samples_per_prompt=2", "rollout.max_new_tokens=8", "eval.max_prompts=2",
         "eval.every=1",
@@ -147,6 +147,9 @@ def test_demo_prm_trains_on_built_in_rows_without_a_warm_up(
     summary = json.loads((run / "summary.json").read_text())
     assert "warmup" not in summary and summary["prm"]["rows"] == {"rows": "synthetic"}
     assert summary["process"]["steps"] == 1
+    process_rows = metric_rows(run / "grpo_process")
+    assert any("process/steps_per_sample" in k for row in process_rows for k in row)
+    assert not any("process/" in k for row in metric_rows(run / "grpo_outcome") for k in row)
     rows = [json.loads(line) for line in (run / "data" / "prm_train.jsonl").open()]
     firsts = {row["steps"][0].startswith("The result of") for row in rows}
     assert firsts == {True, False}  # both phrasings among the PRM's rows

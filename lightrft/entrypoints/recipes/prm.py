@@ -15,9 +15,10 @@ default (``--chain-length``, ``--difficulty``).
    steps wrong, junk lines, ``--prm-phrasings``); separator ``"\\n"``; held-out step accuracy
    on rows of other prompts, before and after.
 2. GRPO from the warmed policy with the outcome reward only (``math`` on the ``####`` answer).
-3. GRPO from the warmed policy with the same outcome reward plus the PRM's step scores as
-   step rewards (``process_rm`` with ``aggregate: steps``, estimator ``process_grpo``), each
-   step score made a 0/1 verdict at ``step_threshold`` 0.5 (``--step-threshold none``: raw).
+3. GRPO from the warmed policy with the same outcome reward plus the PRM's: each step score
+   made a 0/1 verdict at ``step_threshold`` 0.5 (``--step-threshold none``: raw), their mean
+   one more reward under ``grpo`` (``--prm-aggregate``; ``steps``: each verdict a step reward
+   for ``process_grpo``, whose per-step returns are larger than ``grpo``'s advantages).
 
 Both GRPO stages see the same prompts, samples, steps and seed; the held-out chains are the
 same for every seed (only the training prompts follow it). ``summary.json``: the warm-up's
@@ -102,7 +103,7 @@ class PrmDemoOptions:
     prm_phrasings: tuple[str, ...] = ("symbol",)  # synthetic: how the steps are written
     prm_model: Path | None = None  # a PRM trained before: skips the PRM stage
     step_threshold: float | None = 0.5  # process_rm's step_threshold in the process arm
-    prm_aggregate: str = "steps"  # steps: step rewards to process_grpo; min/last/product/mean
+    prm_aggregate: str = "mean"  # one reward added to the outcome's; steps: process_grpo
     train_problems: int = 512
     eval_problems: int = 128
     sample_temperature: float = 0.8  # the RL rollouts' and the own rows' sampling

@@ -199,7 +199,7 @@ def test_prm_demo_arms_share_their_data_and_the_held_out_chains_are_the_same_for
         )  # fmt: skip
         summaries.append(prm.run_prm_demo(options, [f"train.seed={seed}"]))
     assert [(n, e) for n, e, _ in calls] == [
-        ("grpo_outcome", "grpo"), ("grpo_process", "process_grpo")
+        ("grpo_outcome", "grpo"), ("grpo_process", "grpo")  # the PRM's mean: one more reward
     ] * 2  # fmt: skip
     for summary in summaries:
         assert summary["outcome_only"] == summary["process"]  # the same prompt files
