@@ -30,9 +30,8 @@ from lightrft.entrypoints.recipes.rlhf import model_path_of, seed_of
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from lightrft.entrypoints.recipes.prm import PrmDemoOptions
-
-SEPARATOR = "\n"  # a step is a line
+    from lightrft.entrypoints.recipes.prm_options import PrmDemoOptions
+    from lightrft.entrypoints.roots.judge_sampling import JudgeSampler
 
 WARMUP_SEED = 7_777  # the warm-up chains' generator, apart from the RL and PRM prompts
 OWN_TRAIN_SEED = 20_000  # the PRM's own samples: prompts apart from the RL ones
@@ -85,15 +84,12 @@ def warmup_stage(options: PrmDemoOptions, overrides: Sequence[str]) -> dict[str,
 
 
 def own_step_rows(
-    policy: str, path: Path, prompts: int, seed: int, options: PrmDemoOptions
+    sampler: JudgeSampler, path: Path, prompts: int, seed: int, options: PrmDemoOptions
 ) -> dict[str, Any]:
-    """``prompts`` chains sampled ``options.prm_samples`` times each by ``policy``, labelled
-    line by line, written to ``path``; returns the count of rows and steps and the share of
-    good steps."""
-    from lightrft.entrypoints.roots.judge_sampling import judge_sampler
-
+    """``prompts`` chains sampled ``options.prm_samples`` times each through ``sampler`` (the
+    policy's tokenizer and HF engine), labelled line by line, written to ``path``; returns the
+    count of rows and steps and the share of good steps."""
     problems = chain_problems(prompts, seed, options.chain_length, options.difficulty)
-    sampler = judge_sampler(policy)
     source = InMemoryPromptSource(
         [{"prompt": p["prompt"], "reference": p["reference"]} for p in problems],
         sampler.tokenizer,
@@ -133,21 +129,24 @@ def own_rows_stage(
 ) -> tuple[Path, Path, dict[str, Any]]:
     """The PRM's training and held-out rows from ``policy``'s own samples (the held-out ones
     on other prompts); returns both paths and their statistics."""
+    from lightrft.entrypoints.roots.judge_sampling import judge_sampler
+
     started = time.perf_counter()
     seed = seed_of(overrides)
     data = options.run_dir / "data"
     train = data / "prm_train.jsonl"
     held_out = data / "prm_eval.jsonl"
+    sampler = judge_sampler(policy)  # an HF engine over the policy's directory
     stats = {
         "train": own_step_rows(
-            policy,
+            sampler,
             train,
             max(options.prm_rows // options.prm_samples, 1),
             OWN_TRAIN_SEED + seed,
             options,
         ),
         "eval": own_step_rows(
-            policy,
+            sampler,
             held_out,
             max(options.prm_eval_rows // options.prm_samples, 1),
             OWN_EVAL_SEED + seed,
