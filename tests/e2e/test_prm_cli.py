@@ -96,17 +96,22 @@ def test_grpo_with_step_rewards_runs_on_the_tiny_model(tiny_dir: Path, tmp_path:
     assert any(k.endswith("reward/process_rm/steps_mean") for k in logged)
 
 
+TINY_ARMS = [
+    "train.total_steps=1", "rollout.prompts_per_step=2", "rollout.n_samples_per_prompt=2",
+    "rollout.max_new_tokens=8", "eval.max_prompts=2", "eval.every=1",
+]  # fmt: skip
+"""The demo's GRPO arms at one step on the tiny model."""
+
+
 def test_demo_prm_runs_every_stage_on_the_tiny_model(tiny_dir: Path, tmp_path: Path) -> None:
     """`lightrft demo prm` end to end on the tiny model (no learning asserted): the warm-up
     SFT, the PRM on the warmed policy's own labelled samples, then GRPO from the warmed policy
-    with the outcome reward alone and with the PRM's step rewards."""
+    with the outcome reward alone and with the PRM's mean step verdict added."""
     run = tmp_path / "demo"
     argv = [
         "demo", "--run-dir", str(run), "--warmup-steps", "1", "--prm-rows", "32",
         "--prm-samples", "2", "--prm-steps", "1", "--chain-length", "2", "prm",
-        f"model.path={tiny_dir}", "train.total_steps=1", "rollout.prompts_per_step=2",
-        "rollout.n_samples_per_prompt=2", "rollout.max_new_tokens=8", "eval.max_prompts=2",
-        "eval.every=1",
+        f"model.path={tiny_dir}", *TINY_ARMS,
     ]  # fmt: skip
     assert main(argv) == 0
     summary = json.loads((run / "summary.json").read_text())
@@ -139,9 +144,7 @@ def test_demo_prm_trains_on_built_in_rows_without_a_warm_up(tiny_dir: Path, tmp_
         "demo", "--run-dir", str(run), "--warmup-steps", "0", "--prm-data", "synthetic",
         "--prm-rows", "20", "--prm-steps", "1", "--prm-phrasings", "symbol,sentence",
         "--prm-aggregate", "steps", "prm",
-        f"model.path={tiny_dir}", "train.total_steps=1", "rollout.prompts_per_step=2",
-        "rollout.n_samples_per_prompt=2", "rollout.max_new_tokens=8", "eval.max_prompts=2",
-        "eval.every=1",
+        f"model.path={tiny_dir}", *TINY_ARMS,
     ]  # fmt: skip
     assert main(argv) == 0
     summary = json.loads((run / "summary.json").read_text())

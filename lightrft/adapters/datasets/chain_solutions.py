@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from lightrft.adapters.datasets.synthetic_steps import PHRASINGS, apply_operation, chain_problems
+from lightrft.adapters.datasets.synthetic_steps import apply_operation, chain_problems, read_step
 
 _ANSWER = re.compile(r"^\s*####\s*(-?\d+)\s*$")
 
@@ -60,10 +60,6 @@ def worked_chain_rows(
     return rows
 
 
-def _read_step(line: str) -> tuple[int, str, int, int] | None:
-    return next((s for p in PHRASINGS.values() if (s := p.read(line)) is not None), None)
-
-
 def line_labels(lines: Sequence[str], chain: dict[str, Any]) -> list[bool]:
     """For each of ``lines`` (a response cut at its step separator): whether it and every
     line before it are right (module docstring)."""
@@ -73,7 +69,7 @@ def line_labels(lines: Sequence[str], chain: dict[str, Any]) -> list[bool]:
         if not line.strip():
             labels.append(good)
             continue
-        step, answer = _read_step(line), _ANSWER.match(line)
+        step, answer = read_step(line), _ANSWER.match(line)
         if step is not None:
             a, symbol, b, c = step
             right = worked < len(ops) and (symbol, b) == ops[worked] and a == value

@@ -77,6 +77,11 @@ PHRASINGS: dict[str, Phrasing] = {
 (what SmolLM2-135M-Instruct writes when asked: ``The result of multiplying 9 by 4 is 36.``)."""
 
 
+def read_step(line: str) -> tuple[int, str, int, int] | None:
+    """``(a, symbol, b, c)`` of a line written in any of :data:`PHRASINGS` (None: not a step)."""
+    return next((s for p in PHRASINGS.values() if (s := p.read(line)) is not None), None)
+
+
 def phrasing_problem(names: Sequence[str]) -> str | None:
     """What is wrong with ``names`` as a choice of :data:`PHRASINGS` (None: nothing)."""
     known = ", ".join(PHRASINGS)
@@ -294,7 +299,7 @@ def step_correctness(text: str, chain: dict[str, Any]) -> list[bool]:
     value, ops = int(chain["start"]), [(str(s), int(o)) for s, o in chain["ops"]]
     verdicts, k = [], 0
     for line in text.splitlines():
-        step = next((s for p in PHRASINGS.values() if (s := p.read(line)) is not None), None)
+        step = read_step(line)
         if step is None:
             continue
         a, symbol, b, c = step

@@ -37,6 +37,7 @@ from typing import Any
 
 import structlog
 
+from lightrft.adapters.datasets.judge_sft_rows import write_jsonl
 from lightrft.adapters.datasets.synthetic_steps import (
     DIFFICULTIES,
     PHRASINGS,
@@ -75,8 +76,7 @@ GRPO_OVERRIDES = [
 
 def _write_problems(path: Path, n: int, seed: int, options: PrmDemoOptions) -> Path:
     problems = chain_problems(n, seed, options.chain_length, options.difficulty)
-    rows = [{"prompt": r["prompt"], "reference": r["reference"]} for r in problems]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_jsonl(({"prompt": r["prompt"], "reference": r["reference"]} for r in problems), path)
     return path
 
 
@@ -94,8 +94,7 @@ def _write_step_rows(path: Path, n: int, seed: int, options: PrmDemoOptions) -> 
         wrong_result_share=options.prm_wrong_result_share,
         difficulty=options.difficulty,
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_jsonl(rows, path)
     return path
 
 

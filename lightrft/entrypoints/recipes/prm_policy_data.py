@@ -14,13 +14,13 @@ and the PRM rows labelled from that policy's own samples.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lightrft.adapters.datasets.chain_solutions import line_labels, worked_chain_rows
 from lightrft.adapters.datasets.in_memory import InMemoryPromptSource
+from lightrft.adapters.datasets.judge_sft_rows import write_jsonl
 from lightrft.adapters.datasets.rendering import PromptFormat
 from lightrft.adapters.datasets.synthetic_steps import chain_problems
 from lightrft.application.own_step_labels import label_own_samples
@@ -38,12 +38,6 @@ OWN_TRAIN_SEED = 20_000  # the PRM's own samples: prompts apart from the RL ones
 OWN_EVAL_SEED = 30_000  # its held-out own samples (not the RL held-out chains either)
 
 
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return path
-
-
 def warmup_stage(options: PrmDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
     """SFT of the policy (``model.path`` of ``overrides``, else the default) on worked chains;
     returns the warmed model's path, the first and last loss and the wall time."""
@@ -55,7 +49,8 @@ def warmup_stage(options: PrmDemoOptions, overrides: Sequence[str]) -> dict[str,
     rows = worked_chain_rows(
         options.warmup_rows, WARMUP_SEED + seed, options.chain_length, options.difficulty
     )
-    data = _write_jsonl(options.run_dir / "data" / "warmup.jsonl", rows)
+    data = options.run_dir / "data" / "warmup.jsonl"
+    write_jsonl(rows, data)
     model = model_path_of(overrides)
     config = load_sft_config(
         None,
@@ -118,7 +113,7 @@ def own_step_rows(
         }
         for s in labelled
     ]
-    _write_jsonl(path, rows)
+    write_jsonl(rows, path)
     steps = sum(len(s.labels) for s in labelled)
     good = sum(sum(s.labels) for s in labelled)
     return {"rows": len(rows), "steps": steps, "good_step_share": good / steps if steps else 0.0}
