@@ -168,3 +168,25 @@ def test_demo_prm_refuses_an_unknown_phrasing(
     err = capsys.readouterr().err
     assert "argument --prm-phrasings: ['poem'] not among symbol, sentence" in err
     assert not (tmp_path / "d").exists()
+
+
+def test_demo_prm_tiny_policy_is_made_here_and_runs_every_stage(tmp_path: Path) -> None:
+    """``--policy tiny`` with no model.path: a fresh byte-level model is written under the run
+    directory and goes through the warm-up, the PRM on its own samples and both arms."""
+    run = tmp_path / "demo"
+    argv = [
+        "demo", "--run-dir", str(run), "--policy", "tiny", "--warmup-steps", "1",
+        "--prm-rows", "32", "--prm-samples", "2", "--prm-steps", "1", "prm",
+        "train.seed=2", *TINY_ARMS,
+    ]  # fmt: skip
+    assert main(argv) == 0
+    summary = json.loads((run / "summary.json").read_text())
+    made = run / "scratch_policy"
+    config = json.loads((made / "config.json").read_text())
+    assert config["vocab_size"] == 259 and config["hidden_size"] == 128  # the profile's model
+    warmup_config = (run / "warmup" / "config.yaml").read_text()
+    assert str(made) in warmup_config and "cosine" in warmup_config
+    assert summary["prm"]["trained_here"] and summary["prm"]["rows"]["train"]["rows"] == 32
+    for name in ("grpo_outcome", "grpo_process"):
+        recorded = (run / name / "config.yaml").read_text()
+        assert summary["warmup"]["path"] in recorded and "n_samples_per_prompt: 2" in recorded

@@ -32,6 +32,7 @@ import argparse
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +47,13 @@ from lightrft.adapters.datasets.synthetic_steps import (
     phrasing_problem,
     synthetic_step_rows,
 )
+from lightrft.adapters.hf.scratch_model import write_scratch_model
 from lightrft.adapters.reward_models.process import STEPS
 from lightrft.application.reward_model_training import RewardTrainParams
 from lightrft.domain.process_rewards import STEP_AGGREGATIONS
 from lightrft.entrypoints.config.loading import load_config
 from lightrft.entrypoints.next_command import NextCommand
-from lightrft.entrypoints.recipes.prm_options import PRM_DATA, PrmDemoOptions
+from lightrft.entrypoints.recipes.prm_options import POLICY_PROFILES, PRM_DATA, PrmDemoOptions
 from lightrft.entrypoints.recipes.prm_policy_data import own_rows_stage, warmup_stage
 from lightrft.entrypoints.recipes.registry import DemoRecipe
 from lightrft.entrypoints.recipes.rlhf import metric_rows, model_path_of, seed_of
@@ -172,6 +174,7 @@ def _grpo_stage(
         None,
         [
             *GRPO_OVERRIDES,
+            *POLICY_PROFILES[options.policy].grpo,
             f"rollout.temperature={options.sample_temperature}",
             f"rollout.max_new_tokens={options.max_new_tokens}",
             f"data.train.path={data[0]}",
@@ -206,6 +209,19 @@ def process_estimator(options: PrmDemoOptions) -> str:
     return "process_grpo" if options.prm_aggregate == STEPS else "grpo"
 
 
+def _starting_policy(options: PrmDemoOptions, overrides: Sequence[str]) -> str | None:
+    """``model.path`` of ``overrides``; else a fresh model when the profile makes one
+    (``tiny``: written under ``run_dir``, seeded by ``train.seed``); else None (the default
+    model)."""
+    given = model_path_of(overrides)
+    spec = POLICY_PROFILES[options.policy].scratch
+    if given is not None or spec is None:
+        return given
+    target = options.run_dir / "scratch_policy"
+    write_scratch_model(target, replace(spec, seed=seed_of(overrides)))
+    return str(target)
+
+
 def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """Runs the stages in a guarded ``run_dir``; returns (and writes) the summary."""
     with guard_run_directory(fresh_run_request(options.run_dir, options.overwrite)):
@@ -218,9 +234,9 @@ def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict
             _write_problems(data_dir / "eval.jsonl", options.eval_problems, 10_000, options),
         )
         summary: dict[str, Any] = {}
-        policy = model_path_of(overrides)
+        policy = _starting_policy(options, overrides)
         if options.warmup_steps > 0:
-            summary["warmup"] = warmup_stage(options, overrides)
+            summary["warmup"] = warmup_stage(policy, options, overrides)
             policy = summary["warmup"]["path"]
         arm_overrides = [*overrides, *([f"model.path={policy}"] if policy else [])]
         if options.prm_model is not None:
@@ -272,88 +288,81 @@ def _threshold(text: str) -> float | None:
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    defaults = PrmDemoOptions()
     parser.add_argument(
-        "--difficulty",
-        type=_difficulty,
-        default=defaults.difficulty,
-        help="the chains' numbers: " + ", ".join(DIFFICULTIES),
+        "--policy",
+        choices=tuple(POLICY_PROFILES),
+        default=PrmDemoOptions.policy,
+        help="; ".join(f"{name}: {p.help}" for name, p in POLICY_PROFILES.items())
+        + " (the flags below override the profile's settings)",
     )
     parser.add_argument(
-        "--chain-length", type=int, default=defaults.chain_length, help="operations per chain"
+        "--difficulty", type=_difficulty, help="the chains' numbers: " + ", ".join(DIFFICULTIES)
     )
+    parser.add_argument("--chain-length", type=int, help="operations per chain")
     parser.add_argument(
         "--warmup-steps",
         type=int,
-        default=defaults.warmup_steps,
         help="SFT steps on worked chains before the PRM and RL (0: none)",
     )
     parser.add_argument(
         "--prm-data",
         choices=PRM_DATA,
-        default=defaults.prm_data,
         help="the PRM's rows: the (warmed) policy's own samples labelled by the step checker, "
         "or built-in chains",
     )
-    parser.add_argument("--prm-rows", type=int, default=defaults.prm_rows, help="PRM rows")
-    parser.add_argument(
-        "--prm-samples", type=int, default=defaults.prm_samples, help="own rows: samples a prompt"
-    )
-    parser.add_argument("--prm-steps", type=int, default=None, help="PRM optimizer steps")
-    parser.add_argument("--prm-lr", type=float, default=defaults.prm_lr, help="PRM learning rate")
-    parser.add_argument("--prm-model", type=Path, default=None, help="a trained PRM: no PRM stage")
+    parser.add_argument("--prm-rows", type=int, help="PRM rows")
+    parser.add_argument("--prm-samples", type=int, help="own rows: samples a prompt")
+    parser.add_argument("--prm-steps", type=int, help="PRM optimizer steps")
+    parser.add_argument("--prm-lr", type=float, help="PRM learning rate")
+    parser.add_argument("--prm-model", type=Path, help="a trained PRM: no PRM stage")
     parser.add_argument(
         "--prm-phrasings",
         type=_phrasings,
-        default=defaults.prm_phrasings,
         help="synthetic rows: how the steps are written, comma-separated: " + ", ".join(PHRASINGS),
     )
     parser.add_argument(
         "--step-threshold",
         type=_threshold,
-        default=defaults.step_threshold,
+        default=argparse.SUPPRESS,
         help="process arm: step scores at or above it count 1, below it 0 ('none': raw scores)",
     )
     parser.add_argument(
         "--prm-aggregate",
         type=_aggregate,
-        default=defaults.prm_aggregate,
         help="process arm: 'steps' passes each step's score to process_grpo; min, last, "
         "product or mean make one reward of them, added to the outcome's (grpo)",
     )
-    parser.add_argument(
-        "--eval-problems", type=int, default=defaults.eval_problems, help="held-out chains"
+    parser.add_argument("--eval-problems", type=int, help="held-out chains")
+    parser.add_argument("--run-dir", type=Path, help="output directory")
+
+
+FLAG_FIELDS = (
+    "run_dir", "difficulty", "chain_length", "warmup_steps", "prm_data", "prm_rows", "prm_samples",
+    "prm_steps", "prm_lr", "prm_model", "prm_phrasings", "prm_aggregate", "eval_problems",
+)  # fmt: skip
+"""The options a flag sets; a flag not given leaves the profile's value."""
+
+
+def options_of(args: argparse.Namespace) -> PrmDemoOptions:
+    """The options of parsed flags: the ``--policy`` profile, the flags given over it."""
+    given = {name: getattr(args, name) for name in FLAG_FIELDS if getattr(args, name) is not None}
+    if hasattr(args, "step_threshold"):  # None is a value here ('none': raw scores)
+        given["step_threshold"] = args.step_threshold
+    return PrmDemoOptions.for_policy(
+        args.policy, **given, next_command=NextCommand(args.argv, reruns_as_typed=True)
     )
-    parser.add_argument("--run-dir", type=Path, default=None, help="output directory")
 
 
 def _run(args: argparse.Namespace, overrides: list[str]) -> int:
-    options = PrmDemoOptions(
-        run_dir=args.run_dir or PrmDemoOptions.run_dir,
-        difficulty=args.difficulty,
-        chain_length=args.chain_length,
-        warmup_steps=args.warmup_steps,
-        prm_data=args.prm_data,
-        prm_rows=args.prm_rows,
-        prm_samples=args.prm_samples,
-        prm_steps=args.prm_steps,
-        prm_lr=args.prm_lr,
-        prm_model=args.prm_model,
-        prm_phrasings=args.prm_phrasings,
-        step_threshold=args.step_threshold,
-        prm_aggregate=args.prm_aggregate,
-        eval_problems=args.eval_problems,
-        next_command=NextCommand(args.argv, reruns_as_typed=True),
-    )
-    print(json.dumps(run_prm_demo(options, overrides), indent=2))
+    print(json.dumps(run_prm_demo(options_of(args), overrides), indent=2))
     return 0
 
 
 RECIPE = DemoRecipe(
     name="prm",
-    help="warm a policy up on worked chain arithmetic, train a process reward model on its own "
-    "labelled samples, then GRPO with the outcome reward alone and with the PRM's step "
-    "rewards (process_grpo)",
+    help="warm a policy up on worked chain arithmetic (--policy tiny: a small model made here), "
+    "train a process reward model on its own labelled samples, then GRPO with the outcome "
+    "reward alone and with the PRM's step verdicts added",
     run=_run,
     add_arguments=_add_arguments,
 )

@@ -4,9 +4,12 @@ read them without importing the recipe."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from lightrft.adapters.hf.scratch_model import ScratchModelSpec
 from lightrft.entrypoints.next_command import NextCommand
 
 SEPARATOR = "\n"  # a step is a line
@@ -21,11 +24,15 @@ class PrmDemoOptions:
     """The task, the warm-up, the PRM's data and size, and the demo's directory."""
 
     run_dir: Path = Path("runs/demo_prm")
+    policy: str = "smollm2"  # POLICY_PROFILES: the policy and the settings measured with it
     difficulty: str = "medium"  # synthetic_steps.DIFFICULTIES: the chains' numbers
     chain_length: int = 3  # operations per RL chain (the warm-up's are 1 to this many)
     warmup_steps: int = 32  # SFT steps on worked chains first (0: the policy as given)
     warmup_rows: int = 1024
     warmup_lr: float = 5e-5
+    warmup_batch_size: int = 16
+    warmup_micro_batch_size: int = 8
+    warmup_schedule: str = "constant"  # optim.schedule of the warm-up (cosine: to a tenth)
     prm_data: str = "own"  # own: the warmed policy's samples, labelled; synthetic: built-in rows
     prm_rows: int = 1024  # PRM training rows (own: prompts x prm_samples)
     prm_samples: int = 4  # own: samples per prompt
@@ -49,3 +56,55 @@ class PrmDemoOptions:
     separator: str = SEPARATOR
     overwrite: bool = True
     next_command: NextCommand = field(default_factory=NextCommand)
+
+    @classmethod
+    def for_policy(cls, name: str, **fields: Any) -> PrmDemoOptions:
+        """The options of policy profile ``name``: its settings, then ``fields`` over them."""
+        if name not in POLICY_PROFILES:
+            raise ValueError(f"policy {name!r} not among {', '.join(POLICY_PROFILES)}")
+        return cls(policy=name, **{**POLICY_PROFILES[name].fields, **fields})
+
+
+@dataclass(frozen=True)
+class PolicyProfile:
+    """A policy the demo starts from and the settings measured with it."""
+
+    help: str
+    fields: Mapping[str, Any]  # PrmDemoOptions values of the profile
+    grpo: tuple[str, ...] = ()  # GRPO overrides of both arms, after the recipe's own
+    scratch: ScratchModelSpec | None = None  # made here, when no model.path is given
+
+
+POLICY_PROFILES: dict[str, PolicyProfile] = {
+    "smollm2": PolicyProfile(
+        help="SmolLM2-135M-Instruct (or model.path), warmed up 32 steps on medium chains",
+        fields={},
+    ),
+    "tiny": PolicyProfile(
+        help="a 1M-parameter byte-level Llama made here (or model.path: one made before) and "
+        "taught the small chains by 1300 SFT steps; 60 GRPO steps of 16 prompts x 8 samples",
+        fields={
+            "difficulty": "small",
+            "warmup_steps": 1300,
+            "warmup_rows": 41_600,  # a fresh row every time
+            "warmup_lr": 2e-3,
+            "warmup_batch_size": 32,
+            "warmup_micro_batch_size": 32,
+            "warmup_schedule": "cosine",
+            "prm_rows": 4096,
+            "prm_eval_rows": 256,
+            "prm_batch_size": 32,
+            "prm_lr": 5e-4,
+        },
+        grpo=(
+            "rollout.prompts_per_step=16",
+            "rollout.n_samples_per_prompt=8",
+            "optim.lr=1e-4",
+            "train.total_steps=60",
+            "eval.every=20",
+        ),
+        scratch=ScratchModelSpec(),
+    ),
+}
+"""``--policy``: ``smollm2`` (the default) or ``tiny``, the small model on which 60 GRPO steps
+take minutes on a CPU."""

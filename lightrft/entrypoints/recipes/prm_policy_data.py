@@ -25,7 +25,7 @@ from lightrft.adapters.datasets.rendering import PromptFormat
 from lightrft.adapters.datasets.synthetic_steps import chain_problems
 from lightrft.application.own_step_labels import label_own_samples
 from lightrft.domain.types import SamplingParams
-from lightrft.entrypoints.recipes.rlhf import model_path_of, seed_of
+from lightrft.entrypoints.recipes.rlhf import seed_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -38,9 +38,11 @@ OWN_TRAIN_SEED = 20_000  # the PRM's own samples: prompts apart from the RL ones
 OWN_EVAL_SEED = 30_000  # its held-out own samples (not the RL held-out chains either)
 
 
-def warmup_stage(options: PrmDemoOptions, overrides: Sequence[str]) -> dict[str, Any]:
-    """SFT of the policy (``model.path`` of ``overrides``, else the default) on worked chains;
-    returns the warmed model's path, the first and last loss and the wall time."""
+def warmup_stage(
+    model: str | None, options: PrmDemoOptions, overrides: Sequence[str]
+) -> dict[str, Any]:
+    """SFT of the policy ``model`` (None: the default model) on worked chains; returns the
+    warmed model's path, the first and last loss and the wall time."""
     from lightrft.entrypoints.config.loading import load_sft_config
     from lightrft.entrypoints.jobs.sft import sft
 
@@ -51,17 +53,18 @@ def warmup_stage(options: PrmDemoOptions, overrides: Sequence[str]) -> dict[str,
     )
     data = options.run_dir / "data" / "warmup.jsonl"
     write_jsonl(rows, data)
-    model = model_path_of(overrides)
     config = load_sft_config(
         None,
         [
             f"sft.train_data.path={data}",
             "sft.eval_data=null",
             f"sft.total_steps={options.warmup_steps}",
-            "sft.batch_size=16",
-            "sft.micro_batch_size=8",
+            f"sft.batch_size={options.warmup_batch_size}",
+            f"sft.micro_batch_size={options.warmup_micro_batch_size}",
             f"sft.seed={seed}",
             f"optim.lr={options.warmup_lr}",
+            f"optim.schedule={options.warmup_schedule}",
+            "optim.min_lr_ratio=0.1",  # where the schedule decays
             f"logging.run_dir={options.run_dir / 'warmup'}",
             "checkpoint.every=null",
             "logging.progress=false",

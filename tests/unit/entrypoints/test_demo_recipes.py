@@ -152,8 +152,8 @@ def test_prm_demo_trains_the_prm_and_both_arms_from_the_warmed_policy(
 
     calls: dict[str, object] = {}
 
-    def warmup(options, overrides):  # type: ignore[no-untyped-def]
-        calls["warmup"] = list(overrides)
+    def warmup(model, options, overrides):  # type: ignore[no-untyped-def]
+        calls["warmup"] = (model, list(overrides))
         return {"path": "WARM"}
 
     def prm_stage(policy, options, overrides):  # type: ignore[no-untyped-def]
@@ -168,7 +168,7 @@ def test_prm_demo_trains_the_prm_and_both_arms_from_the_warmed_policy(
         monkeypatch.setattr(prm, name, fake)  # type: ignore[attr-defined]
     options = prm.PrmDemoOptions(run_dir=tmp_path / "d", train_problems=2, eval_problems=2)
     summary = prm.run_prm_demo(options, ["model.path=BASE", "train.seed=3"])
-    assert calls["warmup"] == ["model.path=BASE", "train.seed=3"]  # the warm-up starts at BASE
+    assert calls["warmup"] == ("BASE", ["model.path=BASE", "train.seed=3"])  # starts at BASE
     assert calls["prm"] == "WARM" and summary["warmup"] == {"path": "WARM"}
     for name, sources in (("grpo_outcome", ["math"]), ("grpo_process", ["math", "process_rm"])):
         overrides, types = calls[name]  # type: ignore[misc]
@@ -177,6 +177,82 @@ def test_prm_demo_trains_the_prm_and_both_arms_from_the_warmed_policy(
     for row in problems:  # the default task: three operations on medium numbers
         question = row["prompt"].split("\n")[0]
         assert question.count(". ") == 4 and 10 <= int(question.split(".")[0].split()[-1]) <= 19
+
+
+def test_prm_demo_tiny_profile_makes_a_fresh_model_per_seed_and_its_settings_reach_the_stages(
+    tmp_path: Path, monkeypatch: object
+) -> None:
+    import argparse
+
+    from lightrft.entrypoints.recipes import prm
+    from lightrft.entrypoints.recipes.prm_options import POLICY_PROFILES
+
+    calls: dict[str, object] = {}
+
+    def warmup(model, options, overrides):  # type: ignore[no-untyped-def]
+        calls["warmup"] = (model, options.warmup_steps, options.warmup_lr)
+        return {"path": "WARM"}
+
+    def grpo(name, sources, estimator, data, options, overrides):  # type: ignore[no-untyped-def]
+        calls[name] = options.policy
+        return {}
+
+    monkeypatch.setattr(prm, "warmup_stage", warmup)  # type: ignore[attr-defined]
+    monkeypatch.setattr(prm, "_grpo_stage", grpo)  # type: ignore[attr-defined]
+    parser = argparse.ArgumentParser()
+    prm._add_arguments(parser)
+    args = parser.parse_args(
+        ["--policy", "tiny", "--run-dir", str(tmp_path / "t"), "--prm-model", "P", "--prm-lr", "1"]
+    )
+    args.argv = []
+    options = prm.options_of(args)
+    assert options.policy == "tiny" and options.difficulty == "small" and options.prm_lr == 1.0
+    assert options.warmup_steps == POLICY_PROFILES["tiny"].fields["warmup_steps"]
+    assert options.step_threshold == 0.5 and options.chain_length == 3  # the defaults
+    summaries = [prm.run_prm_demo(options, [f"train.seed={seed}"]) for seed in (4, 5)]
+    fresh = tmp_path / "t" / "scratch_policy"
+    assert calls["warmup"] == (str(fresh), 1300, 2e-3)
+    assert calls["grpo_outcome"] == calls["grpo_process"] == "tiny"
+    assert (fresh / "config.json").is_file() and summaries[1]["prm"]["path"] == "P"
+    prm.run_prm_demo(options, ["model.path=GIVEN"])  # a given model: none made
+    assert calls["warmup"][0] == "GIVEN"
+    no_threshold = parser.parse_args(["--step-threshold", "none"])
+    no_threshold.argv = []
+    assert prm.options_of(no_threshold).step_threshold is None
+    assert prm.options_of(no_threshold).policy == "smollm2"
+
+
+def test_prm_demo_tiny_arms_use_the_profile_grpo_settings(
+    tmp_path: Path, monkeypatch: object
+) -> None:
+    from lightrft.entrypoints.jobs import training
+    from lightrft.entrypoints.recipes import prm
+
+    configs = []
+
+    def train(config, next_command=None):  # type: ignore[no-untyped-def]
+        configs.append(config)
+        return {"steps": 0}
+
+    monkeypatch.setattr(training, "train", train)  # type: ignore[attr-defined]
+    data = (tmp_path / "a.jsonl", tmp_path / "b.jsonl")
+    for policy in ("smollm2", "tiny"):
+        options = prm.PrmDemoOptions.for_policy(policy, run_dir=tmp_path / policy)
+        prm._grpo_stage("x", [{"type": "math"}], "grpo", data, options, ["optim.lr=3e-4"])
+    smollm2, tiny = configs
+    assert (smollm2.train.total_steps, smollm2.rollout.prompts_per_step) == (16, 8)
+    assert (tiny.train.total_steps, tiny.rollout.prompts_per_step) == (60, 16)
+    assert tiny.rollout.n_samples_per_prompt == 8 and tiny.eval.every == 20
+    assert smollm2.optim.lr == tiny.optim.lr == 3e-4  # the user's overrides come last
+
+
+def test_prm_demo_names_an_unknown_policy_profile() -> None:
+    import pytest
+
+    from lightrft.entrypoints.recipes.prm_options import PrmDemoOptions
+
+    with pytest.raises(ValueError, match="policy 'huge' not among smollm2, tiny"):
+        PrmDemoOptions.for_policy("huge")
 
 
 def test_prm_demo_arms_share_their_data_and_the_held_out_chains_are_the_same_for_every_seed(
