@@ -176,7 +176,8 @@ def test_demo_prm_tiny_policy_is_made_here_and_runs_every_stage(tmp_path: Path) 
     run = tmp_path / "demo"
     argv = [
         "demo", "--run-dir", str(run), "--policy", "tiny", "--warmup-steps", "1",
-        "--prm-rows", "32", "--prm-samples", "2", "--prm-steps", "1", "prm",
+        "--prm-base-steps", "1", "--prm-rows", "32", "--prm-samples", "2", "--prm-steps", "1",
+        "prm",
         "train.seed=2", *TINY_ARMS,
     ]  # fmt: skip
     assert main(argv) == 0
@@ -185,8 +186,12 @@ def test_demo_prm_tiny_policy_is_made_here_and_runs_every_stage(tmp_path: Path) 
     config = json.loads((made / "config.json").read_text())
     assert config["vocab_size"] == 259 and config["hidden_size"] == 128  # the profile's model
     warmup_config = (run / "warmup" / "config.yaml").read_text()
-    assert str(made) in warmup_config and "cosine" in warmup_config
+    assert str(made) in warmup_config and "lr: 0.002" in warmup_config
     assert summary["prm"]["trained_here"] and summary["prm"]["rows"]["train"]["rows"] == 32
+    base = summary["prm_base"]["path"]  # the PRM's backbone: the warmed policy, trained more
+    assert summary["warmup"]["path"] in (run / "prm_base" / "config.yaml").read_text()
+    assert json.loads((run / "prm" / "summary.json").read_text())["base_model"] == base
     for name in ("grpo_outcome", "grpo_process"):
         recorded = (run / name / "config.yaml").read_text()
         assert summary["warmup"]["path"] in recorded and "n_samples_per_prompt: 2" in recorded
+    assert "advantage_estimator: process_grpo" in (run / "grpo_process" / "config.yaml").read_text()

@@ -167,6 +167,7 @@ def train_process_reward_model(options: PrmTrainOptions) -> dict[str, Any]:
             "eval_rows": len(eval_rows),
             "skipped_rows": skipped,
             "resumed_from": resumed_from,
+            "base_model": str(path),  # the model the PRM started from
             **before,
             **(trainer.evaluate(eval_rows).metrics() if eval_rows else {}),
             "separator": card.separator,

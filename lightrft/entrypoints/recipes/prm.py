@@ -54,7 +54,11 @@ from lightrft.domain.process_rewards import STEP_AGGREGATIONS
 from lightrft.entrypoints.config.loading import load_config
 from lightrft.entrypoints.next_command import NextCommand
 from lightrft.entrypoints.recipes.prm_options import POLICY_PROFILES, PRM_DATA, PrmDemoOptions
-from lightrft.entrypoints.recipes.prm_policy_data import own_rows_stage, warmup_stage
+from lightrft.entrypoints.recipes.prm_policy_data import (
+    own_rows_stage,
+    prm_base_stage,
+    warmup_stage,
+)
 from lightrft.entrypoints.recipes.registry import DemoRecipe
 from lightrft.entrypoints.recipes.rlhf import metric_rows, model_path_of, seed_of
 from lightrft.entrypoints.run_dir.guard import fresh_run_request, guard_run_directory
@@ -120,8 +124,9 @@ def _prm_rows(
 
 
 def _prm_stage(
-    policy: str | None, options: PrmDemoOptions, overrides: Sequence[str]
+    policy: str | None, options: PrmDemoOptions, overrides: Sequence[str], base: str | None = None
 ) -> dict[str, Any]:
+    """The PRM, trained from ``base`` (None: ``policy``) on rows of ``policy``'s samples."""
     from lightrft.entrypoints.jobs.process_reward_model import (
         PrmCardOptions,
         PrmTrainOptions,
@@ -134,7 +139,7 @@ def _prm_stage(
     summary = train_process_reward_model(
         PrmTrainOptions(
             output=options.run_dir / "prm",
-            model=policy,
+            model=base or policy,
             data=StepDataOptions(
                 data=str(train), eval_data=str(held_out), chain_length=options.chain_length
             ),
@@ -242,7 +247,11 @@ def run_prm_demo(options: PrmDemoOptions, overrides: Sequence[str] = ()) -> dict
         if options.prm_model is not None:
             summary["prm"] = {"path": str(options.prm_model), "trained_here": False}
         else:
-            summary["prm"] = _prm_stage(policy, options, overrides)
+            base = policy
+            if options.prm_base_steps > 0:
+                summary["prm_base"] = prm_base_stage(policy, options, overrides)
+                base = summary["prm_base"]["path"]
+            summary["prm"] = _prm_stage(policy, options, overrides, base)
         math = {"type": "math", "name": "math"}
         summary["outcome_only"] = _grpo_stage(
             "grpo_outcome", [math], "grpo", data, options, arm_overrides
@@ -311,6 +320,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "or built-in chains",
     )
     parser.add_argument("--prm-rows", type=int, help="PRM rows")
+    parser.add_argument(
+        "--prm-base-steps",
+        type=int,
+        help="SFT steps more for the PRM's starting model, after the warm-up (0: the warmed policy)",
+    )
     parser.add_argument("--prm-samples", type=int, help="own rows: samples a prompt")
     parser.add_argument("--prm-steps", type=int, help="PRM optimizer steps")
     parser.add_argument("--prm-lr", type=float, help="PRM learning rate")
@@ -337,7 +351,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 FLAG_FIELDS = (
-    "run_dir", "difficulty", "chain_length", "warmup_steps", "prm_data", "prm_rows", "prm_samples",
+    "run_dir", "difficulty", "chain_length", "warmup_steps", "prm_base_steps", "prm_data",
+    "prm_rows", "prm_samples",
     "prm_steps", "prm_lr", "prm_model", "prm_phrasings", "prm_aggregate", "eval_problems",
 )  # fmt: skip
 """The options a flag sets; a flag not given leaves the profile's value."""

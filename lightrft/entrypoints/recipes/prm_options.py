@@ -33,6 +33,7 @@ class PrmDemoOptions:
     warmup_batch_size: int = 16
     warmup_micro_batch_size: int = 8
     warmup_schedule: str = "constant"  # optim.schedule of the warm-up (cosine: to a tenth)
+    prm_base_steps: int = 0  # SFT steps more for the PRM's backbone (0: the warmed policy)
     prm_data: str = "own"  # own: the warmed policy's samples, labelled; synthetic: built-in rows
     prm_rows: int = 1024  # PRM training rows (own: prompts x prm_samples)
     prm_samples: int = 4  # own: samples per prompt
@@ -81,25 +82,27 @@ POLICY_PROFILES: dict[str, PolicyProfile] = {
         fields={},
     ),
     "tiny": PolicyProfile(
-        help="a 1M-parameter byte-level Llama made here (or model.path: one made before) and "
-        "taught the small chains by 1300 SFT steps; 60 GRPO steps of 16 prompts x 8 samples",
+        help="a 1M-parameter byte-level Llama made here (or model.path: one made before), "
+        "taught the small chains by 1000 SFT steps; its PRM starts from it trained 300 steps "
+        "more; 60 process_grpo steps of 16 prompts x 8 samples",
         fields={
             "difficulty": "small",
-            "warmup_steps": 1300,
-            "warmup_rows": 41_600,  # a fresh row every time
+            "warmup_steps": 1000,
+            "warmup_rows": 32_000,  # a fresh row every time
             "warmup_lr": 2e-3,
             "warmup_batch_size": 32,
             "warmup_micro_batch_size": 32,
-            "warmup_schedule": "cosine",
+            "prm_base_steps": 300,
             "prm_rows": 4096,
             "prm_eval_rows": 256,
             "prm_batch_size": 32,
             "prm_lr": 5e-4,
+            "prm_aggregate": "steps",
         },
         grpo=(
             "rollout.prompts_per_step=16",
             "rollout.n_samples_per_prompt=8",
-            "optim.lr=1e-4",
+            "optim.lr=5e-5",
             "train.total_steps=60",
             "eval.every=20",
         ),

@@ -36,36 +36,56 @@ if TYPE_CHECKING:
 WARMUP_SEED = 7_777  # the warm-up chains' generator, apart from the RL and PRM prompts
 OWN_TRAIN_SEED = 20_000  # the PRM's own samples: prompts apart from the RL ones
 OWN_EVAL_SEED = 30_000  # its held-out own samples (not the RL held-out chains either)
+PRM_BASE_SEED = 40_000  # the chains that train the PRM's backbone further
+
+
+def prm_base_stage(
+    policy: str | None, options: PrmDemoOptions, overrides: Sequence[str]
+) -> dict[str, Any]:
+    """The PRM's starting model: the warmed ``policy`` trained ``options.prm_base_steps`` SFT
+    steps more on other worked chains (a checker of arithmetic must know it better than the
+    policy whose steps it checks)."""
+    return warmup_stage(
+        policy, options, overrides, name="prm_base", steps=options.prm_base_steps,
+        row_seed=PRM_BASE_SEED,
+    )  # fmt: skip
 
 
 def warmup_stage(
-    model: str | None, options: PrmDemoOptions, overrides: Sequence[str]
+    model: str | None,
+    options: PrmDemoOptions,
+    overrides: Sequence[str],
+    *,
+    name: str = "warmup",
+    steps: int | None = None,
+    row_seed: int = WARMUP_SEED,
 ) -> dict[str, Any]:
-    """SFT of the policy ``model`` (None: the default model) on worked chains; returns the
-    warmed model's path, the first and last loss and the wall time."""
+    """SFT of ``model`` (None: the default model) on worked chains (drawn from ``row_seed``
+    plus the run's seed) for ``steps`` (None: ``options.warmup_steps``) into ``run_dir/name``.
+    Returns the trained model's path, the first and last loss and the wall time."""
     from lightrft.entrypoints.config.loading import load_sft_config
     from lightrft.entrypoints.jobs.sft import sft
 
     started = time.perf_counter()
     seed = seed_of(overrides)
     rows = worked_chain_rows(
-        options.warmup_rows, WARMUP_SEED + seed, options.chain_length, options.difficulty
+        options.warmup_rows, row_seed + seed, options.chain_length, options.difficulty
     )
-    data = options.run_dir / "data" / "warmup.jsonl"
+    data = options.run_dir / "data" / f"{name}.jsonl"
     write_jsonl(rows, data)
     config = load_sft_config(
         None,
         [
             f"sft.train_data.path={data}",
             "sft.eval_data=null",
-            f"sft.total_steps={options.warmup_steps}",
+            f"sft.total_steps={options.warmup_steps if steps is None else steps}",
             f"sft.batch_size={options.warmup_batch_size}",
             f"sft.micro_batch_size={options.warmup_micro_batch_size}",
             f"sft.seed={seed}",
             f"optim.lr={options.warmup_lr}",
             f"optim.schedule={options.warmup_schedule}",
             "optim.min_lr_ratio=0.1",  # where the schedule decays
-            f"logging.run_dir={options.run_dir / 'warmup'}",
+            f"logging.run_dir={options.run_dir / name}",
             "checkpoint.every=null",
             "logging.progress=false",
             *([f"model.path={model}"] if model else []),
@@ -73,7 +93,7 @@ def warmup_stage(
     )
     summary = sft(config, next_command=options.next_command)
     return {
-        "path": str(options.run_dir / "warmup" / "final_model"),
+        "path": str(options.run_dir / name / "final_model"),
         "steps": summary["steps"],
         "loss_first": summary.get("train_loss_first"),
         "loss_last": summary.get("train_loss_last"),

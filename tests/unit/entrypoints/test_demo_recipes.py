@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from lightrft.entrypoints.config.loading import load_config
@@ -156,20 +157,29 @@ def test_prm_demo_trains_the_prm_and_both_arms_from_the_warmed_policy(
         calls["warmup"] = (model, list(overrides))
         return {"path": "WARM"}
 
-    def prm_stage(policy, options, overrides):  # type: ignore[no-untyped-def]
-        calls["prm"] = policy
+    def prm_stage(policy, options, overrides, base=None):  # type: ignore[no-untyped-def]
+        calls["prm"] = (policy, base)
         return {"path": "PRM"}
+
+    def prm_base(policy, options, overrides):  # type: ignore[no-untyped-def]
+        calls["prm_base"] = (policy, options.prm_base_steps)
+        return {"path": "BASE2"}
 
     def grpo(name, sources, estimator, data, options, overrides):  # type: ignore[no-untyped-def]
         calls[name] = (list(overrides), [s["type"] for s in sources])
         return {}
 
-    for name, fake in (("warmup_stage", warmup), ("_prm_stage", prm_stage), ("_grpo_stage", grpo)):
+    fakes = (("warmup_stage", warmup), ("_prm_stage", prm_stage), ("_grpo_stage", grpo))
+    for name, fake in (*fakes, ("prm_base_stage", prm_base)):
         monkeypatch.setattr(prm, name, fake)  # type: ignore[attr-defined]
     options = prm.PrmDemoOptions(run_dir=tmp_path / "d", train_problems=2, eval_problems=2)
     summary = prm.run_prm_demo(options, ["model.path=BASE", "train.seed=3"])
     assert calls["warmup"] == ("BASE", ["model.path=BASE", "train.seed=3"])  # starts at BASE
-    assert calls["prm"] == "WARM" and summary["warmup"] == {"path": "WARM"}
+    assert calls["prm"] == ("WARM", "WARM") and summary["warmup"] == {"path": "WARM"}
+    assert "prm_base" not in calls  # prm_base_steps 0: the PRM starts from the warmed policy
+    based = replace(options, run_dir=tmp_path / "b", prm_base_steps=5)
+    assert prm.run_prm_demo(based, ["model.path=BASE"])["prm_base"] == {"path": "BASE2"}
+    assert calls["prm_base"] == ("WARM", 5) and calls["prm"] == ("WARM", "BASE2")
     for name, sources in (("grpo_outcome", ["math"]), ("grpo_process", ["math", "process_rm"])):
         overrides, types = calls[name]  # type: ignore[misc]
         assert overrides[-1] == "model.path=WARM" and types == sources
@@ -211,7 +221,7 @@ def test_prm_demo_tiny_profile_makes_a_fresh_model_per_seed_and_its_settings_rea
     assert options.step_threshold == 0.5 and options.chain_length == 3  # the defaults
     summaries = [prm.run_prm_demo(options, [f"train.seed={seed}"]) for seed in (4, 5)]
     fresh = tmp_path / "t" / "scratch_policy"
-    assert calls["warmup"] == (str(fresh), 1300, 2e-3)
+    assert calls["warmup"] == (str(fresh), 1000, 2e-3)
     assert calls["grpo_outcome"] == calls["grpo_process"] == "tiny"
     assert (fresh / "config.json").is_file() and summaries[1]["prm"]["path"] == "P"
     prm.run_prm_demo(options, ["model.path=GIVEN"])  # a given model: none made
@@ -242,6 +252,7 @@ def test_prm_demo_tiny_arms_use_the_profile_grpo_settings(
     smollm2, tiny = configs
     assert (smollm2.train.total_steps, smollm2.rollout.prompts_per_step) == (16, 8)
     assert (tiny.train.total_steps, tiny.rollout.prompts_per_step) == (60, 16)
+    assert tiny.algorithm.advantage_estimator == "grpo"  # the arm passes its estimator
     assert tiny.rollout.n_samples_per_prompt == 8 and tiny.eval.every == 20
     assert smollm2.optim.lr == tiny.optim.lr == 3e-4  # the user's overrides come last
 
