@@ -2,7 +2,7 @@
 directory every engine here loads (``config.json``, safetensors, tokenizer files).
 
 What it is for: experiments that must run many RL steps on a CPU, where a pretrained model is
-too slow (``lightrft demo prm --policy scratch``). It knows nothing until trained: the demo
+too slow (``lightrft demo --policy tiny prm``). It knows nothing until trained: the demo
 teaches it its task by SFT first. The tokenizer maps each byte to one token (no merges), so no
 vocabulary file is needed and any text round-trips; the chat template writes ``role: content``
 lines, ends an assistant turn with ``<eos>`` and the prompt with ``assistant: ``.

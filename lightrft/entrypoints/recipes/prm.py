@@ -352,8 +352,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 FLAG_FIELDS = (
     "run_dir", "difficulty", "chain_length", "warmup_steps", "prm_base_steps", "prm_data",
-    "prm_rows", "prm_samples",
-    "prm_steps", "prm_lr", "prm_model", "prm_phrasings", "prm_aggregate", "eval_problems",
+    "prm_rows", "prm_samples", "prm_steps", "prm_lr", "prm_model", "prm_phrasings",
+    "prm_aggregate", "eval_problems",
 )  # fmt: skip
 """The options a flag sets; a flag not given leaves the profile's value."""
 
