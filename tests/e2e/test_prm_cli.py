@@ -170,6 +170,7 @@ def test_demo_prm_refuses_an_unknown_phrasing(
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.slow  # about 50 s: the profile's 28800 warm-up rows twice and 512 held-out samples
 def test_demo_prm_tiny_policy_is_made_here_and_runs_every_stage(tmp_path: Path) -> None:
     """``--policy tiny`` with no model.path: a fresh byte-level model is written under the run
     directory and goes through the warm-up, the PRM on its own samples and both arms."""

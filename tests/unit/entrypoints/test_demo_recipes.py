@@ -221,7 +221,7 @@ def test_prm_demo_tiny_profile_makes_a_fresh_model_per_seed_and_its_settings_rea
     assert options.step_threshold == 0.5 and options.chain_length == 3  # the defaults
     summaries = [prm.run_prm_demo(options, [f"train.seed={seed}"]) for seed in (4, 5)]
     fresh = tmp_path / "t" / "scratch_policy"
-    assert calls["warmup"] == (str(fresh), 1000, 2e-3)
+    assert calls["warmup"] == (str(fresh), 900, 2e-3)
     assert calls["grpo_outcome"] == calls["grpo_process"] == "tiny"
     assert (fresh / "config.json").is_file() and summaries[1]["prm"]["path"] == "P"
     prm.run_prm_demo(options, ["model.path=GIVEN"])  # a given model: none made
