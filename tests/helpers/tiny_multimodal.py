@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 from PIL import Image
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import (
     PreTrainedTokenizerFast,
     Qwen2_5_VLConfig,
@@ -29,6 +29,8 @@ from transformers import (
     WhisperFeatureExtractor,
 )
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+from lightrft.adapters.hf.scratch_model import byte_level_backend
 
 M = TypeVar("M", bound=torch.nn.Module)
 
@@ -82,13 +84,7 @@ def tiny_mm_tokenizer() -> PreTrainedTokenizerFast:
 def byte_tokenizer(specials: tuple[str, ...], chat_template: str) -> PreTrainedTokenizerFast:
     """Byte-level tokenizer: ``specials`` (ids 0.., the first two pad and EOS), then one
     token per byte; ``chat_template`` renders media parts."""
-    vocab = {token: i for i, token in enumerate(specials)}
-    for i, ch in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet())):
-        vocab[ch] = len(specials) + i
-    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    backend.decoder = decoders.ByteLevel()
-    return _qwen_tokenizer(backend, specials, chat_template)
+    return _qwen_tokenizer(byte_level_backend(specials), specials, chat_template)
 
 
 def _qwen_tokenizer(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,18 +51,26 @@ class ScratchModelSpec:
         return None
 
 
-def byte_tokenizer() -> PreTrainedTokenizerFast:
-    """One token per byte (ids 3..258) after ``<pad>``, ``<eos>``, ``<bos>``; left padding."""
-    vocab = {name: i for i, name in enumerate(SPECIAL_TOKENS)}
+def byte_level_backend(specials: Sequence[str]) -> Tokenizer:
+    """A tokenizers backend of ``specials`` (ids 0..) then one token per byte, no merges."""
+    vocab = {name: i for i, name in enumerate(specials)}
     for i, symbol in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet())):
-        vocab[symbol] = len(SPECIAL_TOKENS) + i
+        vocab[symbol] = len(specials) + i
     backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     backend.decoder = decoders.ByteLevel()
+    return backend
+
+
+def byte_tokenizer(chat_template: str = CHAT_TEMPLATE) -> PreTrainedTokenizerFast:
+    """One token per byte (ids 3..258) after ``<pad>``, ``<eos>``, ``<bos>``; left padding."""
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>"
+        tokenizer_object=byte_level_backend(SPECIAL_TOKENS),
+        pad_token="<pad>",
+        eos_token="<eos>",
+        bos_token="<bos>",
     )
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = chat_template
     tokenizer.padding_side = "left"
     return tokenizer
 

@@ -32,7 +32,6 @@ class PrmDemoOptions:
     warmup_lr: float = 5e-5
     warmup_batch_size: int = 16
     warmup_micro_batch_size: int = 8
-    warmup_schedule: str = "constant"  # optim.schedule of the warm-up (cosine: to a tenth)
     prm_base_steps: int = 0  # SFT steps more for the PRM's backbone (0: the warmed policy)
     prm_data: str = "own"  # own: the warmed policy's samples, labelled; synthetic: built-in rows
     prm_rows: int = 1024  # PRM training rows (own: prompts x prm_samples)

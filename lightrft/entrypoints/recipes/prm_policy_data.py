@@ -83,8 +83,6 @@ def warmup_stage(
             f"sft.micro_batch_size={options.warmup_micro_batch_size}",
             f"sft.seed={seed}",
             f"optim.lr={options.warmup_lr}",
-            f"optim.schedule={options.warmup_schedule}",
-            "optim.min_lr_ratio=0.1",  # where the schedule decays
             f"logging.run_dir={options.run_dir / name}",
             "checkpoint.every=null",
             "logging.progress=false",

@@ -8,10 +8,10 @@ from pathlib import Path
 import gguf
 import numpy as np
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from torch import Tensor
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from lightrft.adapters.hf.scratch_model import byte_tokenizer
 from lightrft.domain.types import SequenceBatch
 
 PAD, EOS, BOS = 0, 1, 2
@@ -23,18 +23,7 @@ CHAT_TEMPLATE = (
 
 def tiny_tokenizer() -> PreTrainedTokenizerFast:
     """Byte-level tokenizer: one token per byte (ids 3..258) plus <pad>, <eos>, <bos>."""
-    vocab = {"<pad>": PAD, "<eos>": EOS, "<bos>": BOS}
-    for i, ch in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet())):
-        vocab[ch] = i + 3
-    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    backend.decoder = decoders.ByteLevel()
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>"
-    )
-    tok.chat_template = CHAT_TEMPLATE
-    tok.padding_side = "left"
-    return tok
+    return byte_tokenizer(CHAT_TEMPLATE)
 
 
 FAMILY_SIZES = {
