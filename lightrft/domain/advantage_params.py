@@ -20,6 +20,7 @@ class AdvantageParams:
     whiten_eps: float = 1e-8  # masked whitening epsilon
     teacher_weights: tuple[float, ...] = (1.0,)  # opd: w_k per teacher, summing to 1
     opd_weight: float = 1.0  # opd: alpha, the distillation share; 1 - alpha: GRPO's
+    process_weight: float = 1.0  # process_grpo: w, the weight of the per-step returns
     # groups whose rewards are all alike: this times the batch-standardised reward (grpo,
     # dr_grpo, rloo, opo, cpgd); 0: such a group gets advantage 0 (the estimators' own rule)
     alike_group_advantage: float = 0.0
@@ -34,6 +35,7 @@ class AdvantageParams:
             raise ValueError(f"opd_weight must lie in [0, 1], got {self.opd_weight}")
         check_positive("whiten_eps", self.whiten_eps)
         check_non_negative("kl_coef", self.kl_coef)
+        check_non_negative("process_weight", self.process_weight)
         check_non_negative("alike_group_advantage", self.alike_group_advantage)
         for name in ("alike_group_max_entropy", "alike_group_max_reward"):
             value = getattr(self, name)

@@ -150,8 +150,8 @@ def aggregate_steps(scores: Sequence[Tensor], how: str, empty_score: float = 0.0
 def _process_grpo(
     inputs: AdvantageInputs, params: AdvantageParams, _r: AllReduceSum
 ) -> AdvantageOutput:
-    """A_t = sum_{steps k ending at or after t} (s_k - mean_g s) / (std_g s + eps)
-    + (r - mean_g r) / (std_g r + eps).
+    """A_t = w * sum_{steps k ending at or after t} (s_k - mean_g s) / (std_g s + eps)
+    + (r - mean_g r) / (std_g r + eps),  w = ``params.process_weight``.
 
     The step rewards s (``inputs.step_rewards`` at ``inputs.step_mask``) are normalised with
     the mean and Bessel std of all step rewards of the sample's group g (DeepSeekMath,
@@ -159,8 +159,10 @@ def _process_grpo(
     sum of the normalised rewards of its own step and the later ones (the per-step return,
     gamma = 1). The outcome reward r (``inputs.rewards``: the other sources) adds its ``grpo``
     advantage on every token, as PRIME (arXiv:2502.01456, sec. 3) adds the outcome advantage
-    to the process returns. Groups whose step rewards (outcome rewards) are all equal, or
-    of one sample, contribute 0 for that part. Shape: (B, R).
+    to the process returns; w < 1 weighs a noisy PRM's credit below the verified outcome's
+    (PRIME, too, scales its process and outcome rewards by separate coefficients). Groups
+    whose step rewards (outcome rewards) are all equal, or of one sample, contribute 0 for
+    that part. Shape: (B, R).
     """
     mask = inputs.response_mask.bool()
     step_rewards = _require("process_grpo", "step_rewards", inputs.step_rewards)
@@ -179,7 +181,7 @@ def _process_grpo(
         AdvantageInputs(inputs.rewards, inputs.response_mask, inputs.group_index),
         lambda r, g: (r - g.mean) / (g.std + params.eps),
     )
-    advantages = process + _per_token(outcome.double(), mask)
+    advantages = params.process_weight * process + _per_token(outcome.double(), mask)
     metrics = {
         **metrics,
         "process/steps_per_sample": at_end.sum(dim=-1).double().mean(),

@@ -16,9 +16,8 @@ context, rendered by the judge's chat template as at sampling time.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,17 +65,3 @@ def judge_sft_row(
             {"role": "assistant", "content": judgement},
         ]
     }
-
-
-def write_jsonl(rows: Iterable[Mapping[str, Any]], path: Path) -> int:
-    """Writes ``rows`` as JSON lines (atomically: a temporary file renamed); returns the
-    number written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    count = 0
-    with temporary.open("w") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            count += 1
-    temporary.replace(path)
-    return count

@@ -56,6 +56,12 @@ class RewardSourceSection(ComponentSection):
         """The source's metric name (``name``, else ``type``)."""
         return self.name or self.type
 
+    @property
+    def passes_step_rewards(self) -> bool:
+        """Whether the source hands each step's score on as a step reward (the input of an
+        estimator with ``needs_step_rewards``, e.g. ``process_grpo``)."""
+        return False
+
 
 ENGINE_CONFIGS: Registry[type[ComponentSection]] = Registry("rollout engine")
 REWARD_SOURCE_CONFIGS: Registry[type[ComponentSection]] = Registry("reward source type")

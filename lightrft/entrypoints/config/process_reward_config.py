@@ -37,6 +37,11 @@ class ProcessRmConfig(RewardSourceSection):
     dtype: Literal["fp32", "bf16", "fp16"] = Field("fp32", description="Weights dtype.")
     trust_remote_code: bool = Field(False, description="Run code shipped with the model.")
 
+    @property
+    def passes_step_rewards(self) -> bool:
+        """``aggregate: steps``: each step's score is passed on as a step reward."""
+        return self.aggregate == "steps"
+
     @field_validator("aggregate")
     @classmethod
     def _known_aggregate(cls, value: str) -> str:

@@ -84,6 +84,7 @@ class RunConfig(Section):
                 "group: rollout.n_samples_per_prompt must be >= 2"
             )
         self._check_teachers()
+        self._check_step_rewards()
         self._check_alike_groups()
         if POLICY_LOSSES.get(a.policy_loss).sequence_level and self._agg() == "token-mean":
             raise ValueError(
@@ -163,6 +164,18 @@ class RunConfig(Section):
             raise ValueError(
                 "algorithm.opd_weight < 1 mixes in GRPO's group advantage: "
                 "rollout.n_samples_per_prompt must be >= 2"
+            )
+
+    def _check_step_rewards(self) -> None:
+        name = self.algorithm.advantage_estimator
+        if not ADVANTAGE_ESTIMATORS.get(name).needs_step_rewards:
+            return
+        sources = [*self.reward.typed_sources, *recipe_sections(self)]
+        if not any(s.passes_step_rewards for s in sources):
+            raise ValueError(
+                f"algorithm.advantage_estimator {name!r} credits each reasoning step: "
+                "reward.sources needs a source that passes step rewards on (type process_rm "
+                "with aggregate: steps); without one it would train on the outcome alone"
             )
 
     def _check_alike_groups(self) -> None:

@@ -400,6 +400,13 @@ class AlgorithmConfig(Section):
         description="opd: alpha in A_t = alpha * A_distill_t + (1 - alpha) * A_grpo; 1 "
         "distills only (the rewards are measured, not trained on).",
     )
+    process_weight: float = Field(
+        1.0,
+        ge=0,
+        description="process_grpo: w in A_t = w * (per-step return of the normalised step "
+        "rewards) + (grpo advantage of the outcome reward); below 1 trusts a noisy PRM less "
+        "than the verified outcome. See docs/algorithms.md.",
+    )
 
     alike_group_advantage: float = Field(
         0.0,

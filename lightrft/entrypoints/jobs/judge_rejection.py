@@ -31,8 +31,9 @@ from typing import Any
 import structlog
 
 from lightrft.adapters.datasets.in_memory import InMemoryPromptSource
+from lightrft.adapters.datasets.jsonl_files import write_jsonl
 from lightrft.adapters.datasets.judge_pairs import load_judge_pairs
-from lightrft.adapters.datasets.judge_sft_rows import judge_sft_row, write_jsonl
+from lightrft.adapters.datasets.judge_sft_rows import judge_sft_row
 from lightrft.adapters.datasets.prompt_rows import RowSpec
 from lightrft.adapters.datasets.rendering import PromptFormat
 from lightrft.adapters.reward_models.judge_agreement import JudgeAgreementReward

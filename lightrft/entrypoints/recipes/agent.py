@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lightrft.adapters.datasets.jsonl_files import write_jsonl
 from lightrft.adapters.datasets.tool_arithmetic import SYSTEM_PROMPT, tool_problems, warm_up_traces
 from lightrft.entrypoints.config.loading import load_config, load_sft_config
 from lightrft.entrypoints.recipes.registry import DemoRecipe
@@ -124,11 +125,6 @@ RL_OVERRIDES = [
 """GRPO from the SFT model (``key=value`` arguments override them)."""
 
 
-def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return path
-
-
 def _eval_rows(run_dir: Path) -> list[dict[str, Any]]:
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
     return [row for row in map(json.loads, lines) if "eval/accuracy" in row]
@@ -166,11 +162,11 @@ def _run_stages(options: AgentDemoOptions, overrides: Sequence[str]) -> dict[str
     out = options.run_dir
     out.mkdir(parents=True, exist_ok=True)
     train_rows = tool_problems(options.train_rows, seed=0)
-    train_path = _write_jsonl(out / "train.jsonl", train_rows)
-    eval_path = _write_jsonl(out / "heldout.jsonl", tool_problems(options.eval_rows, seed=1))
+    train_path = write_jsonl(train_rows, out / "train.jsonl")
+    eval_path = write_jsonl(tool_problems(options.eval_rows, seed=1), out / "heldout.jsonl")
     warm_up_rows = train_rows[-options.sft_rows :]
     traces = warm_up_traces(warm_up_rows, options.sft_tool_fraction, seed=options.seed)
-    traces_path = _write_jsonl(out / "tool_traces.jsonl", traces)
+    traces_path = write_jsonl(traces, out / "tool_traces.jsonl")
     shared = episode_overrides(options, train_path, eval_path)
     rl_config = check_stage("RL", _rl_words(options, overrides))
     times: dict[str, float] = {}

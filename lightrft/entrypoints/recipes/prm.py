@@ -38,7 +38,7 @@ from typing import Any
 
 import structlog
 
-from lightrft.adapters.datasets.judge_sft_rows import write_jsonl
+from lightrft.adapters.datasets.jsonl_files import write_jsonl
 from lightrft.adapters.datasets.synthetic_steps import (
     DIFFICULTIES,
     PHRASINGS,
@@ -82,8 +82,8 @@ GRPO_OVERRIDES = [
 
 def _write_problems(path: Path, n: int, seed: int, options: PrmDemoOptions) -> Path:
     problems = chain_problems(n, seed, options.chain_length, options.difficulty)
-    write_jsonl(({"prompt": r["prompt"], "reference": r["reference"]} for r in problems), path)
-    return path
+    rows = ({"prompt": r["prompt"], "reference": r["reference"]} for r in problems)
+    return write_jsonl(rows, path)
 
 
 def _write_step_rows(path: Path, n: int, seed: int, options: PrmDemoOptions) -> Path:
@@ -100,8 +100,7 @@ def _write_step_rows(path: Path, n: int, seed: int, options: PrmDemoOptions) -> 
         wrong_result_share=options.prm_wrong_result_share,
         difficulty=options.difficulty,
     )
-    write_jsonl(rows, path)
-    return path
+    return write_jsonl(rows, path)
 
 
 def _prm_rows(

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from lightrft.adapters.datasets.chain_solutions import line_labels, worked_chain_rows
 from lightrft.adapters.datasets.in_memory import InMemoryPromptSource
-from lightrft.adapters.datasets.judge_sft_rows import write_jsonl
+from lightrft.adapters.datasets.jsonl_files import write_jsonl
 from lightrft.adapters.datasets.rendering import PromptFormat
 from lightrft.adapters.datasets.synthetic_steps import chain_problems
 from lightrft.application.own_step_labels import label_own_samples

@@ -32,6 +32,7 @@ from typing import Any
 
 import structlog
 
+from lightrft.adapters.datasets.jsonl_files import write_jsonl
 from lightrft.adapters.datasets.preferences import PreferenceSpec
 from lightrft.adapters.datasets.safety_preferences import NAME_PATTERN, cost_rows, helpfulness_rows
 from lightrft.entrypoints.config.loading import ConfigError, load_config
@@ -83,12 +84,6 @@ class SafeDemoOptions(RmDemoOptions):
     cost_model: Path | None = None  # trained before: skips stage 2
 
 
-def _write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return path
-
-
 def _train_model(
     name: str,
     rows: Sequence[dict[str, Any]],
@@ -98,7 +93,7 @@ def _train_model(
 ) -> dict[str, Any]:
     from lightrft.entrypoints.jobs.reward_model import RmDataOptions, train_reward_model
 
-    path = _write_rows(options.run_dir / "data" / f"{name}.jsonl", rows)
+    path = write_jsonl(rows, options.run_dir / "data" / f"{name}.jsonl")
     data = RmDataOptions(data=str(path), eval_fraction=0.25, spec=spec, system_prompt=SYSTEM_PROMPT)
     started = time.perf_counter()
     summary = train_reward_model(

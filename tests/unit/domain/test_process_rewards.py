@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from lightrft.domain.advantage_params import AdvantageParams
 from lightrft.domain.advantages import ADVANTAGE_ESTIMATORS, AdvantageInputs, compute_advantages
 from lightrft.domain.process_rewards import (
     StepLabelledExample,
@@ -109,6 +110,22 @@ def test_process_grpo_by_hand_on_two_groups() -> None:
         [b, b, b, b],
     ]
     assert out.advantages.tolist() == [pytest.approx(row, abs=1e-6) for row in expected]
+
+
+def test_process_grpo_weighs_the_step_returns_by_process_weight() -> None:
+    eps = 1e-6
+    out = compute_advantages("process_grpo", _two_groups(), AdvantageParams(process_weight=0.25))
+    # sample 0 of the hand example: step returns hi + lo at t=0, lo at t=2; outcome o
+    hi, lo, o = 0.5 / (0.5 + eps), -0.5 / (0.5 + eps), 0.5 / (math.sqrt(0.5) + eps)
+    assert out.advantages[0].tolist() == pytest.approx(
+        [0.25 * (hi + lo) + o, 0.25 * (hi + lo) + o, 0.25 * lo + o, 0.25 * lo + o], abs=1e-6
+    )
+    only_outcome = compute_advantages(
+        "process_grpo", _two_groups(), AdvantageParams(process_weight=0.0)
+    )
+    assert only_outcome.advantages[0].tolist() == pytest.approx([o] * 4, abs=1e-6)
+    with pytest.raises(ValueError, match="process_weight"):
+        AdvantageParams(process_weight=-0.5)
 
 
 def test_process_grpo_needs_the_step_rewards() -> None:
