@@ -150,7 +150,11 @@ class RLCycle:
             critic_strategy=c.critic_strategy,
         )
         self.evaluator = Evaluator(
-            c.engine, c.reward_sources, dict(s.shaping.weights), recipes=s.shaping.recipes
+            c.engine,
+            c.reward_sources,
+            dict(s.shaping.weights),
+            recipes=s.shaping.recipes,
+            accuracy_sources=s.cycle.eval_accuracy_sources,
         )
         self.reward_failures = RewardFailureMonitor(
             s.reward_failures, [source.name for source in c.reward_sources], c.collective

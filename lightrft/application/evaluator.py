@@ -10,7 +10,7 @@ import torch
 
 from lightrft.application.agent_metrics import episode_metrics
 from lightrft.application.phases import Phase, PhaseSwitcher
-from lightrft.application.reward_scoring import score_completions
+from lightrft.application.reward_scoring import Scores, score_completions
 from lightrft.domain.ports import PromptSource, RewardSource, RolloutEngine
 from lightrft.domain.reward_recipes import RecipeBook
 from lightrft.domain.types import PromptRecord, SamplingParams
@@ -28,7 +28,10 @@ def pass_at_k(num_samples: int, num_correct: int, k: int) -> float:
 class Evaluator:
     """Generates for held-out prompts and reports reward mean, accuracy and pass@k.
 
-    A sample counts as correct when its combined reward is at least ``correct_threshold``.
+    A sample counts as correct when its combined reward is at least ``correct_threshold``;
+    with ``accuracy_sources``, when the weighted sum of those sources' scores is (so a
+    learned reward added to a verifiable one, e.g. a PRM's verdict beside ``math``, does not
+    make a wrong answer count as right).
     """
 
     def __init__(
@@ -39,9 +42,18 @@ class Evaluator:
         correct_threshold: float = 1.0,
         batch_size: int = 64,
         recipes: RecipeBook | None = None,
+        accuracy_sources: Sequence[str] | None = None,
     ) -> None:
         self.engine, self.reward_sources = engine, list(reward_sources)
         self.weights = dict(weights or {})
+        names = {source.name for source in self.reward_sources}
+        unknown = sorted(set(accuracy_sources or ()) - names)
+        if unknown:
+            raise ValueError(
+                f"eval.accuracy_sources names unknown reward sources {unknown}; "
+                f"sources: {sorted(names)}"
+            )
+        self.accuracy_sources = tuple(accuracy_sources) if accuracy_sources else None
         self.recipes = recipes
         self.correct_threshold, self.batch_size = correct_threshold, batch_size
 
@@ -57,6 +69,7 @@ class Evaluator:
         if count == 0:
             raise ValueError("no evaluation prompts")
         totals: list[torch.Tensor] = []
+        judged: list[torch.Tensor] = []  # what decides correctness (totals by default)
         lengths: list[int] = []
         source_metrics: list[tuple[dict[str, float], int]] = []
         for start in range(0, count, self.batch_size):
@@ -72,10 +85,11 @@ class Evaluator:
                     self.reward_sources, batch, completions, self.weights, recipes=self.recipes
                 )
             totals.append(scores.total.view(len(batch), sampling.n))
+            judged.append(self._judged(scores).view(len(batch), sampling.n))
             lengths.extend(len(c.token_ids) for c in completions)
             source_metrics.append((scores.metrics | episode_metrics(completions), len(completions)))
         rewards = torch.cat(totals)  # [prompts, n]
-        correct = rewards >= self.correct_threshold
+        correct = torch.cat(judged) >= self.correct_threshold
         metrics = {
             "eval/reward_mean": float(rewards.mean()),
             "eval/accuracy": float(correct.float().mean()),
@@ -89,6 +103,16 @@ class Evaluator:
             if not key.startswith("time/"):  # the eval phases are timed as a whole
                 metrics[f"eval/{key}"] = value
         return metrics
+
+    def _judged(self, scores: Scores) -> torch.Tensor:
+        """Each sample's reward that decides correctness: the combined one, or the weighted
+        sum of ``accuracy_sources``' scores."""
+        if self.accuracy_sources is None:
+            return scores.total
+        return sum(
+            (self.weights.get(n, 1.0) * scores.by_source[n].float() for n in self.accuracy_sources),
+            torch.zeros_like(scores.total, dtype=torch.float32),
+        )
 
 
 def sample_weighted_means(batches: Sequence[tuple[dict[str, float], int]]) -> dict[str, float]:

@@ -221,6 +221,9 @@ class CycleParams:
         default_factory=lambda: SamplingParams(n=1, temperature=0.0)
     )
     eval_max_prompts: int | None = None
+    # the reward sources whose weighted sum decides an evaluated sample's correctness
+    # (None: the combined reward)
+    eval_accuracy_sources: tuple[str, ...] | None = None
     checkpoint_every: int | None = None
     log_samples_per_step: int = 4
     shuffle_prompts: bool = True  # False: every epoch walks the prompt set in order

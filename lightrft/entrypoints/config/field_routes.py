@@ -50,6 +50,7 @@ NOT_COPIED: Mapping[str, str] = {
     "eval.every": "CycleParams.eval_every",
     "eval.max_prompts": "CycleParams.eval_max_prompts",
     "eval.n_samples": "CycleParams.eval_sampling.n",
+    "eval.accuracy_sources": "CycleParams.eval_accuracy_sources",
     # read by the entrypoints only
     "rollout.engine": "the engine builder (container)",
     "rollout.engine_threads": "the split engine's process (container)",

@@ -85,6 +85,7 @@ class RunConfig(Section):
             )
         self._check_teachers()
         self._check_step_rewards()
+        self._check_accuracy_sources()
         self._check_alike_groups()
         if POLICY_LOSSES.get(a.policy_loss).sequence_level and self._agg() == "token-mean":
             raise ValueError(
@@ -176,6 +177,18 @@ class RunConfig(Section):
                 f"algorithm.advantage_estimator {name!r} credits each reasoning step: "
                 "reward.sources needs a source that passes step rewards on (type process_rm "
                 "with aggregate: steps); without one it would train on the outcome alone"
+            )
+
+    def _check_accuracy_sources(self) -> None:
+        names = self.eval.accuracy_sources
+        if names is None:
+            return
+        labels = [s.label for s in [*self.reward.typed_sources, *recipe_sections(self)]]
+        unknown = sorted(set(names) - set(labels))
+        if unknown or not names:
+            raise ValueError(
+                f"eval.accuracy_sources must name reward sources, got {unknown or names}; "
+                f"sources: {labels}"
             )
 
     def _check_alike_groups(self) -> None:
@@ -284,6 +297,9 @@ class RunConfig(Section):
                     seed=t.seed,
                 ),
                 eval_max_prompts=e.max_prompts,
+                eval_accuracy_sources=(
+                    tuple(e.accuracy_sources) if e.accuracy_sources is not None else None
+                ),
                 checkpoint_every=self.checkpoint.every,
                 log_samples_per_step=self.logging.log_samples_per_step,
                 shuffle_prompts=self.data.train.shuffle,

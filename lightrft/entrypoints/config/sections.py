@@ -872,3 +872,9 @@ class EvalConfig(Section):
     max_prompts: int | None = Field(64, gt=0, description="Evaluation prompts used.")
     n_samples: int = Field(1, gt=0, description="Samples per evaluation prompt (pass@k).")
     temperature: float = Field(0.0, ge=0, description="Evaluation temperature (0: greedy).")
+    accuracy_sources: list[str] | None = Field(
+        None,
+        description="Reward sources (by name) whose weighted sum decides whether an evaluated "
+        "sample is correct (eval/accuracy, pass@k), e.g. [math] when a learned reward joins a "
+        "verifiable one; null: the combined reward.",
+    )

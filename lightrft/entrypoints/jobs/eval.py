@@ -24,6 +24,7 @@ def evaluate(config: RunConfig, output: Path | None = None) -> dict[str, Any]:
         root.reward_sources(),
         dict(settings.shaping.weights),
         recipes=settings.shaping.recipes,
+        accuracy_sources=settings.cycle.eval_accuracy_sources,
     )
     prompts = root.eval_prompts()
     assert prompts is not None  # data.eval is set

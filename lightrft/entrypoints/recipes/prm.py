@@ -73,6 +73,7 @@ GRPO_OVERRIDES = [
     "optim.lr=1e-5",  # the warmed policy is peaked: 3e-5 and 5e-5 collapse outcome-only GRPO
     "eval.every=8",
     "eval.max_prompts=128",
+    "eval.accuracy_sources=[math]",  # a PRM verdict of 1 must not make a wrong answer right
     "checkpoint.every=null",
     "checkpoint.export_final=false",
     "logging.progress=false",

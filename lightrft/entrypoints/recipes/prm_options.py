@@ -83,7 +83,8 @@ POLICY_PROFILES: dict[str, PolicyProfile] = {
     "tiny": PolicyProfile(
         help="a 1M-parameter byte-level Llama made here (or model.path: one made before), "
         "taught the small chains by 900 SFT steps; its PRM starts from it trained 400 steps "
-        "more, on 16384 own rows; 60 process_grpo steps of 16 prompts x 8 samples",
+        "more, 4 passes over 16384 own rows; the PRM's mean verdict joins the outcome "
+        "reward; 60 GRPO steps of 16 prompts x 8 samples",
         fields={
             "difficulty": "small",
             "warmup_steps": 900,  # aims at W of docs/results.md (greedy ~0.16): unmeasured
@@ -92,11 +93,12 @@ POLICY_PROFILES: dict[str, PolicyProfile] = {
             "warmup_batch_size": 32,
             "warmup_micro_batch_size": 32,
             "prm_base_steps": 400,
-            "prm_rows": 16_384,  # the measured PRM's (prm16k)
+            "prm_rows": 16_384,  # the measured PRM's (prm16kB, docs/results.md)
             "prm_eval_rows": 512,
+            "prm_epochs": 4,  # measured: 2 at 1e-3 then 2 at 5e-4
             "prm_batch_size": 32,
             "prm_lr": 1e-3,
-            "prm_aggregate": "steps",
+            "prm_aggregate": "mean",  # measured ahead of steps (process_grpo) with this PRM
         },
         grpo=(
             "rollout.prompts_per_step=16",

@@ -76,3 +76,37 @@ def test_max_prompts_cuts_the_last_batch() -> None:
     )
     assert metrics["eval/reward/r/mean"] == pytest.approx(1 / 3)
     assert metrics["eval/prompts"] == 3.0
+
+
+class ConstantReward:
+    """Scores ``value`` for every sample (a learned reward's dense verdict)."""
+
+    def __init__(self, name: str, value: float) -> None:
+        self.name, self.value = name, value
+
+    def score(self, samples: Sequence[RewardSample]) -> RewardResult:
+        return RewardResult(torch.full((len(samples),), self.value), {})
+
+
+def test_accuracy_sources_decide_correctness_where_a_dense_reward_would_lift_wrong_answers() -> (
+    None
+):
+    # math right on p0 and p1 (2 of 5); a verdict of 1.0 on every sample. The combined reward
+    # (math + verdict) is >= 1 everywhere: accuracy 1.0, though 3 answers are wrong. Judged
+    # by math alone: 0.4, pass@1 too; the reward mean is still the combined one.
+    sources = [UidReward("math", {"p0", "p1"}), ConstantReward("prm", 1.0)]
+    combined = Evaluator(EchoEngine(), sources).evaluate(PROMPTS, SamplingParams())
+    assert combined["eval/accuracy"] == pytest.approx(1.0)
+    judged = Evaluator(EchoEngine(), sources, accuracy_sources=["math"])
+    metrics = judged.evaluate(PROMPTS, SamplingParams(n=2))
+    assert metrics["eval/accuracy"] == pytest.approx(0.4)
+    assert metrics["eval/pass@1"] == pytest.approx(0.4)
+    assert metrics["eval/reward_mean"] == pytest.approx(1.4)
+    # weights apply: math at weight 0.5 never reaches the threshold 1
+    halved = Evaluator(EchoEngine(), sources, {"math": 0.5}, accuracy_sources=["math"])
+    assert halved.evaluate(PROMPTS, SamplingParams())["eval/accuracy"] == 0.0
+
+
+def test_accuracy_sources_must_be_reward_sources() -> None:
+    with pytest.raises(ValueError, match=r"accuracy_sources names unknown reward sources \['x'\]"):
+        Evaluator(EchoEngine(), [UidReward("math", set())], accuracy_sources=["x"])

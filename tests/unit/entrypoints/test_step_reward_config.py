@@ -1,5 +1,5 @@
-"""``process_grpo`` in the config: it needs a source that passes step rewards on, and
-``algorithm.process_weight`` reaches the estimator's parameters."""
+"""Process rewards in the config: ``process_grpo`` needs a source that passes step rewards on,
+``algorithm.process_weight`` reaches the estimator, ``eval.accuracy_sources`` the cycle."""
 
 from __future__ import annotations
 
@@ -24,3 +24,11 @@ def test_process_grpo_with_a_steps_source_loads_and_takes_process_weight() -> No
     assert load_config(None, [PROCESS, STEPS]).to_domain().algorithm.advantage.process_weight == 1
     with pytest.raises(ConfigError, match="process_weight"):
         load_config(None, [PROCESS, STEPS, "algorithm.process_weight=-1"])
+
+
+def test_eval_accuracy_sources_reach_the_cycle_and_unknown_names_are_refused() -> None:
+    config = load_config(None, [PROCESS, STEPS, "eval.accuracy_sources=[math]"])
+    assert config.to_domain().cycle.eval_accuracy_sources == ("math",)
+    assert load_config(None, []).to_domain().cycle.eval_accuracy_sources is None
+    with pytest.raises(ConfigError, match=r"eval.accuracy_sources must name reward sources"):
+        load_config(None, ["eval.accuracy_sources=[prm]"])
