@@ -196,5 +196,6 @@ def test_demo_prm_tiny_policy_is_made_here_and_runs_every_stage(tmp_path: Path) 
         recorded = (run / name / "config.yaml").read_text()
         assert summary["warmup"]["path"] in recorded and "n_samples_per_prompt: 2" in recorded
     process = (run / "grpo_process" / "config.yaml").read_text()
-    assert "advantage_estimator: grpo" in process and "aggregate: mean" in process
+    assert "advantage_estimator: process_grpo" in process and "aggregate: steps" in process
+    assert "process_weight: 0.25" in process
     assert "accuracy_sources:\n  - math" in process  # eval/accuracy is the math reward's

@@ -83,8 +83,8 @@ POLICY_PROFILES: dict[str, PolicyProfile] = {
     "tiny": PolicyProfile(
         help="a 1M-parameter byte-level Llama made here (or model.path: one made before), "
         "taught the small chains by 900 SFT steps; its PRM starts from it trained 400 steps "
-        "more, 4 passes over 16384 own rows; the PRM's mean verdict joins the outcome "
-        "reward; 60 GRPO steps of 16 prompts x 8 samples",
+        "more, 4 passes over 16384 own rows; its verdicts are step rewards at a quarter "
+        "weight (process_grpo, process_weight 0.25); 60 GRPO steps of 16 prompts x 8 samples",
         fields={
             "difficulty": "small",
             "warmup_steps": 900,  # aims at W of docs/results.md (greedy ~0.16): unmeasured
@@ -98,7 +98,7 @@ POLICY_PROFILES: dict[str, PolicyProfile] = {
             "prm_epochs": 4,  # measured: 2 at 1e-3 then 2 at 5e-4
             "prm_batch_size": 32,
             "prm_lr": 1e-3,
-            "prm_aggregate": "mean",  # measured ahead of steps (process_grpo) with this PRM
+            "prm_aggregate": "steps",  # with process_weight 0.25: 3 of 3 seeds (5 of 6)
         },
         grpo=(
             "rollout.prompts_per_step=16",
@@ -106,6 +106,7 @@ POLICY_PROFILES: dict[str, PolicyProfile] = {
             "optim.lr=5e-5",
             "train.total_steps=60",
             "eval.every=20",
+            "algorithm.process_weight=0.25",  # process_grpo's step returns; grpo ignores it
         ),
         scratch=ScratchModelSpec(),
     ),

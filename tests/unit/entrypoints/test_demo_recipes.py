@@ -252,6 +252,7 @@ def test_prm_demo_tiny_arms_use_the_profile_grpo_settings(
     smollm2, tiny = configs
     assert (smollm2.train.total_steps, smollm2.rollout.prompts_per_step) == (16, 8)
     assert (tiny.train.total_steps, tiny.rollout.prompts_per_step) == (60, 16)
+    assert tiny.algorithm.process_weight == 0.25 and smollm2.algorithm.process_weight == 1.0
     assert tiny.algorithm.advantage_estimator == "grpo"  # the arm passes its estimator
     assert tiny.rollout.n_samples_per_prompt == 8 and tiny.eval.every == 20
     assert smollm2.optim.lr == tiny.optim.lr == 3e-4  # the user's overrides come last
